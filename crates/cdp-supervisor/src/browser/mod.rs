@@ -1,0 +1,1 @@
+//! Finding and launching local Chromium. (contract skeleton)

@@ -1,0 +1,1 @@
+//! The message envelope. (contract skeleton)

@@ -1,0 +1,12 @@
+//! The wire: the CDP message envelope, typed params for the events we use,
+//! endpoint resolution and the connection (request/response correlation,
+//! flatten-session multiplexing, deadlines, disconnect handling).
+
+pub mod connection;
+pub mod endpoint;
+pub mod message;
+pub mod protocol;
+
+pub use connection::{CommandError, Connection, ConnectError, EventStream, Incoming, PendingReply};
+pub use endpoint::{resolve_ws_url, EndpointError};
+pub use protocol::{Event, FrameId, SessionId, TargetId};

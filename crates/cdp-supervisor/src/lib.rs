@@ -1,0 +1,30 @@
+//! # cdp-supervisor
+//!
+//! A browser supervisor for AI agents. It holds one persistent Chrome
+//! DevTools Protocol (CDP) connection per agent task and
+//!
+//! - surfaces every native JS dialog (`alert`, `confirm`, `prompt`,
+//!   `beforeunload`) that blocks the page, and answers it — by the agent
+//!   (`browser_dialog`), by policy (`auto_dismiss`, `auto_accept`), or by a
+//!   watchdog so that no page stays frozen;
+//! - keeps the whole frame tree, cross-origin iframes (OOPIFs) included, and
+//!   routes CDP calls into an OOPIF over its own child session.
+//!
+//! The layers, from the wire up:
+//! - [`cdp`] — the wire: envelope, typed events, endpoint resolution, connection.
+//! - [`supervisor::state`] — the rules, as a pure state machine: events and
+//!   requests in, CDP commands and a snapshot out; no I/O, no clock.
+//! - [`supervisor::driver`] — the async task that feeds the state machine.
+//! - [`supervisor::registry`] — one supervisor per task id.
+//! - [`tools`] — the agent surface (JSON in, JSON out) the MCP server and CLI wrap.
+//! - [`browser`] — finding and launching local Chromium.
+//!
+//! What it deliberately does not do: drive the page for the agent (clicks,
+//! typing): that stays the agent's own CDP or the raw `browser_cdp` escape hatch.
+
+pub mod browser;
+pub mod cdp;
+pub mod config;
+pub mod demo_site;
+pub mod supervisor;
+pub mod tools;

@@ -1,0 +1,8 @@
+//! The supervisor: the pure rules ([`state`]), the async [`driver`] that feeds
+//! them, and the [`registry`] of supervisors by task id.
+
+pub mod driver;
+pub mod policy;
+pub mod registry;
+pub mod snapshot;
+pub mod state;
