@@ -1,0 +1,143 @@
+//! The snapshot: what the agent reads (`browser_snapshot`) and what `watch`
+//! prints. Plain data, serialized with the spec's field names.
+//!
+//! Times are Unix seconds as `f64` (`opened_at`, `closed_at`, `at`).
+
+use serde::Serialize;
+
+/// Who closed a dialog (`closed_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClosedBy {
+    /// The agent answered it (`browser_dialog`), or its own navigation released it.
+    Agent,
+    /// The `auto_dismiss` / `auto_accept` policy answered it.
+    AutoPolicy,
+    /// The must_respond watchdog dismissed it, or released its page by navigating.
+    Watchdog,
+    /// Someone else: the page navigated, another CDP client or a proxy answered it.
+    Remote,
+}
+
+impl ClosedBy {
+    /// The `closed_by` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClosedBy::Agent => "agent",
+            ClosedBy::AutoPolicy => "auto_policy",
+            ClosedBy::Watchdog => "watchdog",
+            ClosedBy::Remote => "remote",
+        }
+    }
+}
+
+/// One dialog that blocks its frame now (`pending_dialogs[]`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PendingDialog {
+    /// `d-1`, `d-2`, … per supervisor.
+    pub id: String,
+    /// `alert`, `confirm`, `prompt`, `beforeunload` (or an unknown type verbatim).
+    #[serde(rename = "type")]
+    pub dialog_type: String,
+    /// The text, cut at 10 240 chars as Chromium does.
+    pub message: String,
+    /// The prompt's default text (`""` for other types).
+    pub default_prompt: String,
+    /// When it opened, Unix seconds.
+    pub opened_at: f64,
+    /// The frame that opened it (`Page.javascriptDialogOpening.frameId`).
+    pub frame_id: Option<String>,
+    /// The URL of the document that opened it.
+    pub url: String,
+    /// `false` when Chromium refuses to answer it (`-32602 "No dialog is
+    /// showing"`) although its frame stays blocked: only navigating the page
+    /// releases it.
+    pub answerable: bool,
+}
+
+/// One dialog that has closed (`recent_dialogs[]`, the last 20).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClosedDialog {
+    #[serde(flatten)]
+    pub dialog: PendingDialog,
+    /// When it closed, Unix seconds.
+    pub closed_at: f64,
+    pub closed_by: ClosedBy,
+    /// Whether it was accepted (`Page.javascriptDialogClosed.result`), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
+    /// The text a prompt returned to the page, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_input: Option<String>,
+}
+
+/// The top frame (`frame_tree.top`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopFrame {
+    pub frame_id: String,
+    pub url: String,
+    pub origin: String,
+}
+
+/// A frame below the top (`frame_tree.children[]`, flat, parents first).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChildFrame {
+    pub frame_id: String,
+    pub url: String,
+    pub origin: String,
+    pub parent_frame_id: String,
+    /// A cross-origin iframe in its own process, with its own CDP session.
+    pub is_oopif: bool,
+    /// The OOPIF's child session (only for OOPIFs): what `browser_cdp(frame_id)` routes to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// `frame_tree`: at most 30 children and OOPIF depth 2; `truncated` when a cap cut.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FrameTreeView {
+    pub top: Option<TopFrame>,
+    pub children: Vec<ChildFrame>,
+    pub truncated: bool,
+}
+
+/// One `console.error` / `console.assert` call or uncaught exception (`console_errors[]`, the last 50).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConsoleError {
+    /// `error`, `assert` or `exception`.
+    pub level: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// When, Unix seconds.
+    pub at: f64,
+}
+
+/// The state of the supervisor's CDP connection (`connection`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionStatus {
+    #[default]
+    Connected,
+    /// The connection dropped; the supervisor is reconnecting (fields show the last known state).
+    Reconnecting,
+    /// The supervisor stopped (gave up, or was stopped).
+    Closed,
+}
+
+/// Everything the supervisor knows, as `browser_snapshot` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Snapshot {
+    /// The top frame's URL.
+    pub url: String,
+    /// The page's title (`Target.targetInfoChanged`).
+    pub title: String,
+    pub pending_dialogs: Vec<PendingDialog>,
+    pub recent_dialogs: Vec<ClosedDialog>,
+    pub frame_tree: FrameTreeView,
+    pub console_errors: Vec<ConsoleError>,
+    /// The page was already blocked by a dialog we never saw (it opened
+    /// before we attached): only navigating the page releases it.
+    pub page_blocked: bool,
+    pub connection: ConnectionStatus,
+}
