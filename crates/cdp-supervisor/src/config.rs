@@ -1,1 +1,813 @@
-//! Config. (contract skeleton)
+//! Configuration: a YAML file, then `CDP_SUPERVISOR_…` environment variables,
+//! then command-line flags, each layer overriding the one before.
+//!
+//! ```yaml
+//! browser:
+//!   cdp_url: ""                 # empty: launch local Chromium
+//!   cloud_provider: local       # local | browserbase | browser-use | firecrawl | camofox
+//!   dialog_policy: must_respond # must_respond | auto_dismiss | auto_accept
+//!   dialog_timeout_s: 300       # must_respond watchdog, seconds, > 0
+//!   chromium_path: ""           # empty: find it on PATH
+//!   chromium_args: []           # extra flags for a launched Chromium
+//!   target_id: ""               # with cdp_url: the tab to supervise; empty: first page
+//! ```
+//!
+//! Every value, whatever layer it comes from, goes through [`Config::set`], so
+//! one key is validated one way and every error reads the same: one line
+//! naming the key path, the rejected value and what is allowed. An unknown
+//! key is an error too — a typo never silently falls back to a default.
+//!
+//! ```
+//! use cdp_supervisor::config::Config;
+//!
+//! let env = [(
+//!     "CDP_SUPERVISOR_BROWSER__DIALOG_POLICY".to_owned(),
+//!     "auto_dismiss".to_owned(),
+//! )];
+//! let mut config = Config::load(None, env).unwrap();
+//! config.set("browser.dialog_timeout_s", "5").unwrap(); // a flag
+//! assert_eq!(config.browser.dialog_timeout_s, 5.0);
+//! ```
+
+use crate::browser::LaunchOptions;
+use crate::supervisor::policy::DialogPolicy;
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Environment variable naming the YAML config file (used when no `--config`).
+pub const CONFIG_PATH_ENV: &str = "CDP_SUPERVISOR_CONFIG";
+
+/// Prefix of the per-key environment variables: `CDP_SUPERVISOR_` + the key
+/// path upper-cased with `__` between levels.
+pub const ENV_PREFIX: &str = "CDP_SUPERVISOR_";
+
+/// Default `browser.dialog_timeout_s`. DESIGN.md: the must_respond watchdog
+/// waits five minutes for the agent before dismissing.
+pub const DEFAULT_DIALOG_TIMEOUT_S: f64 = 300.0;
+
+/// Every key path the config accepts, in documentation order.
+pub const KEYS: &[&str] = &[
+    "browser.cdp_url",
+    "browser.cloud_provider",
+    "browser.dialog_policy",
+    "browser.dialog_timeout_s",
+    "browser.chromium_path",
+    "browser.chromium_args",
+    "browser.target_id",
+];
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// The `browser:` section.
+    pub browser: BrowserConfig,
+}
+
+/// The `browser:` section: which browser to supervise and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BrowserConfig {
+    /// CDP endpoint to attach to (`ws://…` browser URL or `http://host:port`);
+    /// empty: launch local Chromium.
+    pub cdp_url: String,
+    /// The backend that provides the browser.
+    pub cloud_provider: CloudProvider,
+    /// What happens when a dialog opens.
+    pub dialog_policy: DialogPolicy,
+    /// Seconds the `must_respond` watchdog waits before dismissing a dialog;
+    /// finite and > 0.
+    pub dialog_timeout_s: f64,
+    /// Chromium executable to launch; empty: search `PATH`
+    /// (see [`crate::browser::find_chromium`]).
+    pub chromium_path: String,
+    /// Extra flags for a launched Chromium (proxy, host rules…).
+    pub chromium_args: Vec<String>,
+    /// With `cdp_url`: the target (tab) to supervise; empty: the first page.
+    pub target_id: String,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        BrowserConfig {
+            cdp_url: String::new(),
+            cloud_provider: CloudProvider::Local,
+            dialog_policy: DialogPolicy::MustRespond,
+            dialog_timeout_s: DEFAULT_DIALOG_TIMEOUT_S,
+            chromium_path: String::new(),
+            chromium_args: Vec::new(),
+            target_id: String::new(),
+        }
+    }
+}
+
+impl BrowserConfig {
+    /// Options for launching local Chromium from this section
+    /// (`chromium_path`, `chromium_args`; the default launch timeout).
+    pub fn launch_options(&self) -> LaunchOptions {
+        LaunchOptions {
+            chromium_path: (!self.chromium_path.is_empty())
+                .then(|| PathBuf::from(&self.chromium_path)),
+            extra_args: self.chromium_args.clone(),
+            ..LaunchOptions::default()
+        }
+    }
+}
+
+/// The backend that provides the browser (`browser.cloud_provider`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CloudProvider {
+    /// Local Chromium, launched by us or reached at `cdp_url`.
+    #[default]
+    Local,
+    /// Browserbase (CDP).
+    Browserbase,
+    /// Browser Use (CDP).
+    BrowserUse,
+    /// Firecrawl (CDP).
+    Firecrawl,
+    /// Camofox: a REST-only backend with no CDP endpoint.
+    Camofox,
+}
+
+impl CloudProvider {
+    /// The allowed spellings, for error messages.
+    pub const ALLOWED: &'static str = "local, browserbase, browser-use, firecrawl, camofox";
+
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloudProvider::Local => "local",
+            CloudProvider::Browserbase => "browserbase",
+            CloudProvider::BrowserUse => "browser-use",
+            CloudProvider::Firecrawl => "firecrawl",
+            CloudProvider::Camofox => "camofox",
+        }
+    }
+
+    /// Whether this backend exposes a CDP endpoint (everything but `camofox`).
+    pub fn has_cdp(self) -> bool {
+        self != CloudProvider::Camofox
+    }
+}
+
+impl fmt::Display for CloudProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CloudProvider {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "local" => Ok(CloudProvider::Local),
+            "browserbase" => Ok(CloudProvider::Browserbase),
+            "browser-use" => Ok(CloudProvider::BrowserUse),
+            "firecrawl" => Ok(CloudProvider::Firecrawl),
+            "camofox" => Ok(CloudProvider::Camofox),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A config that cannot be used. Display is one line a user can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid YAML, or its top level is not a mapping.
+    #[error("config file {}: {message}", path.display())]
+    Yaml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, on one line.
+        message: String,
+    },
+    /// A key the config does not have (a typo, or a stray variable).
+    #[error("unknown config key `{key}`{}; known keys: {}", origin_suffix(origin), KEYS.join(", "))]
+    UnknownKey {
+        /// The key path, e.g. `browser.dialog_polcy`.
+        key: String,
+        /// Where it came from (file path or environment variable), if known.
+        origin: Option<String>,
+    },
+    /// A known key with a value it cannot take.
+    #[error(
+        "{key}: {value} is not allowed{}; allowed: {allowed}",
+        origin_suffix(origin)
+    )]
+    BadValue {
+        /// The key path, e.g. `browser.dialog_policy`.
+        key: String,
+        /// The rejected value, quoted as given.
+        value: String,
+        /// The allowed values or type.
+        allowed: String,
+        /// Where it came from (file path or environment variable), if known.
+        origin: Option<String>,
+    },
+}
+
+fn origin_suffix(origin: &Option<String>) -> String {
+    origin
+        .as_ref()
+        .map(|o| format!(" (from {o})"))
+        .unwrap_or_default()
+}
+
+impl ConfigError {
+    /// Records where the offending key or value came from (a file path, an
+    /// environment variable, a flag), for the message.
+    pub fn with_origin(mut self, from: impl Into<String>) -> Self {
+        if let ConfigError::UnknownKey { origin, .. } | ConfigError::BadValue { origin, .. } =
+            &mut self
+        {
+            *origin = Some(from.into());
+        }
+        self
+    }
+}
+
+fn bad_value(key: &str, value: &str, allowed: &str) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.to_owned(),
+        value: format!("{value:?}"),
+        allowed: allowed.to_owned(),
+        origin: None,
+    }
+}
+
+fn unknown_key(key: &str) -> ConfigError {
+    ConfigError::UnknownKey {
+        key: key.to_owned(),
+        origin: None,
+    }
+}
+
+const CDP_URL_ALLOWED: &str =
+    "a ws://, wss://, http:// or https:// URL, or empty to launch local Chromium";
+const TIMEOUT_ALLOWED: &str = "a number of seconds > 0";
+const ARGS_ALLOWED: &str = "a YAML/JSON list of strings, or whitespace-separated flags";
+
+impl Config {
+    /// Builds the config from defaults, then the YAML file at `path` (or, when
+    /// `path` is `None`, at `$CDP_SUPERVISOR_CONFIG` if `env` has it), then
+    /// every `CDP_SUPERVISOR_<SECTION>__<KEY>` variable in `env`.
+    ///
+    /// `env` is passed in (usually `std::env::vars()`) so that tests never
+    /// touch the process environment. Variables without the prefix are
+    /// ignored. Flags come last: the CLI applies them with [`Config::set`].
+    ///
+    /// # Errors
+    /// An unreadable file, invalid YAML, an unknown key or a bad value, in the
+    /// file or the environment.
+    pub fn load(
+        path: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut vars: Vec<(String, String)> = env
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(ENV_PREFIX))
+            .collect();
+        // Sorted so that, with several bad variables, the error is deterministic.
+        vars.sort();
+
+        let file = match path {
+            Some(p) => Some(p.to_path_buf()),
+            None => vars
+                .iter()
+                .find(|(name, value)| name == CONFIG_PATH_ENV && !value.is_empty())
+                .map(|(_, value)| PathBuf::from(value)),
+        };
+
+        let mut config = Config::default();
+        if let Some(file) = file {
+            let text = std::fs::read_to_string(&file).map_err(|source| ConfigError::Read {
+                path: file.clone(),
+                source,
+            })?;
+            config.merge_yaml(&text).map_err(|e| match e {
+                ConfigError::Yaml { message, .. } => ConfigError::Yaml {
+                    path: file.clone(),
+                    message,
+                },
+                other => other.with_origin(file.display().to_string()),
+            })?;
+        }
+        for (name, value) in &vars {
+            if name == CONFIG_PATH_ENV {
+                continue;
+            }
+            let key = env_var_to_key(name);
+            config
+                .set(&key, value)
+                .map_err(|e| e.with_origin(name.clone()))?;
+        }
+        Ok(config)
+    }
+
+    /// Merges a YAML document over this config. An empty document changes
+    /// nothing; a `null` value resets its key to the default.
+    ///
+    /// # Errors
+    /// [`ConfigError::Yaml`] (with an empty `path`) for a parse error or a
+    /// non-mapping document; otherwise as [`Config::set`].
+    pub fn merge_yaml(&mut self, text: &str) -> Result<(), ConfigError> {
+        let yaml_error = |message: String| ConfigError::Yaml {
+            path: PathBuf::new(),
+            message,
+        };
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let doc: Value = serde_saphyr::from_str(text).map_err(|e| {
+            yaml_error(
+                e.to_string()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        })?;
+        let top = match doc {
+            Value::Null => return Ok(()),
+            Value::Object(top) => top,
+            other => {
+                return Err(yaml_error(format!(
+                    "the document must be a mapping with a `browser:` section, not {}",
+                    compact(&other)
+                )));
+            }
+        };
+        for (section, body) in top {
+            if section != "browser" {
+                return Err(unknown_key(&section));
+            }
+            let body = match body {
+                Value::Null => continue,
+                Value::Object(body) => body,
+                other => return Err(bad_value("browser", &compact(&other), "a mapping of keys")),
+            };
+            for (name, value) in body {
+                let key = format!("browser.{name}");
+                if !KEYS.contains(&key.as_str()) {
+                    return Err(unknown_key(&key));
+                }
+                match value {
+                    Value::Null => self.reset(&key),
+                    Value::Array(items) if key == "browser.chromium_args" => {
+                        self.browser.chromium_args = items
+                            .iter()
+                            .map(|item| {
+                                scalar_text(item)
+                                    .ok_or_else(|| bad_value(&key, &compact(item), ARGS_ALLOWED))
+                            })
+                            .collect::<Result<_, _>>()?;
+                    }
+                    other => match scalar_text(&other) {
+                        Some(text) => self.set(&key, &text)?,
+                        None => {
+                            let allowed = if key == "browser.chromium_args" {
+                                ARGS_ALLOWED
+                            } else {
+                                "a single value"
+                            };
+                            return Err(bad_value(&key, &compact(&other), allowed));
+                        }
+                    },
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets one key from its text form, as the environment and the flags give
+    /// it: `set("browser.dialog_policy", "auto_dismiss")`.
+    ///
+    /// `browser.chromium_args` takes a YAML/JSON list (`["--a", "--b"]`) or
+    /// whitespace-separated flags (`--a --b`).
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownKey`] for a key not in [`KEYS`];
+    /// [`ConfigError::BadValue`] for a value the key cannot take. The config
+    /// is unchanged on error.
+    pub fn set(&mut self, key_path: &str, value: &str) -> Result<(), ConfigError> {
+        let b = &mut self.browser;
+        match key_path {
+            "browser.cdp_url" => {
+                let ok = value.is_empty()
+                    || url::Url::parse(value)
+                        .is_ok_and(|u| matches!(u.scheme(), "ws" | "wss" | "http" | "https"));
+                if !ok {
+                    return Err(bad_value(key_path, value, CDP_URL_ALLOWED));
+                }
+                b.cdp_url = value.to_owned();
+            }
+            "browser.cloud_provider" => {
+                b.cloud_provider = value
+                    .parse()
+                    .map_err(|()| bad_value(key_path, value, CloudProvider::ALLOWED))?;
+            }
+            "browser.dialog_policy" => {
+                b.dialog_policy = value
+                    .parse()
+                    .map_err(|_| bad_value(key_path, value, DialogPolicy::ALLOWED))?;
+            }
+            "browser.dialog_timeout_s" => {
+                b.dialog_timeout_s = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .ok_or_else(|| bad_value(key_path, value, TIMEOUT_ALLOWED))?;
+            }
+            "browser.chromium_path" => b.chromium_path = value.to_owned(),
+            "browser.chromium_args" => {
+                b.chromium_args =
+                    parse_args(value).ok_or_else(|| bad_value(key_path, value, ARGS_ALLOWED))?;
+            }
+            "browser.target_id" => b.target_id = value.to_owned(),
+            _ => return Err(unknown_key(key_path)),
+        }
+        Ok(())
+    }
+
+    /// Whether the configured backend speaks CDP. `false` for `camofox` (a
+    /// REST-only backend): no dialog or raw-CDP tools, no supervisor fields.
+    pub fn has_cdp(&self) -> bool {
+        self.browser.cloud_provider.has_cdp()
+    }
+
+    fn reset(&mut self, key_path: &str) {
+        let d = BrowserConfig::default();
+        let b = &mut self.browser;
+        match key_path {
+            "browser.cdp_url" => b.cdp_url = d.cdp_url,
+            "browser.cloud_provider" => b.cloud_provider = d.cloud_provider,
+            "browser.dialog_policy" => b.dialog_policy = d.dialog_policy,
+            "browser.dialog_timeout_s" => b.dialog_timeout_s = d.dialog_timeout_s,
+            "browser.chromium_path" => b.chromium_path = d.chromium_path,
+            "browser.chromium_args" => b.chromium_args = d.chromium_args,
+            "browser.target_id" => b.target_id = d.target_id,
+            _ => {}
+        }
+    }
+}
+
+/// `CDP_SUPERVISOR_BROWSER__DIALOG_POLICY` → `browser.dialog_policy`.
+fn env_var_to_key(name: &str) -> String {
+    name[ENV_PREFIX.len()..]
+        .split("__")
+        .map(str::to_ascii_lowercase)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `["--a", "--b"]` (YAML or JSON) or `--a --b`; `None` for a malformed list.
+fn parse_args(value: &str) -> Option<Vec<String>> {
+    let trimmed = value.trim();
+    if trimmed.starts_with('[') {
+        let list: Value = serde_saphyr::from_str(trimmed).ok()?;
+        match list {
+            Value::Array(items) => items.iter().map(scalar_text).collect(),
+            _ => None,
+        }
+    } else {
+        Some(trimmed.split_whitespace().map(str::to_owned).collect())
+    }
+}
+
+/// The text of a YAML scalar (`300`, `true`, `"x"`); `None` for a list or map.
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some(String::new()),
+        Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+fn compact(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn yaml(text: &str) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        c.merge_yaml(text).map(|()| c)
+    }
+
+    fn write_file(text: &str) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        file
+    }
+
+    #[test]
+    fn defaults_match_design() {
+        let c = Config::load(None, env(&[])).unwrap();
+        let b = &c.browser;
+        assert_eq!(b.cdp_url, "");
+        assert_eq!(b.cloud_provider, CloudProvider::Local);
+        assert_eq!(b.dialog_policy, DialogPolicy::MustRespond);
+        assert_eq!(b.dialog_timeout_s, 300.0);
+        assert_eq!(b.chromium_path, "");
+        assert!(b.chromium_args.is_empty());
+        assert_eq!(b.target_id, "");
+        assert!(c.has_cdp());
+    }
+
+    #[test]
+    fn full_yaml_file_is_read() {
+        let c = yaml(
+            "browser:\n  cdp_url: ws://127.0.0.1:9222/devtools/browser/x\n  cloud_provider: browser-use\n  dialog_policy: auto_accept\n  dialog_timeout_s: 2.5\n  chromium_path: /opt/chrome\n  chromium_args: [\"--proxy-server=http://p:1\", --lang=fr]\n  target_id: ABC\n",
+        )
+        .unwrap();
+        let b = &c.browser;
+        assert_eq!(b.cdp_url, "ws://127.0.0.1:9222/devtools/browser/x");
+        assert_eq!(b.cloud_provider, CloudProvider::BrowserUse);
+        assert_eq!(b.dialog_policy, DialogPolicy::AutoAccept);
+        assert_eq!(b.dialog_timeout_s, 2.5);
+        assert_eq!(b.chromium_path, "/opt/chrome");
+        assert_eq!(b.chromium_args, ["--proxy-server=http://p:1", "--lang=fr"]);
+        assert_eq!(b.target_id, "ABC");
+    }
+
+    #[test]
+    fn integer_timeout_and_empty_documents_are_fine() {
+        assert_eq!(
+            yaml("browser:\n  dialog_timeout_s: 7\n")
+                .unwrap()
+                .browser
+                .dialog_timeout_s,
+            7.0
+        );
+        assert_eq!(yaml("").unwrap(), Config::default());
+        assert_eq!(yaml("# only a comment\n").unwrap(), Config::default());
+        assert_eq!(yaml("browser:\n").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn null_value_resets_to_default() {
+        let mut c = Config::default();
+        c.set("browser.dialog_policy", "auto_accept").unwrap();
+        c.merge_yaml("browser:\n  dialog_policy: ~\n").unwrap();
+        assert_eq!(c.browser.dialog_policy, DialogPolicy::MustRespond);
+    }
+
+    #[test]
+    fn unknown_yaml_key_names_the_path() {
+        let err = yaml("browser:\n  dialog_polcy: auto_dismiss\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, ConfigError::UnknownKey { ref key, .. } if key == "browser.dialog_polcy")
+        );
+        assert!(msg.contains("`browser.dialog_polcy`"), "{msg}");
+        assert!(
+            msg.contains("browser.dialog_policy"),
+            "lists known keys: {msg}"
+        );
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn unknown_top_level_section_is_an_error() {
+        let msg = yaml("browsr:\n  cdp_url: \"\"\n").unwrap_err().to_string();
+        assert!(msg.starts_with("unknown config key `browsr`"), "{msg}");
+    }
+
+    #[test]
+    fn bad_policy_lists_allowed_values() {
+        let msg = yaml("browser:\n  dialog_policy: sometimes\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "browser.dialog_policy: \"sometimes\" is not allowed; allowed: must_respond, auto_dismiss, auto_accept"
+        );
+    }
+
+    #[test]
+    fn bad_provider_lists_allowed_values() {
+        let msg = Config::default()
+            .set("browser.cloud_provider", "aws")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "browser.cloud_provider: \"aws\" is not allowed; allowed: local, browserbase, browser-use, firecrawl, camofox"
+        );
+    }
+
+    #[test]
+    fn timeout_must_be_positive_finite_number() {
+        for bad in ["0", "-1", "abc", "NaN", "inf", ""] {
+            let err = Config::default()
+                .set("browser.dialog_timeout_s", bad)
+                .unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.starts_with("browser.dialog_timeout_s: "), "{msg}");
+            assert!(msg.contains("> 0"), "{msg}");
+        }
+        let msg = yaml("browser:\n  dialog_timeout_s: [1]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("browser.dialog_timeout_s: "), "{msg}");
+    }
+
+    #[test]
+    fn cdp_url_must_be_ws_or_http() {
+        let mut c = Config::default();
+        c.set("browser.cdp_url", "http://127.0.0.1:9222").unwrap();
+        c.set("browser.cdp_url", "wss://cloud.example/session?k=1")
+            .unwrap();
+        c.set("browser.cdp_url", "").unwrap();
+        let msg = c
+            .set("browser.cdp_url", "localhost:9222")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("browser.cdp_url: \"localhost:9222\" is not allowed"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn env_overrides_file() {
+        let file = write_file("browser:\n  dialog_policy: auto_accept\n  target_id: T1\n");
+        let c = Config::load(
+            Some(file.path()),
+            env(&[
+                ("CDP_SUPERVISOR_BROWSER__DIALOG_POLICY", "auto_dismiss"),
+                ("PATH", "/usr/bin"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.browser.dialog_policy, DialogPolicy::AutoDismiss);
+        assert_eq!(c.browser.target_id, "T1");
+    }
+
+    #[test]
+    fn config_path_from_env_when_no_flag() {
+        let file = write_file("browser:\n  cloud_provider: camofox\n");
+        let c = Config::load(
+            None,
+            env(&[("CDP_SUPERVISOR_CONFIG", file.path().to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(c.browser.cloud_provider, CloudProvider::Camofox);
+
+        // An explicit path wins over the variable.
+        let other = write_file("browser:\n  cloud_provider: firecrawl\n");
+        let c = Config::load(
+            Some(other.path()),
+            env(&[("CDP_SUPERVISOR_CONFIG", file.path().to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(c.browser.cloud_provider, CloudProvider::Firecrawl);
+    }
+
+    #[test]
+    fn unknown_env_key_names_path_and_variable() {
+        let msg = Config::load(None, env(&[("CDP_SUPERVISOR_BROWSER__FOO", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("unknown config key `browser.foo` (from CDP_SUPERVISOR_BROWSER__FOO)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bad_env_value_names_variable() {
+        let msg = Config::load(
+            None,
+            env(&[("CDP_SUPERVISOR_BROWSER__DIALOG_POLICY", "sometimes")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            msg,
+            "browser.dialog_policy: \"sometimes\" is not allowed (from CDP_SUPERVISOR_BROWSER__DIALOG_POLICY); allowed: must_respond, auto_dismiss, auto_accept"
+        );
+    }
+
+    #[test]
+    fn bad_file_value_names_file() {
+        let file = write_file("browser:\n  dialog_timeout_s: soon\n");
+        let msg = Config::load(Some(file.path()), env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains(&file.path().display().to_string()), "{msg}");
+        assert!(
+            msg.starts_with("browser.dialog_timeout_s: \"soon\""),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn chromium_args_from_env_list_or_words() {
+        let mut c = Config::default();
+        c.set("browser.chromium_args", r#"["--a=1 2", "--b"]"#)
+            .unwrap();
+        assert_eq!(c.browser.chromium_args, ["--a=1 2", "--b"]);
+        c.set("browser.chromium_args", "[--c, --d]").unwrap();
+        assert_eq!(c.browser.chromium_args, ["--c", "--d"]);
+        c.set("browser.chromium_args", "  --e   --f ").unwrap();
+        assert_eq!(c.browser.chromium_args, ["--e", "--f"]);
+        c.set("browser.chromium_args", "").unwrap();
+        assert!(c.browser.chromium_args.is_empty());
+        let msg = c
+            .set("browser.chromium_args", "[--x, [nested]]")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("browser.chromium_args: "), "{msg}");
+    }
+
+    #[test]
+    fn chromium_args_in_yaml_must_be_a_list_of_scalars() {
+        let msg = yaml("browser:\n  chromium_args: {a: 1}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("browser.chromium_args: "), "{msg}");
+        assert!(msg.contains("list of strings"), "{msg}");
+    }
+
+    #[test]
+    fn missing_file_and_bad_yaml_are_one_line_errors() {
+        let msg = Config::load(Some(Path::new("/nonexistent/cdp.yaml")), env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("cannot read config file /nonexistent/cdp.yaml"),
+            "{msg}"
+        );
+
+        let file = write_file("browser: [unclosed\n");
+        let msg = Config::load(Some(file.path()), env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("config file "), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+
+        let msg = yaml("- a\n- b\n").unwrap_err().to_string();
+        assert!(msg.contains("must be a mapping"), "{msg}");
+    }
+
+    #[test]
+    fn set_is_atomic_on_error() {
+        let mut c = Config::default();
+        c.set("browser.dialog_timeout_s", "9").unwrap();
+        let _ = c.set("browser.dialog_timeout_s", "-3");
+        assert_eq!(c.browser.dialog_timeout_s, 9.0);
+    }
+
+    #[test]
+    fn camofox_has_no_cdp() {
+        let mut c = Config::default();
+        for (name, cdp) in [
+            ("local", true),
+            ("browserbase", true),
+            ("browser-use", true),
+            ("firecrawl", true),
+            ("camofox", false),
+        ] {
+            c.set("browser.cloud_provider", name).unwrap();
+            assert_eq!(c.has_cdp(), cdp, "{name}");
+            assert_eq!(c.browser.cloud_provider.as_str(), name);
+        }
+    }
+
+    #[test]
+    fn launch_options_follow_config() {
+        let mut c = Config::default();
+        assert_eq!(c.browser.launch_options().chromium_path, None);
+        c.set("browser.chromium_path", "/x/chrome").unwrap();
+        c.set("browser.chromium_args", "--a").unwrap();
+        let o = c.browser.launch_options();
+        assert_eq!(o.chromium_path.as_deref(), Some(Path::new("/x/chrome")));
+        assert_eq!(o.extra_args, ["--a"]);
+    }
+}

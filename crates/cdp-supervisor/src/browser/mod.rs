@@ -1,1 +1,443 @@
-//! Finding and launching local Chromium. (contract skeleton)
+//! Finding and launching local Chromium.
+//!
+//! [`LocalChromium::launch`] starts a headless Chromium with a fresh
+//! user-data-dir and `--remote-debugging-port=0`, and returns once Chromium
+//! reports its DevTools endpoint. The handle owns everything it started:
+//! [`LocalChromium::shutdown`] (or dropping the handle) kills Chromium's whole
+//! process group — renderers and zygotes included — and deletes the
+//! user-data-dir.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), cdp_supervisor::browser::LaunchError> {
+//! use cdp_supervisor::browser::{LaunchOptions, LocalChromium};
+//!
+//! let chromium = LocalChromium::launch(&LaunchOptions::default()).await?;
+//! println!("attach to {}", chromium.ws_url());
+//! chromium.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Executable names searched on `PATH`, in order, when no path is configured.
+pub const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome"];
+
+/// Flags every launched Chromium gets (DESIGN.md, "CDP facts"): headless, no
+/// sandbox (we often run as root), nothing phoning home, an OS-chosen
+/// DevTools port. `/dev/shm` is tiny in containers, hence
+/// `--disable-dev-shm-usage`.
+pub const BASE_ARGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--remote-debugging-port=0",
+];
+
+/// Default [`LaunchOptions::timeout`]: a cold Chromium start in a loaded
+/// container takes a few seconds; 30 s leaves room without hanging forever.
+pub const DEFAULT_LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many of Chromium's last stderr lines a launch error quotes.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// How often launch polls for `DevToolsActivePort` and an early exit.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The stderr line prefix Chromium prints once DevTools is listening.
+const DEVTOOLS_LINE: &str = "DevTools listening on ";
+
+/// Why Chromium could not be found or started. Display is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// No configured path and none of [`CHROMIUM_NAMES`] on `PATH`.
+    #[error(
+        "Chromium not found (looked for browser.chromium_path, then chromium, chromium-browser, google-chrome on PATH); install it with: apt-get update && apt-get install -y chromium"
+    )]
+    NotFound,
+    /// `browser.chromium_path` names a file that does not exist (or, for a
+    /// bare name, is not on `PATH`).
+    #[error(
+        "browser.chromium_path {} does not exist; fix the path, or leave it empty to search PATH (install Chromium with: apt-get update && apt-get install -y chromium)",
+        path.display()
+    )]
+    ConfiguredPathMissing {
+        /// The configured path.
+        path: PathBuf,
+    },
+    /// The temporary user-data-dir could not be created.
+    #[error("cannot create a user-data-dir for Chromium: {0}")]
+    UserDataDir(#[source] io::Error),
+    /// The executable could not be started.
+    #[error("cannot start Chromium {}: {source}", path.display())]
+    Spawn {
+        /// The executable.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Chromium exited before reporting its DevTools endpoint.
+    #[error("Chromium exited during launch ({status}); last stderr: {stderr}")]
+    Exited {
+        /// The exit status, as text.
+        status: String,
+        /// Its last stderr lines, joined with ` | `.
+        stderr: String,
+    },
+    /// Chromium did not report its DevTools endpoint before the deadline.
+    #[error(
+        "Chromium did not report its DevTools endpoint within {} s; last stderr: {stderr}",
+        timeout.as_secs_f64()
+    )]
+    Timeout {
+        /// The deadline that passed.
+        timeout: Duration,
+        /// Its last stderr lines, joined with ` | `.
+        stderr: String,
+    },
+}
+
+/// Finds the Chromium executable.
+///
+/// With `configured` (config `browser.chromium_path`): that file; a bare name
+/// such as `chromium` is looked up on `PATH`. Without: the first of
+/// [`CHROMIUM_NAMES`] found on `PATH`.
+///
+/// # Errors
+/// [`LaunchError::ConfiguredPathMissing`] when the configured file does not
+/// exist; [`LaunchError::NotFound`] when nothing is on `PATH`.
+pub fn find_chromium(configured: Option<&Path>) -> Result<PathBuf, LaunchError> {
+    if let Some(path) = configured.filter(|p| !p.as_os_str().is_empty()) {
+        let bare_name = path.components().count() == 1 && !path.is_absolute();
+        let found = if bare_name && !path.exists() {
+            search_path(path.as_os_str())
+        } else {
+            path.is_file().then(|| path.to_path_buf())
+        };
+        return found.ok_or_else(|| LaunchError::ConfiguredPathMissing {
+            path: path.to_path_buf(),
+        });
+    }
+    CHROMIUM_NAMES
+        .iter()
+        .find_map(|name| search_path(name.as_ref()))
+        .ok_or(LaunchError::NotFound)
+}
+
+fn search_path(name: &std::ffi::OsStr) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// How to launch local Chromium.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchOptions {
+    /// The executable; `None`: search `PATH` (see [`find_chromium`]).
+    pub chromium_path: Option<PathBuf>,
+    /// Extra flags, appended after [`BASE_ARGS`] (so they can override them)
+    /// and before the start URL.
+    pub extra_args: Vec<String>,
+    /// How long to wait for the DevTools endpoint.
+    pub timeout: Duration,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            chromium_path: None,
+            extra_args: Vec::new(),
+            timeout: DEFAULT_LAUNCH_TIMEOUT,
+        }
+    }
+}
+
+/// A running headless Chromium that we launched and own.
+///
+/// Dropping it kills Chromium's process group and deletes its user-data-dir;
+/// [`LocalChromium::shutdown`] does the same and also waits for the exit.
+#[derive(Debug)]
+pub struct LocalChromium {
+    child: Option<Child>,
+    pid: Option<u32>,
+    ws_url: String,
+    port: u16,
+    user_data_dir: Option<tempfile::TempDir>,
+    user_data_path: PathBuf,
+    stderr_task: JoinHandle<()>,
+}
+
+type StderrTail = Arc<Mutex<VecDeque<String>>>;
+
+impl LocalChromium {
+    /// Launches headless Chromium with a fresh user-data-dir on `about:blank`
+    /// and waits (up to `opts.timeout`) for its browser WebSocket URL, read
+    /// from stderr or `<user-data-dir>/DevToolsActivePort`, whichever comes
+    /// first.
+    ///
+    /// # Errors
+    /// [`LaunchError::NotFound`]/[`LaunchError::ConfiguredPathMissing`] if
+    /// there is no Chromium; [`LaunchError::Exited`] (with the last stderr
+    /// lines) if it dies during start-up; [`LaunchError::Timeout`] if it never
+    /// reports an endpoint (it is killed then).
+    pub async fn launch(opts: &LaunchOptions) -> Result<LocalChromium, LaunchError> {
+        let exe = find_chromium(opts.chromium_path.as_deref())?;
+        let dir = tempfile::Builder::new()
+            .prefix("cdp-supervisor-chromium-")
+            .tempdir()
+            .map_err(LaunchError::UserDataDir)?;
+        let user_data_path = dir.path().to_path_buf();
+
+        let mut cmd = Command::new(&exe);
+        cmd.args(BASE_ARGS)
+            .arg(format!("--user-data-dir={}", user_data_path.display()))
+            .args(&opts.extra_args)
+            .arg("about:blank")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        // Its own process group, so that one signal reaches the renderers,
+        // zygotes and utilities Chromium forks, not just the browser process.
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+            path: exe.clone(),
+            source,
+        })?;
+        let pid = child.id();
+        tracing::debug!(?exe, ?pid, dir = %user_data_path.display(), "launched Chromium");
+
+        let tail: StderrTail = Arc::default();
+        let (url_tx, mut url_rx) = oneshot::channel();
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let stderr_task = tokio::spawn(drain_stderr(stderr, tail.clone(), url_tx));
+
+        let mut chromium = LocalChromium {
+            child: Some(child),
+            pid,
+            ws_url: String::new(),
+            port: 0,
+            user_data_dir: Some(dir),
+            user_data_path,
+            stderr_task,
+        };
+
+        let deadline = tokio::time::Instant::now() + opts.timeout;
+        let mut stderr_open = true;
+        let ws_url = loop {
+            if let Some(url) = read_active_port(&chromium.user_data_path) {
+                break url;
+            }
+            let child = chromium
+                .child
+                .as_mut()
+                .expect("child is set until shutdown");
+            if let Ok(Some(status)) = child.try_wait() {
+                // Let the reader reach EOF so the error quotes the last lines.
+                let task = std::mem::replace(&mut chromium.stderr_task, tokio::spawn(async {}));
+                let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+                return Err(LaunchError::Exited {
+                    status: status.to_string(),
+                    stderr: tail_text(&tail),
+                });
+            }
+            tokio::select! {
+                url = &mut url_rx, if stderr_open => match url {
+                    Ok(url) => break url,
+                    // Stderr closed without the line: keep polling the file.
+                    Err(_) => stderr_open = false,
+                },
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(LaunchError::Timeout {
+                    timeout: opts.timeout,
+                    stderr: tail_text(&tail),
+                });
+                // `chromium` drops here: group killed, dir removed.
+            }
+        };
+        chromium.port = url::Url::parse(&ws_url)
+            .ok()
+            .and_then(|u| u.port())
+            .unwrap_or_default();
+        chromium.ws_url = ws_url;
+        tracing::debug!(ws_url = %chromium.ws_url, "Chromium DevTools ready");
+        Ok(chromium)
+    }
+
+    /// The browser-level WebSocket URL,
+    /// `ws://127.0.0.1:PORT/devtools/browser/<id>`.
+    pub fn ws_url(&self) -> &str {
+        &self.ws_url
+    }
+
+    /// The DevTools HTTP endpoint, `http://127.0.0.1:PORT` (serves
+    /// `/json/version`, `/json/list`).
+    pub fn http_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The browser process id (also its process group id); `None` once it
+    /// has been reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The temporary user-data-dir; deleted on shutdown or drop.
+    pub fn user_data_dir(&self) -> &Path {
+        &self.user_data_path
+    }
+
+    /// Kills Chromium's process group, waits for the browser process to exit
+    /// and deletes the user-data-dir. Never fails: what cannot be cleaned up
+    /// is logged.
+    pub async fn shutdown(mut self) {
+        self.kill_group();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+                Ok(Ok(status)) => tracing::debug!(%status, "Chromium exited"),
+                Ok(Err(e)) => tracing::warn!("waiting for Chromium: {e}"),
+                Err(_) => tracing::warn!("Chromium did not exit within 5 s of SIGKILL"),
+            }
+        }
+        self.stderr_task.abort();
+        if let Some(dir) = self.user_data_dir.take() {
+            remove_dir(dir);
+        }
+    }
+
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        if let (Some(pid), Some(_)) = (self.pid, &self.child) {
+            // `libc` is not a dependency; `kill(1)` with a negative pid
+            // signals the whole group (POSIX).
+            let group = format!("-{pid}");
+            let result = std::process::Command::new("kill")
+                .args(["-s", "KILL", "--", &group])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            if let Err(e) = result {
+                tracing::warn!("cannot run kill(1) on Chromium's process group {pid}: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for LocalChromium {
+    fn drop(&mut self) {
+        self.kill_group();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            // SIGKILL takes effect within milliseconds; reap it here so no
+            // zombie outlives the handle (tokio would reap it only later).
+            for _ in 0..100 {
+                if !matches!(child.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.stderr_task.abort();
+        if let Some(dir) = self.user_data_dir.take() {
+            remove_dir(dir);
+        }
+    }
+}
+
+/// Deletes the user-data-dir. Dying renderers may still be flushing files into
+/// it, so a failed removal is retried briefly.
+fn remove_dir(dir: tempfile::TempDir) {
+    let path = dir.keep();
+    for attempt in 0..10 {
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => return,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) if attempt == 9 => {
+                tracing::warn!(
+                    "cannot remove Chromium user-data-dir {}: {e}",
+                    path.display()
+                );
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Reads Chromium's stderr to the end: the first `DevTools listening on`
+/// URL goes to `url_tx`, every line to `tracing::debug!` and the tail buffer.
+/// Draining to EOF keeps the pipe from filling and blocking Chromium.
+async fn drain_stderr(stderr: ChildStderr, tail: StderrTail, url_tx: oneshot::Sender<String>) {
+    let mut url_tx = Some(url_tx);
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(target: "chromium", "{line}");
+        if let Some(rest) = line
+            .find(DEVTOOLS_LINE)
+            .map(|i| &line[i + DEVTOOLS_LINE.len()..])
+            && let Some(tx) = url_tx.take()
+        {
+            let _ = tx.send(rest.trim().to_owned());
+        }
+        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+fn tail_text(tail: &StderrTail) -> String {
+    let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    if tail.is_empty() {
+        "(empty)".to_owned()
+    } else {
+        tail.iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+/// `DevToolsActivePort` holds the port and the browser target path on two
+/// lines; Chromium writes it once DevTools listens.
+fn read_active_port(user_data_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(user_data_dir.join("DevToolsActivePort")).ok()?;
+    let mut lines = text.lines();
+    let port: u16 = lines.next()?.trim().parse().ok()?;
+    let path = lines.next()?.trim();
+    path.starts_with("/devtools/browser/")
+        .then(|| format!("ws://127.0.0.1:{port}{path}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Launch tests. The ones marked "needs Chromium" fail (never skip) when it
+//! is missing, naming how to install it.
+
+use super::*;
+
+fn require_chromium() -> PathBuf {
+    find_chromium(None).unwrap_or_else(|e| panic!("these tests need Chromium: {e}"))
+}
+
+/// Processes still alive (not zombies) in process group `pgid`.
+fn live_group_members(pgid: u32) -> Vec<u32> {
+    let mut alive = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may contain spaces.
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            alive.push(pid);
+        }
+    }
+    alive
+}
+
+async fn wait_group_gone(pgid: u32) {
+    for _ in 0..100 {
+        if live_group_members(pgid).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "Chromium process group {pgid} still has live members: {:?}",
+        live_group_members(pgid)
+    );
+}
+
+fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fake-chromium");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, path)
+}
+
+async fn launch_real() -> LocalChromium {
+    let path = require_chromium();
+    LocalChromium::launch(&LaunchOptions {
+        chromium_path: Some(path),
+        ..LaunchOptions::default()
+    })
+    .await
+    .expect("Chromium launches")
+}
+
+#[tokio::test]
+async fn launch_reports_endpoint_and_shutdown_kills_group_and_removes_dir() {
+    let chromium = launch_real().await;
+    let ws = chromium.ws_url().to_owned();
+    assert!(ws.starts_with("ws://127.0.0.1:"), "{ws}");
+    assert!(ws.contains("/devtools/browser/"), "{ws}");
+    let http = chromium.http_url();
+    assert!(
+        ws.starts_with(&http.replace("http://", "ws://")),
+        "{http} vs {ws}"
+    );
+
+    // The HTTP endpoint agrees with the URL we read.
+    let version: serde_json::Value = reqwest::get(format!("{http}/json/version"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["webSocketDebuggerUrl"], ws.as_str());
+
+    let pid = chromium.pid().expect("running");
+    let dir = chromium.user_data_dir().to_path_buf();
+    assert!(dir.is_dir());
+    assert!(!live_group_members(pid).is_empty());
+
+    chromium.shutdown().await;
+    wait_group_gone(pid).await;
+    assert!(!dir.exists(), "user-data-dir {} left behind", dir.display());
+}
+
+#[tokio::test]
+async fn drop_kills_group_and_removes_dir() {
+    let chromium = launch_real().await;
+    let pid = chromium.pid().expect("running");
+    let dir = chromium.user_data_dir().to_path_buf();
+    drop(chromium);
+    wait_group_gone(pid).await;
+    assert!(!dir.exists(), "user-data-dir {} left behind", dir.display());
+}
+
+#[tokio::test]
+async fn extra_args_come_after_base_args_and_before_the_url() {
+    // A fake Chromium that prints its argv and exits: the launch error quotes it.
+    let (_dir, path) = script(r#"echo "argv: $*" >&2; exit 3"#);
+    let err = LocalChromium::launch(&LaunchOptions {
+        chromium_path: Some(path),
+        extra_args: vec!["--proxy-server=http://p:1".into()],
+        timeout: Duration::from_secs(10),
+    })
+    .await
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LaunchError::Exited { .. }), "{msg}");
+    assert!(!msg.contains('\n'), "{msg}");
+    let argv = msg.split("argv: ").nth(1).expect("argv quoted");
+    let pos = |flag: &str| {
+        argv.find(flag)
+            .unwrap_or_else(|| panic!("{flag} missing: {argv}"))
+    };
+    for flag in BASE_ARGS {
+        assert!(pos(flag) < pos("--user-data-dir="), "{argv}");
+    }
+    assert!(pos("--user-data-dir=") < pos("--proxy-server=http://p:1"));
+    assert!(
+        argv.trim_end()
+            .ends_with("--proxy-server=http://p:1 about:blank"),
+        "{argv}"
+    );
+}
+
+#[tokio::test]
+async fn early_exit_quotes_last_stderr_lines() {
+    let (_dir, path) = script(r#"echo "line one" >&2; echo "fatal: no display" >&2; exit 1"#);
+    let err = LocalChromium::launch(&LaunchOptions {
+        chromium_path: Some(path),
+        ..LaunchOptions::default()
+    })
+    .await
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.starts_with("Chromium exited during launch"), "{msg}");
+    assert!(msg.contains("line one | fatal: no display"), "{msg}");
+}
+
+#[tokio::test]
+async fn silent_browser_times_out_and_is_killed() {
+    let (dir, path) = script(r#"echo "$$" > "$(dirname "$0")/pid"; exec sleep 60"#);
+    let started = std::time::Instant::now();
+    let err = LocalChromium::launch(&LaunchOptions {
+        chromium_path: Some(path),
+        timeout: Duration::from_millis(500),
+        ..LaunchOptions::default()
+    })
+    .await
+    .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(matches!(err, LaunchError::Timeout { .. }), "{err}");
+    assert!(err.to_string().contains("within 0.5 s"), "{err}");
+    let pid: u32 = std::fs::read_to_string(dir.path().join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_group_gone(pid).await;
+}
+
+#[test]
+fn missing_configured_path_is_named() {
+    let err = find_chromium(Some(Path::new("/nonexistent/chrome"))).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LaunchError::ConfiguredPathMissing { .. }));
+    assert!(msg.contains("/nonexistent/chrome"), "{msg}");
+    assert!(msg.contains("apt-get install -y chromium"), "{msg}");
+    assert!(!msg.contains('\n'));
+}
+
+#[tokio::test]
+async fn launch_with_missing_path_fails_before_spawning() {
+    let err = LocalChromium::launch(&LaunchOptions {
+        chromium_path: Some("/nonexistent/chrome".into()),
+        ..LaunchOptions::default()
+    })
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, LaunchError::ConfiguredPathMissing { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn not_found_is_one_line_with_install_hint() {
+    let msg = LaunchError::NotFound.to_string();
+    assert!(!msg.contains('\n'));
+    assert!(msg.starts_with("Chromium not found"), "{msg}");
+    assert!(
+        msg.contains("chromium, chromium-browser, google-chrome"),
+        "{msg}"
+    );
+    assert!(msg.ends_with("install it with: apt-get update && apt-get install -y chromium"));
+}
+
+#[test]
+fn finds_chromium_on_path_and_by_bare_name() {
+    let found = require_chromium();
+    assert!(found.is_absolute(), "{}", found.display());
+    let by_name = find_chromium(Some(Path::new(found.file_name().unwrap()))).unwrap();
+    assert!(by_name.is_absolute());
+    assert_eq!(find_chromium(Some(&found)).unwrap(), found);
+    // An empty configured path means "search".
+    assert_eq!(find_chromium(Some(Path::new(""))).unwrap(), found);
+}
+
+#[test]
+fn active_port_file_is_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(read_active_port(dir.path()), None);
+    std::fs::write(
+        dir.path().join("DevToolsActivePort"),
+        "4321\n/devtools/browser/abc\n",
+    )
+    .unwrap();
+    assert_eq!(
+        read_active_port(dir.path()).as_deref(),
+        Some("ws://127.0.0.1:4321/devtools/browser/abc")
+    );
+    std::fs::write(dir.path().join("DevToolsActivePort"), "43").unwrap();
+    assert_eq!(read_active_port(dir.path()), None);
+}
