@@ -1,0 +1,867 @@
+//! The driver: one tokio task per supervisor that owns the connection and the
+//! [`State`], feeds it events, replies and time, sends what it asks for, and
+//! publishes an immutable snapshot after every change.
+//!
+//! The event loop never awaits a command's reply: replies are futures polled
+//! beside the event stream, so a command Chromium never answers cannot delay
+//! event handling, dialog answers or the watchdog.
+
+use crate::browser::LocalChromium;
+use crate::cdp::connection::{
+    CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
+};
+use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
+use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
+use crate::supervisor::policy::DialogPolicy;
+use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot};
+use crate::supervisor::state::{
+    self, DialogError, DialogRequest, Now, Notice, Output, Purpose, RouteError, State,
+};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+/// spec ("Lifecycle"): consecutive failed reconnects after which a supervisor gives up.
+pub const MAX_POST_ATTACH_RECONNECT_FAILURES: u32 = 5;
+/// The first reconnect waits this long; each failure doubles it.
+pub const RECONNECT_BACKOFF_START: Duration = Duration::from_millis(500);
+/// spec: reconnect backoff is capped at 10 s.
+pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// The deadline of the whole attach (connect, pick the page, frame tree).
+pub const DEFAULT_ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a call on a page that a dialog already blocks waits before it
+/// returns with the pending dialog instead of its reply.
+pub const BLOCKED_CALL_GRACE: Duration = Duration::from_millis(500);
+/// Events handled before the snapshot is republished, when they arrive in a burst.
+const EVENT_BURST: usize = 256;
+/// Capacity of the notice channel for live watchers (a slow watcher skips, never blocks).
+const NOTICE_CAPACITY: usize = 1024;
+
+/// How a supervisor behaves.
+#[derive(Clone, Debug)]
+pub struct SupervisorOptions {
+    /// `browser.dialog_policy`.
+    pub policy: DialogPolicy,
+    /// `browser.dialog_timeout_s`: the must_respond watchdog.
+    pub dialog_timeout: Duration,
+    /// `browser.target_id`: the page to supervise; `None` → the first page, else a new one.
+    pub target_id: Option<String>,
+    /// The default deadline of one CDP command.
+    pub command_timeout: Duration,
+    /// The deadline of the whole attach.
+    pub attach_timeout: Duration,
+    /// Consecutive failed reconnects before giving up.
+    pub max_reconnect_failures: u32,
+}
+
+impl Default for SupervisorOptions {
+    fn default() -> Self {
+        SupervisorOptions {
+            policy: DialogPolicy::MustRespond,
+            dialog_timeout: state::DEFAULT_DIALOG_TIMEOUT,
+            target_id: None,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            attach_timeout: DEFAULT_ATTACH_TIMEOUT,
+            max_reconnect_failures: MAX_POST_ATTACH_RECONNECT_FAILURES,
+        }
+    }
+}
+
+/// Why a supervisor could not start. Returned at once, before any retry.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("no target {target_id:?} in the browser; page targets: {}", if pages.is_empty() { "none".to_owned() } else { pages.join(", ") })]
+    NoSuchTarget { target_id: String, pages: Vec<String> },
+    #[error("attach failed: {0}")]
+    Command(#[from] CommandError),
+    #[error("attach to {url} did not finish within {}ms", after.as_millis())]
+    Timeout { url: String, after: Duration },
+    #[error("{0}")]
+    Launch(String),
+}
+
+/// Why a routed CDP call (`browser_cdp`) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CdpCallError {
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    #[error("the supervisor is not connected ({0})")]
+    NotConnected(String),
+}
+
+/// The outcome of a call that a dialog may interrupt.
+#[derive(Clone, Debug)]
+pub enum CallOutcome {
+    /// Chromium replied.
+    Reply(Value),
+    /// A dialog blocks the page: the call returned without its reply (which
+    /// may still come, and is dropped). These are the pending dialogs.
+    DialogPending(Vec<PendingDialog>),
+}
+
+/// How `navigate` ended.
+#[derive(Clone, Debug)]
+pub enum NavigateOutcome {
+    /// The page loaded (`Page.loadEventFired`).
+    Loaded,
+    /// A dialog opened first (during load, or a `beforeunload` on the page being left).
+    DialogPending(Vec<PendingDialog>),
+    /// The navigation committed but the load event did not come by the deadline.
+    LoadTimeout,
+}
+
+enum Request {
+    Answer {
+        req: DialogRequest,
+        reply: oneshot::Sender<Result<ClosedDialog, DialogError>>,
+    },
+    Route {
+        frame_id: Option<String>,
+        reply: oneshot::Sender<Result<(Connection, SessionId), CdpCallError>>,
+    },
+    NavigationStarted {
+        by: ClosedBy,
+    },
+}
+
+struct Shared {
+    requests: mpsc::UnboundedSender<Request>,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
+    notices: broadcast::Sender<Notice>,
+    cancel: CancellationToken,
+    exited: CancellationToken,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    endpoint: String,
+    attach_time: Duration,
+    id: u64,
+}
+
+static NEXT_SUPERVISOR_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The last handle is gone: nothing runs on after its owner.
+        self.cancel.cancel();
+    }
+}
+
+/// A running supervisor: a handle to its task. Cheap to clone; the task
+/// stops when [`Supervisor::stop`] is called or the last handle is dropped.
+#[derive(Clone)]
+pub struct Supervisor {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("endpoint", &self.shared.endpoint)
+            .finish()
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl Supervisor {
+    /// Connects to `cdp_url` (`http://host:port`, `…/json/version`, `ws://host:port`
+    /// or a full `ws://…/devtools/browser/…` URL), attaches to the page
+    /// ([`SupervisorOptions::target_id`], else the first page, else a new
+    /// one) and returns once the frame tree is complete, or at the attach
+    /// deadline. A failure before the first attach is returned at once.
+    pub async fn start(cdp_url: &str, opts: SupervisorOptions) -> Result<Supervisor, StartError> {
+        Self::start_inner(cdp_url, opts, None).await
+    }
+
+    /// Launches local headless Chromium (see [`crate::browser`]) and
+    /// supervises it; Chromium dies with the supervisor.
+    pub async fn start_local(
+        launch: &crate::browser::LaunchOptions,
+        opts: SupervisorOptions,
+    ) -> Result<Supervisor, StartError> {
+        let chromium = LocalChromium::launch(launch)
+            .await
+            .map_err(|e| StartError::Launch(e.to_string()))?;
+        let url = chromium.ws_url().to_owned();
+        Self::start_inner(&url, opts, Some(chromium)).await
+    }
+
+    async fn start_inner(
+        cdp_url: &str,
+        opts: SupervisorOptions,
+        local: Option<LocalChromium>,
+    ) -> Result<Supervisor, StartError> {
+        let started = Instant::now();
+        let shown_url = redact_url(cdp_url);
+        let deadline = opts.attach_timeout;
+        let attach = async {
+            let ws = resolve_ws_url(cdp_url).await?;
+            let (conn, events) = Connection::connect(&ws).await?;
+            let (target, session) =
+                pick_and_attach(&conn, opts.target_id.as_deref(), opts.command_timeout).await?;
+            Ok::<_, StartError>((ws, conn, events, target, session))
+        };
+        let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
+            .await
+            .map_err(|_| StartError::Timeout {
+                url: shown_url.clone(),
+                after: deadline,
+            })??;
+
+        let mut state = State::new(state::Options {
+            policy: opts.policy,
+            dialog_timeout: opts.dialog_timeout,
+            ..Default::default()
+        });
+        state.attach_page(target, session, Now::system());
+        let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
+        let (notice_tx, _) = broadcast::channel(NOTICE_CAPACITY);
+        let (req_tx, req_rx) = mpsc::unbounded_channel();
+        let (tree_tx, tree_rx) = oneshot::channel();
+        let cancel = CancellationToken::new();
+        let exited = CancellationToken::new();
+        let mut driver = Driver {
+            state,
+            opts,
+            ws_url: ws,
+            conn: Some(conn),
+            events: Some(events),
+            inflight: FuturesUnordered::new(),
+            tickets: HashMap::new(),
+            next_ticket: 1,
+            snapshot: snap_tx,
+            notices: notice_tx.clone(),
+            requests: req_rx,
+            tree_pending: 0,
+            tree_done: Some(tree_tx),
+            reconnect: None,
+            failures: 0,
+            shown_url: shown_url.clone(),
+            _local: local,
+        };
+        driver.flush();
+        let task_cancel = cancel.clone();
+        let task_exited = exited.clone();
+        let task = tokio::spawn(async move {
+            driver.run(task_cancel).await;
+            task_exited.cancel();
+        });
+        // The frame tree is complete when every getFrameTree / setAutoAttach
+        // sent so far has replied; a blocked page may never answer, so the
+        // rest of the attach deadline bounds the wait.
+        let left = deadline.saturating_sub(started.elapsed());
+        let _ = tokio::time::timeout(left, tree_rx).await;
+        Ok(Supervisor {
+            shared: Arc::new(Shared {
+                requests: req_tx,
+                snapshot: snap_rx,
+                notices: notice_tx,
+                cancel,
+                exited,
+                task: Mutex::new(Some(task)),
+                endpoint: shown_url,
+                attach_time: started.elapsed(),
+                id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            }),
+        })
+    }
+
+    /// The latest snapshot. Never waits for the event loop.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.snapshot.borrow().clone()
+    }
+
+    /// A receiver that sees every new snapshot.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.shared.snapshot.clone()
+    }
+
+    /// Live notices (dialogs, frames, console errors, connection), for `watch`.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.shared.notices.subscribe()
+    }
+
+    /// The endpoint, with credentials redacted.
+    pub fn endpoint(&self) -> &str {
+        &self.shared.endpoint
+    }
+
+    /// How long the attach took: connect → frame tree complete.
+    pub fn attach_time(&self) -> Duration {
+        self.shared.attach_time
+    }
+
+    /// Whether the supervisor's task is still running.
+    pub fn is_running(&self) -> bool {
+        !self.shared.exited.is_cancelled()
+    }
+
+    /// A number unique to this supervisor in the process.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// A token cancelled when the task ends; holding it keeps nothing alive.
+    pub fn exited_token(&self) -> CancellationToken {
+        self.shared.exited.clone()
+    }
+
+    /// Resolves when the supervisor's task has ended (stopped or gave up).
+    pub async fn exited(&self) {
+        self.shared.exited.cancelled().await
+    }
+
+    /// Stops the task, closes the connection and (for a local launch) ends
+    /// Chromium. Waits for all of it, at most 10 s.
+    pub async fn stop(&self) {
+        self.shared.cancel.cancel();
+        let task = self.shared.task.lock().expect("task lock").take();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+    }
+
+    fn request(&self, r: Request) -> Result<(), CdpCallError> {
+        self.shared
+            .requests
+            .send(r)
+            .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))
+    }
+
+    /// Answers a pending dialog (`Page.handleJavaScriptDialog` on the session
+    /// that reported it). Waits for Chromium's reply, at most the command
+    /// deadline.
+    pub async fn answer_dialog(&self, req: DialogRequest) -> Result<ClosedDialog, DialogError> {
+        let (tx, rx) = oneshot::channel();
+        let stopped = || DialogError::Cdp {
+            id: req.dialog_id.clone().unwrap_or_default(),
+            error: "the supervisor has stopped".into(),
+        };
+        self.request(Request::Answer {
+            req: req.clone(),
+            reply: tx,
+        })
+        .map_err(|_| stopped())?;
+        match tokio::time::timeout(DEFAULT_COMMAND_TIMEOUT + Duration::from_secs(1), rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(stopped()),
+            Err(_) => Err(DialogError::Cdp {
+                id: req.dialog_id.unwrap_or_default(),
+                error: "no reply from Chromium in time".into(),
+            }),
+        }
+    }
+
+    async fn route(&self, frame_id: Option<&str>) -> Result<(Connection, SessionId), CdpCallError> {
+        let (tx, rx) = oneshot::channel();
+        self.request(Request::Route {
+            frame_id: frame_id.map(str::to_owned),
+            reply: tx,
+        })?;
+        rx.await
+            .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))?
+    }
+
+    /// Sends a raw CDP command over the supervisor's own connection: to the
+    /// page session, or with `frame_id` of an OOPIF to its child session.
+    /// Returns early with [`CallOutcome::DialogPending`] when a dialog opens
+    /// during the call, or when one already blocks the page and no reply
+    /// comes within [`BLOCKED_CALL_GRACE`].
+    pub async fn cdp(
+        &self,
+        method: &str,
+        params: Value,
+        frame_id: Option<&str>,
+        timeout: Duration,
+    ) -> Result<CallOutcome, CdpCallError> {
+        let (conn, session) = self.route(frame_id).await?;
+        if matches!(method, "Page.navigate" | "Page.reload" | "Page.navigateToHistoryEntry") {
+            self.request(Request::NavigationStarted { by: ClosedBy::Agent })?;
+        }
+        let reply = conn.send(Some(&session), method, params, timeout);
+        Ok(self.race_dialogs(reply).await?)
+    }
+
+    async fn race_dialogs<F>(&self, reply: F) -> Result<CallOutcome, CommandError>
+    where
+        F: Future<Output = Result<Value, CommandError>>,
+    {
+        let mut snaps = self.subscribe();
+        let before: Vec<String> = snaps
+            .borrow_and_update()
+            .pending_dialogs
+            .iter()
+            .map(|d| d.id.clone())
+            .collect();
+        let blocked_at_start = !before.is_empty() || self.snapshot().page_blocked;
+        let new_dialog = async {
+            loop {
+                if snaps.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                let s = snaps.borrow_and_update().clone();
+                if s.pending_dialogs.iter().any(|d| !before.contains(&d.id)) {
+                    return s.pending_dialogs.clone();
+                }
+            }
+        };
+        let grace = async {
+            if blocked_at_start {
+                tokio::time::sleep(BLOCKED_CALL_GRACE).await;
+                self.snapshot().pending_dialogs.clone()
+            } else {
+                std::future::pending().await
+            }
+        };
+        tokio::select! {
+            r = reply => r.map(CallOutcome::Reply),
+            d = new_dialog => Ok(CallOutcome::DialogPending(d)),
+            d = grace => Ok(CallOutcome::DialogPending(d)),
+        }
+    }
+
+    /// Navigates the page (`Page.navigate`) and waits for its load event, at
+    /// most `timeout`. Returns promptly with the pending dialog when one
+    /// opens first. A navigation error (`errorText`) is a
+    /// [`CommandError::Protocol`] with code 0.
+    pub async fn navigate(&self, url: &str, timeout: Duration) -> Result<NavigateOutcome, CdpCallError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut notices = self.notices();
+        let (conn, session) = self.route(None).await?;
+        self.request(Request::NavigationStarted { by: ClosedBy::Agent })?;
+        let reply = conn.send(Some(&session), "Page.navigate", json!({"url": url}), timeout);
+        let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply)).await {
+            Err(_) => return Ok(NavigateOutcome::LoadTimeout),
+            Ok(r) => match r? {
+                CallOutcome::DialogPending(d) => return Ok(NavigateOutcome::DialogPending(d)),
+                CallOutcome::Reply(v) => v,
+            },
+        };
+        if let Some(err) = v.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+            return Err(CdpCallError::Command(CommandError::Protocol {
+                method: "Page.navigate".into(),
+                code: 0,
+                message: format!("navigation to {url} failed: {err}"),
+                data: None,
+            }));
+        }
+        // A same-document navigation has no load event.
+        if v.get("loaderId").is_none() {
+            return Ok(NavigateOutcome::Loaded);
+        }
+        let load = async {
+            loop {
+                match notices.recv().await {
+                    Ok(Notice::PageLoaded { .. }) => return NavigateOutcome::Loaded,
+                    Ok(Notice::DialogOpened { .. }) => {
+                        return NavigateOutcome::DialogPending(
+                            self.snapshot().pending_dialogs.clone(),
+                        );
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        };
+        Ok(tokio::time::timeout_at(deadline, load)
+            .await
+            .unwrap_or(NavigateOutcome::LoadTimeout))
+    }
+}
+
+type Reply = (Option<SessionId>, Purpose, &'static str, Result<Value, CommandError>);
+type Reconnect = BoxFuture<Result<(String, Connection, EventStream, TargetId, SessionId), StartError>>;
+
+struct Driver {
+    state: State,
+    opts: SupervisorOptions,
+    ws_url: String,
+    conn: Option<Connection>,
+    events: Option<EventStream>,
+    inflight: FuturesUnordered<BoxFuture<Reply>>,
+    tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
+    next_ticket: u64,
+    snapshot: watch::Sender<Arc<Snapshot>>,
+    notices: broadcast::Sender<Notice>,
+    requests: mpsc::UnboundedReceiver<Request>,
+    /// getFrameTree / setAutoAttach commands not yet answered.
+    tree_pending: usize,
+    tree_done: Option<oneshot::Sender<()>>,
+    reconnect: Option<Reconnect>,
+    failures: u32,
+    shown_url: String,
+    /// A Chromium we launched: dropped (killed) with the driver.
+    _local: Option<LocalChromium>,
+}
+
+async fn next_event(events: &mut Option<EventStream>) -> Option<Incoming> {
+    match events {
+        Some(e) => e.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn poll_reconnect(r: &mut Option<Reconnect>) -> Result<(String, Connection, EventStream, TargetId, SessionId), StartError> {
+    match r {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Driver {
+    async fn run(&mut self, cancel: CancellationToken) {
+        loop {
+            let timeout = if self.conn.is_some() {
+                self.state.poll_timeout()
+            } else {
+                // Without a connection nothing can be answered: deadlines
+                // keep their time and fire as soon as we are back.
+                None
+            };
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                ev = next_event(&mut self.events) => match ev {
+                    Some(Incoming::Event { session_id, method, params }) => {
+                        self.on_event(session_id, &method, params.get());
+                        // Drain a burst before publishing once.
+                        for _ in 0..EVENT_BURST {
+                            match self.events.as_mut().map(|e| e.try_recv()) {
+                                Some(Ok(Incoming::Event { session_id, method, params })) => {
+                                    self.on_event(session_id, &method, params.get())
+                                }
+                                Some(Ok(Incoming::Closed { reason })) => {
+                                    self.on_disconnect(&reason);
+                                    break;
+                                }
+                                _ => break,
+                            }
+                        }
+                    }
+                    Some(Incoming::Closed { reason }) => self.on_disconnect(&reason),
+                    None => self.on_disconnect("the event stream ended"),
+                },
+                Some((session, purpose, method, result)) = self.inflight.next(), if !self.inflight.is_empty() => {
+                    self.on_reply(session, purpose, method, result);
+                }
+                Some(req) = self.requests.recv() => self.on_request(req),
+                _ = sleep_until(timeout) => self.state.handle_timeout(Now::system()),
+                r = poll_reconnect(&mut self.reconnect) => {
+                    self.reconnect = None;
+                    match r {
+                        Ok((ws, conn, events, target, session)) => {
+                            tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
+                            self.ws_url = ws;
+                            self.failures = 0;
+                            self.conn = Some(conn);
+                            self.events = Some(events);
+                            self.state.attach_page(target, session, Now::system());
+                            let _ = self.notices.send(connection_notice(ConnectionStatus::Connected));
+                        }
+                        Err(e) => {
+                            self.failures += 1;
+                            if self.failures >= self.opts.max_reconnect_failures {
+                                tracing::warn!(
+                                    endpoint = %self.shown_url,
+                                    failures = self.failures,
+                                    "giving up: the CDP endpoint did not come back ({e})"
+                                );
+                                let _ = self.notices.send(connection_notice(ConnectionStatus::Closed));
+                                break;
+                            }
+                            self.schedule_reconnect();
+                        }
+                    }
+                }
+            }
+            self.flush();
+        }
+        self.conn = None;
+        self.events = None;
+        self.publish(ConnectionStatus::Closed);
+        for (_, tx) in self.tickets.drain() {
+            let _ = tx.send(Err(DialogError::Cdp {
+                id: String::new(),
+                error: "the supervisor stopped".into(),
+            }));
+        }
+    }
+
+    fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str) {
+        let event = Event::parse(method, params);
+        if let Event::Unparsed { method, error } = &event {
+            tracing::debug!(%method, %error, "event params did not parse");
+        }
+        self.state.on_event(session.as_ref(), event, Now::system());
+    }
+
+    fn on_reply(
+        &mut self,
+        session: Option<SessionId>,
+        purpose: Purpose,
+        method: &'static str,
+        result: Result<Value, CommandError>,
+    ) {
+        if let Err(e) = &result {
+            tracing::debug!(%method, "command failed: {e}");
+        }
+        if counts_for_tree(method) {
+            self.tree_pending = self.tree_pending.saturating_sub(1);
+        }
+        self.state
+            .on_reply(session.as_ref(), purpose, result, Now::system());
+    }
+
+    fn on_request(&mut self, req: Request) {
+        match req {
+            Request::Answer { req, reply } => {
+                let ticket = self.next_ticket;
+                self.next_ticket += 1;
+                if self.conn.is_none() {
+                    let _ = reply.send(Err(DialogError::Cdp {
+                        id: req.dialog_id.unwrap_or_default(),
+                        error: "the CDP connection dropped; reconnecting".into(),
+                    }));
+                    return;
+                }
+                match self.state.answer_dialog(req, ticket) {
+                    Ok(()) => {
+                        self.tickets.insert(ticket, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            Request::Route { frame_id, reply } => {
+                let r = match &self.conn {
+                    None => Err(CdpCallError::NotConnected(
+                        "the CDP connection dropped; reconnecting".into(),
+                    )),
+                    Some(conn) => {
+                        let session = match frame_id {
+                            Some(f) => self.state.route_frame(&f),
+                            None => self.state.top_session().cloned().ok_or(RouteError::NoPage),
+                        };
+                        session
+                            .map(|s| (conn.clone(), s))
+                            .map_err(CdpCallError::Route)
+                    }
+                };
+                let _ = reply.send(r);
+            }
+            Request::NavigationStarted { by } => self.state.navigation_started(by, Now::system()),
+        }
+    }
+
+    fn on_disconnect(&mut self, reason: &str) {
+        if self.conn.is_none() {
+            return;
+        }
+        tracing::warn!(endpoint = %self.shown_url, "CDP connection dropped ({reason}); reconnecting");
+        self.conn = None;
+        self.events = None;
+        // In-flight replies fail on their own (Disconnected); the state
+        // forgets dead sessions but keeps dialogs and their deadlines.
+        self.state.connection_lost();
+        self.tree_pending = 0;
+        let _ = self.notices.send(connection_notice(ConnectionStatus::Reconnecting));
+        self.failures = 0;
+        self.schedule_reconnect();
+    }
+
+    fn schedule_reconnect(&mut self) {
+        let delay = backoff(self.failures);
+        let url = self.ws_url.clone();
+        let target = self.state.top_target().map(|t| t.0.clone());
+        let timeout = self.opts.command_timeout;
+        let attach_timeout = self.opts.attach_timeout;
+        self.reconnect = Some(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            let attempt = async {
+                // A browser restarted on the same port has a new ws path: re-resolve from http.
+                let ws = match http_of(&url) {
+                    Some(http) => resolve_ws_url(&http).await.unwrap_or(url.clone()),
+                    None => url.clone(),
+                };
+                let (conn, events) = Connection::connect(&ws).await?;
+                let (t, s) = pick_and_attach(&conn, target.as_deref(), timeout).await?;
+                Ok((ws, conn, events, t, s))
+            };
+            tokio::time::timeout(attach_timeout, attempt)
+                .await
+                .map_err(|_| StartError::Timeout {
+                    url: redact_url(&url),
+                    after: attach_timeout,
+                })?
+        }));
+    }
+
+    /// Performs every output of the state machine and republishes the snapshot.
+    fn flush(&mut self) {
+        while let Some(out) = self.state.poll_output() {
+            match out {
+                Output::Send(cmd) => {
+                    let Some(conn) = &self.conn else { continue };
+                    if counts_for_tree(cmd.method) {
+                        self.tree_pending += 1;
+                    }
+                    let reply = conn.send(
+                        cmd.session_id.as_ref(),
+                        cmd.method,
+                        cmd.params,
+                        self.opts.command_timeout,
+                    );
+                    let (session, purpose, method) = (cmd.session_id, cmd.purpose, cmd.method);
+                    self.inflight
+                        .push(Box::pin(async move { (session, purpose, method, reply.await) }));
+                }
+                Output::Notice(n) => {
+                    let _ = self.notices.send(n);
+                }
+                Output::AnswerDone { ticket, result } => {
+                    if let Some(tx) = self.tickets.remove(&ticket) {
+                        let _ = tx.send(result);
+                    }
+                }
+            }
+        }
+        if self.tree_pending == 0
+            && let Some(tx) = self.tree_done.take()
+        {
+            let _ = tx.send(());
+        }
+        let status = if self.conn.is_some() {
+            ConnectionStatus::Connected
+        } else {
+            ConnectionStatus::Reconnecting
+        };
+        self.publish(status);
+    }
+
+    fn publish(&mut self, status: ConnectionStatus) {
+        let mut snap = self.state.snapshot();
+        snap.connection = status;
+        self.snapshot.send_if_modified(|old| {
+            if **old == snap {
+                false
+            } else {
+                *old = Arc::new(snap);
+                true
+            }
+        });
+    }
+}
+
+fn counts_for_tree(method: &str) -> bool {
+    matches!(method, "Page.getFrameTree" | "Target.setAutoAttach")
+}
+
+fn connection_notice(status: ConnectionStatus) -> Notice {
+    Notice::Connection { status }
+}
+
+fn backoff(failures: u32) -> Duration {
+    RECONNECT_BACKOFF_START
+        .saturating_mul(1u32 << failures.min(10))
+        .min(RECONNECT_BACKOFF_MAX)
+}
+
+/// `ws://host:port/devtools/…` → `http://host:port`.
+fn http_of(ws: &str) -> Option<String> {
+    let u = url::Url::parse(ws).ok()?;
+    let scheme = match u.scheme() {
+        "ws" => "http",
+        "wss" => "https",
+        _ => return None,
+    };
+    Some(format!("{scheme}://{}:{}", u.host_str()?, u.port_or_known_default()?))
+}
+
+/// Picks the page to supervise and attaches to it with a flatten session.
+async fn pick_and_attach(
+    conn: &Connection,
+    target_id: Option<&str>,
+    timeout: Duration,
+) -> Result<(TargetId, SessionId), StartError> {
+    // Target.targetInfoChanged carries the page title.
+    conn.send(None, "Target.setDiscoverTargets", json!({"discover": true}), timeout)
+        .await?;
+    let targets = conn
+        .send(None, "Target.getTargets", json!({}), timeout)
+        .await?;
+    let infos: Vec<TargetInfo> = targets
+        .get("targetInfos")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
+    let target = match target_id {
+        Some(want) => match infos.iter().find(|t| t.target_id.0 == want) {
+            Some(t) => t.target_id.clone(),
+            None => {
+                return Err(StartError::NoSuchTarget {
+                    target_id: want.to_owned(),
+                    pages: pages
+                        .iter()
+                        .map(|t| format!("{} ({})", t.target_id, t.url))
+                        .collect(),
+                });
+            }
+        },
+        None => match pages.first() {
+            Some(t) => t.target_id.clone(),
+            None => {
+                let created = conn
+                    .send(None, "Target.createTarget", json!({"url": "about:blank"}), timeout)
+                    .await?;
+                TargetId(
+                    created
+                        .get("targetId")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            }
+        },
+    };
+    let attached = conn
+        .send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target.0, "flatten": true}),
+            timeout,
+        )
+        .await?;
+    let session = attached
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(SessionId::from)
+        .ok_or_else(|| CommandError::Protocol {
+            method: "Target.attachToTarget".into(),
+            code: 0,
+            message: "the reply has no sessionId".into(),
+            data: None,
+        })?;
+    Ok((target, session))
+}

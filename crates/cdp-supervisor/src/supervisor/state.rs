@@ -60,6 +60,11 @@ pub const CONSOLE_TEXT_MAX_CHARS: usize = 4_096;
 pub const FRAMES_TRACKED_MAX: usize = 1_000;
 /// Child sessions (OOPIFs) past this bound are resumed and detached at once.
 pub const SESSIONS_TRACKED_MAX: usize = 256;
+/// Dialogs that closed (by their `javascriptDialogClosed`, a navigation or a
+/// detach) while our `Page.handleJavaScriptDialog` was in flight, kept until
+/// its reply says who won. A reply always comes (every command has a
+/// deadline); the bound only guards against a driver that drops one.
+pub const ANSWERS_AFTER_CLOSE_MAX: usize = 64;
 /// spec: the must_respond watchdog's default.
 pub const DEFAULT_DIALOG_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long `Page.enable` may go unanswered on the page session before we
@@ -173,6 +178,14 @@ pub enum Notice {
     },
     /// The page was blocked by a dialog opened before we attached.
     PageBlocked,
+    /// The top frame finished loading (`Page.loadEventFired` on the page session).
+    PageLoaded {
+        url: String,
+    },
+    /// The supervisor's CDP connection changed state (sent by the driver).
+    Connection {
+        status: crate::supervisor::snapshot::ConnectionStatus,
+    },
     /// The supervised page's session is gone (tab closed or crashed).
     PageGone {
         reason: String,
@@ -299,6 +312,8 @@ pub struct State {
     frame_seq: u64,
     frames_dropped: bool,
     dialogs: Vec<Dialog>,
+    /// See [`ANSWERS_AFTER_CLOSE_MAX`].
+    answers_after_close: VecDeque<(ClosedDialog, Answering)>,
     next_dialog: u64,
     recent: VecDeque<ClosedDialog>,
     console: VecDeque<ConsoleError>,
@@ -323,6 +338,7 @@ impl State {
             frame_seq: 0,
             frames_dropped: false,
             dialogs: Vec::new(),
+            answers_after_close: VecDeque::new(),
             next_dialog: 1,
             recent: VecDeque::new(),
             console: VecDeque::new(),
@@ -488,7 +504,12 @@ impl State {
                 }
                 self.remove_frame_subtree(&d.frame_id, now);
             }
-            Event::LoadEventFired => {}
+            Event::LoadEventFired => {
+                if session_id.is_some() && session_id == self.top_session.as_ref() {
+                    let url = self.top_url().to_owned();
+                    self.notice(Notice::PageLoaded { url });
+                }
+            }
             Event::AttachedToTarget(a) => self.on_attached(session_id, a),
             Event::DetachedFromTarget(d) => self.on_session_gone(&d.session_id, now),
             Event::TargetInfoChanged(t) => {
@@ -610,6 +631,16 @@ impl State {
             if let Some(f) = self.frames.get_mut(&frame_id) {
                 f.is_oopif = true;
                 f.session = child.clone();
+            }
+            // upsert_frame announced a new frame before we knew it is an OOPIF.
+            if let Some(Output::Notice(Notice::FrameAttached {
+                frame_id: announced,
+                is_oopif,
+                ..
+            })) = self.out.back_mut()
+                && *announced == frame_id.0
+            {
+                *is_oopif = true;
             }
         }
         self.setup_session(&child, true);
@@ -1030,6 +1061,12 @@ impl State {
         }
         self.recent.push_back(closed.clone());
         // An agent waiting on this dialog hears the outcome when its reply comes.
+        if let Some(a) = d.answering {
+            if self.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
+                self.answers_after_close.pop_front();
+            }
+            self.answers_after_close.push_back((closed.clone(), a));
+        }
         self.notice(Notice::DialogClosed { dialog: closed });
     }
 
@@ -1071,6 +1108,7 @@ impl State {
     fn on_answer_reply(&mut self, id: &str, result: Result<Value, CommandError>, now: Now) {
         let Some(d) = self.dialogs.iter_mut().find(|d| d.view.id == id) else {
             // Closed already (javascriptDialogClosed comes before the reply).
+            self.on_answer_reply_after_close(id, &result);
             return;
         };
         let Some(answering) = d.answering.take() else {
@@ -1118,6 +1156,32 @@ impl State {
                     }
                 }
             }
+        }
+    }
+
+    /// The reply to an answer whose dialog closed while it was in flight. A
+    /// `-32602` means someone else (another CDP client, a proxy) answered
+    /// first: the record says `remote`. Either way the dialog is gone, which
+    /// is what the agent asked for, so its answer finishes `Ok`.
+    fn on_answer_reply_after_close(&mut self, id: &str, result: &Result<Value, CommandError>) {
+        let Some(pos) = self.answers_after_close.iter().position(|(c, _)| c.dialog.id == id) else {
+            return;
+        };
+        let Some((mut closed, answering)) = self.answers_after_close.remove(pos) else {
+            return;
+        };
+        let lost = matches!(result, Err(CommandError::Protocol { code, .. }) if *code == ERROR_INVALID_PARAMS);
+        if lost && closed.closed_by == answering.by {
+            closed.closed_by = ClosedBy::Remote;
+            if let Some(r) = self.recent.iter_mut().rev().find(|c| c.dialog.id == id) {
+                r.closed_by = ClosedBy::Remote;
+            }
+        }
+        if let Some(ticket) = answering.ticket {
+            self.out.push_back(Output::AnswerDone {
+                ticket,
+                result: Ok(closed),
+            });
         }
     }
 
