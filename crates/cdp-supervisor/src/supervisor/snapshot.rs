@@ -3,10 +3,10 @@
 //!
 //! Times are Unix seconds as `f64` (`opened_at`, `closed_at`, `at`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Who closed a dialog (`closed_by`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClosedBy {
     /// The agent answered it (`browser_dialog`), or its own navigation released it.
@@ -32,7 +32,7 @@ impl ClosedBy {
 }
 
 /// One dialog that blocks its frame now (`pending_dialogs[]`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingDialog {
     /// `d-1`, `d-2`, … per supervisor.
     pub id: String,
@@ -56,7 +56,7 @@ pub struct PendingDialog {
 }
 
 /// One dialog that has closed (`recent_dialogs[]`, the last 20).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedDialog {
     #[serde(flatten)]
     pub dialog: PendingDialog,
@@ -72,7 +72,7 @@ pub struct ClosedDialog {
 }
 
 /// The top frame (`frame_tree.top`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopFrame {
     pub frame_id: String,
     pub url: String,
@@ -80,7 +80,7 @@ pub struct TopFrame {
 }
 
 /// A frame below the top (`frame_tree.children[]`, flat, parents first).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChildFrame {
     pub frame_id: String,
     pub url: String,
@@ -94,7 +94,7 @@ pub struct ChildFrame {
 }
 
 /// `frame_tree`: at most 30 children and OOPIF depth 2; `truncated` when a cap cut.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameTreeView {
     pub top: Option<TopFrame>,
     pub children: Vec<ChildFrame>,
@@ -102,7 +102,7 @@ pub struct FrameTreeView {
 }
 
 /// One `console.error` / `console.assert` call or uncaught exception (`console_errors[]`, the last 50).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsoleError {
     /// `error`, `assert` or `exception`.
     pub level: String,
@@ -114,7 +114,7 @@ pub struct ConsoleError {
 }
 
 /// The state of the supervisor's CDP connection (`connection`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConnectionStatus {
     #[default]
@@ -126,7 +126,7 @@ pub enum ConnectionStatus {
 }
 
 /// Everything the supervisor knows, as `browser_snapshot` shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
     /// The top frame's URL.
     pub url: String,

@@ -1,0 +1,439 @@
+//! `demo`: the supervisor on real headless Chromium and a bundled two-site
+//! page, start to finish, in well under two minutes.
+//!
+//! Two tabs of one local Chromium, each its own supervised task:
+//! - "agent" (`must_respond`, watchdog 3 s): dialogs in the main frame, a
+//!   same-origin iframe and a cross-origin OOPIF are answered through
+//!   `browser_dialog` as an agent would; one is left to the watchdog;
+//!   `browser_cdp(frame_id)` reads `document.title` inside the OOPIF.
+//! - "auto" (`auto_accept`): the same kinds of dialogs answered by the policy.
+
+use super::CliError;
+use super::render;
+use crate::browser::LocalChromium;
+use crate::cdp::connection::{Connection, DEFAULT_COMMAND_TIMEOUT};
+use crate::config::Config;
+use crate::demo_site::{SiteServer, host_resolver_arg};
+use crate::supervisor::policy::DialogPolicy;
+use crate::supervisor::registry::Registry;
+use crate::supervisor::snapshot::{ClosedDialog, FrameTreeView, PendingDialog};
+use crate::tools::AgentSession;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// The whole demo's deadline (the contract: it ends by itself within two minutes).
+const DEMO_DEADLINE: Duration = Duration::from_secs(100);
+/// The agent tab's watchdog, short so the demo shows it firing.
+const DEMO_WATCHDOG_S: f64 = 3.0;
+/// How long to wait for a fired dialog to reach the supervisor.
+const DIALOG_WAIT: Duration = Duration::from_secs(10);
+
+/// Runs the demo.
+pub async fn run(config: Config, json_mode: bool) -> Result<(), CliError> {
+    let site = SiteServer::start()
+        .await
+        .map_err(|e| CliError(format!("cannot serve the demo site on loopback: {e}")))?;
+    let mut launch = config.browser.launch_options();
+    launch.extra_args.push(host_resolver_arg().to_owned());
+    let chromium = LocalChromium::launch(&launch).await?;
+    let registry = Registry::new();
+    let result = tokio::time::timeout(
+        DEMO_DEADLINE,
+        play(&config, &site, &chromium, &registry, json_mode),
+    )
+    .await;
+    registry.stop_all().await;
+    chromium.shutdown().await;
+    match result {
+        Ok(r) => r,
+        Err(_) => Err(CliError(format!(
+            "the demo did not finish within {} s",
+            DEMO_DEADLINE.as_secs()
+        ))),
+    }
+}
+
+struct Printer {
+    json: bool,
+}
+
+impl Printer {
+    fn say(&self, text: impl AsRef<str>) {
+        if !self.json {
+            println!("{}", text.as_ref());
+        }
+    }
+
+    fn heading(&self, text: &str) {
+        self.say(format!("\n== {text} =="));
+    }
+}
+
+async fn play(
+    config: &Config,
+    site: &SiteServer,
+    chromium: &LocalChromium,
+    registry: &Registry,
+    json_mode: bool,
+) -> Result<(), CliError> {
+    let p = Printer { json: json_mode };
+    let http = chromium.http_url();
+    p.say(format!(
+        "cdp-supervisor demo: local headless Chromium at {http}, demo site on 127.0.0.1:{} as a.test and b.test",
+        site.port()
+    ));
+
+    // Two tabs: the first page Chromium opened, and a new one.
+    let (conn, _events) = Connection::connect(chromium.ws_url()).await?;
+    let targets = conn
+        .send(None, "Target.getTargets", json!({}), DEFAULT_COMMAND_TIMEOUT)
+        .await?;
+    let first_page = targets["targetInfos"]
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t["type"] == "page"))
+        .and_then(|t| t["targetId"].as_str())
+        .map(str::to_owned);
+    let second = conn
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": "about:blank"}),
+            DEFAULT_COMMAND_TIMEOUT,
+        )
+        .await?;
+    let second_page = second["targetId"].as_str().map(str::to_owned);
+    conn.close();
+
+    let mut agent_cfg = config.clone();
+    agent_cfg.browser.dialog_policy = DialogPolicy::MustRespond;
+    agent_cfg.browser.dialog_timeout_s = DEMO_WATCHDOG_S;
+    let agent = AgentSession::new(registry.clone(), "demo-agent", agent_cfg);
+    let mut auto_cfg = config.clone();
+    auto_cfg.browser.dialog_policy = DialogPolicy::AutoAccept;
+    let auto = AgentSession::new(registry.clone(), "demo-auto", auto_cfg);
+
+    tool(&agent, "browser_connect", json!({"cdp_url": http, "target_id": first_page})).await?;
+    tool(&auto, "browser_connect", json!({"cdp_url": http, "target_id": second_page})).await?;
+    let agent_sup = agent.supervisor().await.map_err(|e| CliError(e.message))?;
+    let auto_sup = auto.supervisor().await.map_err(|e| CliError(e.message))?;
+    spawn_live_printer("agent", agent_sup.notices(), json_mode);
+    spawn_live_printer("auto ", auto_sup.notices(), json_mode);
+
+    // ---- The agent's tab: must_respond ----
+    p.heading("tab 1, policy must_respond: the agent answers through browser_dialog");
+    let demo_url = site.url("a.test", "/demo");
+    let nav = tool(&agent, "browser_navigate", json!({"url": demo_url})).await?;
+    p.say(format!("browser_navigate {demo_url} -> {}", nav["status"]));
+    let tree = agent_sup.snapshot().frame_tree.clone();
+    p.say("frame tree (browser_snapshot.frame_tree):");
+    p.say(indent(&render::frame_tree(&tree)));
+
+    let steps: [(&str, &str, Value); 4] = [
+        (
+            "fireLater('confirm', 'Delete the draft?')",
+            "accept",
+            json!({"action": "accept"}),
+        ),
+        (
+            "fireIn('same', 'prompt', 'Your name?')",
+            "accept with \"Ada\"",
+            json!({"action": "accept", "prompt_text": "Ada"}),
+        ),
+        (
+            "fireIn('oopif', 'alert', 'Hello from b.test')",
+            "accept",
+            json!({"action": "accept"}),
+        ),
+        (
+            "fireIn('oopif', 'confirm', 'Allow cookies?')",
+            "dismiss",
+            json!({"action": "dismiss"}),
+        ),
+    ];
+    let mut seen = HashSet::new();
+    for (script, what, args) in steps {
+        p.say(format!("\npage runs {script}"));
+        eval_top(&agent, script).await?;
+        let d = wait_dialog(&agent, &mut seen).await?;
+        p.say(format!(
+            "  snapshot shows pending {} in {}",
+            render::dialog_line(&d),
+            frame_label(&tree, d.frame_id.as_deref())
+        ));
+        let mut args = args;
+        args["dialog_id"] = json!(d.id);
+        let r = tool(&agent, "browser_dialog", args).await?;
+        let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
+            .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
+        p.say(format!(
+            "  agent: browser_dialog {what} -> {}",
+            render::closed_line(&closed)
+        ));
+    }
+
+    p.say("\nbrowser_cdp into the OOPIF (Runtime.evaluate document.title, frame_id of the b.test iframe):");
+    let oopif = tree
+        .children
+        .iter()
+        .find(|c| c.is_oopif)
+        .ok_or_else(|| CliError("the demo page has no OOPIF: Chromium did not isolate b.test".into()))?;
+    let r = tool(
+        &agent,
+        "browser_cdp",
+        json!({"method": "Runtime.evaluate", "params": {"expression": "document.title", "returnByValue": true}, "frame_id": oopif.frame_id}),
+    )
+    .await?;
+    p.say(format!(
+        "  frame {} -> {}",
+        render::short(&oopif.frame_id),
+        r["result"]["result"]["value"]
+    ));
+    if let Some(same) = tree.children.iter().find(|c| !c.is_oopif) {
+        p.say("browser_cdp with the same-origin iframe's frame_id:");
+        match agent
+            .call(
+                "browser_cdp",
+                json!({"method": "Runtime.evaluate", "params": {"expression": "1"}, "frame_id": same.frame_id}),
+            )
+            .await
+        {
+            Ok(v) => p.say(format!("  unexpected success: {v}")),
+            Err(e) => p.say(format!("  error (as designed): {}", e.message)),
+        }
+    }
+
+    p.say(format!(
+        "\npage runs fireLater('confirm', 'Nobody answers this one'); the agent stays silent, the watchdog has {DEMO_WATCHDOG_S} s"
+    ));
+    eval_top(&agent, "fireLater('confirm', 'Nobody answers this one')").await?;
+    let d = wait_dialog(&agent, &mut seen).await?;
+    let started = Instant::now();
+    let closed = wait_closed(&agent, &d.id, Duration::from_secs_f64(DEMO_WATCHDOG_S) + DIALOG_WAIT).await?;
+    p.say(format!(
+        "  {} {} after {:.1} s",
+        d.id,
+        render::closed_line(&closed),
+        started.elapsed().as_secs_f64()
+    ));
+    summarize(&p, &agent, &tree).await?;
+
+    // ---- The auto tab ----
+    p.heading("tab 2, policy auto_accept: the supervisor answers at once");
+    let nav = tool(&auto, "browser_navigate", json!({"url": demo_url})).await?;
+    p.say(format!("browser_navigate {demo_url} -> {}", nav["status"]));
+    let auto_tree = auto_sup.snapshot().frame_tree.clone();
+    for script in [
+        "fireLater('confirm', 'Auto: continue?')",
+        "fireIn('same', 'alert', 'Auto: hello')",
+        "fireIn('oopif', 'prompt', 'Auto: your city?', 'Lisbon')",
+    ] {
+        p.say(format!("page runs {script}"));
+        let before = auto_sup.snapshot().recent_dialogs.len();
+        eval_top(&auto, script).await?;
+        wait_recent(&auto, before + 1).await?;
+    }
+    summarize(&p, &auto, &auto_tree).await?;
+    p.say("\ndone: every dialog was caught and closed; Chromium is shut down.");
+    Ok(())
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect::<String>().trim_end().to_owned()
+}
+
+async fn tool(session: &AgentSession, name: &str, args: Value) -> Result<Value, CliError> {
+    session
+        .call(name, args)
+        .await
+        .map_err(|e| CliError(format!("{name} failed: {}", e.message)))
+}
+
+async fn eval_top(session: &AgentSession, expression: &str) -> Result<Value, CliError> {
+    tool(
+        session,
+        "browser_cdp",
+        json!({"method": "Runtime.evaluate", "params": {"expression": expression, "returnByValue": true}}),
+    )
+    .await
+}
+
+async fn wait_dialog(
+    session: &AgentSession,
+    seen: &mut HashSet<String>,
+) -> Result<PendingDialog, CliError> {
+    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let mut rx = sup.subscribe();
+    let found = tokio::time::timeout(DIALOG_WAIT, async {
+        loop {
+            if let Some(d) = rx
+                .borrow_and_update()
+                .pending_dialogs
+                .iter()
+                .find(|d| !seen.contains(&d.id))
+            {
+                return Some(d.clone());
+            }
+            if rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    })
+    .await;
+    match found {
+        Ok(Some(d)) => {
+            seen.insert(d.id.clone());
+            Ok(d)
+        }
+        _ => Err(CliError(format!(
+            "no dialog reached the supervisor within {} s",
+            DIALOG_WAIT.as_secs()
+        ))),
+    }
+}
+
+async fn wait_closed(
+    session: &AgentSession,
+    id: &str,
+    within: Duration,
+) -> Result<ClosedDialog, CliError> {
+    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let mut rx = sup.subscribe();
+    tokio::time::timeout(within, async {
+        loop {
+            if let Some(c) = rx
+                .borrow_and_update()
+                .recent_dialogs
+                .iter()
+                .find(|c| c.dialog.id == id)
+            {
+                return Some(c.clone());
+            }
+            if rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+    .ok_or_else(|| CliError(format!("dialog {id} did not close within {} s", within.as_secs())))
+}
+
+async fn wait_recent(session: &AgentSession, count: usize) -> Result<(), CliError> {
+    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let mut rx = sup.subscribe();
+    tokio::time::timeout(DIALOG_WAIT, async {
+        while rx.borrow_and_update().recent_dialogs.len() < count {
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+    })
+    .await
+    .map_err(|_| CliError("the auto policy did not close the dialog in time".into()))
+}
+
+/// Names a frame for people: `main frame`, `iframe a.test`, `OOPIF b.test`.
+fn frame_label(tree: &FrameTreeView, frame_id: Option<&str>) -> String {
+    let host = |u: &str| {
+        url::Url::parse(u)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    let Some(id) = frame_id else {
+        return "an unknown frame".into();
+    };
+    if let Some(top) = tree.top.as_ref().filter(|t| t.frame_id == id) {
+        return format!("main frame ({})", host(&top.url));
+    }
+    match tree.children.iter().find(|c| c.frame_id == id) {
+        Some(c) if c.is_oopif => format!("OOPIF ({})", host(&c.url)),
+        Some(c) => format!("same-origin iframe ({})", host(&c.url)),
+        None => format!("frame {}", render::short(id)),
+    }
+}
+
+/// The frame name the demo pages record results under (`main`, `same`, `oopif`).
+fn page_frame_name(tree: &FrameTreeView, frame_id: Option<&str>) -> &'static str {
+    match tree.children.iter().find(|c| Some(c.frame_id.as_str()) == frame_id) {
+        Some(c) if c.is_oopif => "oopif",
+        Some(_) => "same",
+        None => "main",
+    }
+}
+
+/// A table of every dialog of the tab: type, frame, who closed it, what the page received.
+async fn summarize(p: &Printer, session: &AgentSession, tree: &FrameTreeView) -> Result<(), CliError> {
+    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    // Results from iframes reach the top by postMessage; give them a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = eval_top(session, "JSON.stringify(window.results)").await?;
+    let results: Vec<Value> = r["result"]["result"]["value"]
+        .as_str()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    let mut used = vec![false; results.len()];
+    p.say(format!(
+        "\n{:<5} {:<8} {:<28} {:<12} {:<22} {}",
+        "id", "type", "frame", "closed by", "answer", "page received"
+    ));
+    let snap = sup.snapshot();
+    // The tree as it is now: an OOPIF's URL may have arrived after `tree` was taken.
+    let now_tree = &snap.frame_tree;
+    let tree = if now_tree.children.len() >= tree.children.len() { now_tree } else { tree };
+    for c in &snap.recent_dialogs {
+        let name = page_frame_name(tree, c.dialog.frame_id.as_deref());
+        let received = results
+            .iter()
+            .enumerate()
+            .find(|(i, r)| !used[*i] && r["kind"] == c.dialog.dialog_type.as_str() && r["frame"] == name)
+            .map(|(i, r)| {
+                used[i] = true;
+                r["value"].to_string()
+            })
+            .unwrap_or_else(|| "?".into());
+        let answer = match (c.accepted, &c.user_input) {
+            (Some(true), Some(t)) => format!("accepted {t:?}"),
+            (Some(true), None) => "accepted".into(),
+            (Some(false), _) => "dismissed".into(),
+            (None, _) => "closed".into(),
+        };
+        p.say(format!(
+            "{:<5} {:<8} {:<28} {:<12} {:<22} {}",
+            c.dialog.id,
+            c.dialog.dialog_type,
+            frame_label(tree, c.dialog.frame_id.as_deref()),
+            c.closed_by.as_str(),
+            answer,
+            received
+        ));
+    }
+    Ok(())
+}
+
+fn spawn_live_printer(
+    label: &'static str,
+    mut notices: tokio::sync::broadcast::Receiver<crate::supervisor::state::Notice>,
+    json_mode: bool,
+) {
+    use crate::supervisor::state::Notice;
+    tokio::spawn(async move {
+        loop {
+            match notices.recv().await {
+                Ok(n) => {
+                    if json_mode {
+                        let mut v = serde_json::to_value(&n).unwrap_or_default();
+                        v["task"] = json!(label.trim());
+                        println!("{v}");
+                    } else if matches!(n, Notice::DialogOpened { .. } | Notice::DialogClosed { .. }) {
+                        println!("  [{label} live] {}", render::notice_line(&n));
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    });
+}
