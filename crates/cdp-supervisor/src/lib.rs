@@ -27,5 +27,6 @@ pub mod cli;
 pub mod cdp;
 pub mod config;
 pub mod demo_site;
+pub mod mcp;
 pub mod supervisor;
 pub mod tools;

@@ -1,0 +1,768 @@
+//! The agent surface as a Model Context Protocol server: a thin shell over
+//! [`AgentSession`](crate::tools::AgentSession), built on the official Rust
+//! SDK (`rmcp`).
+//!
+//! - One supervised task per MCP session: every session gets its own
+//!   [`AgentSession`] (a unique task id) on one shared [`Registry`]. Its
+//!   browser starts on first use and stops when the session ends — stdin
+//!   closed (stdio), HTTP session deleted or expired, server shut down. No
+//!   Chromium outlives its session: [`AgentSession::close`] runs on every
+//!   session end, [`Registry::stop_all`] on shutdown and Ctrl-C.
+//! - A failure the model can act on ([`ToolError`]) is a tool result with
+//!   `isError: true` and the error text, never a protocol error. Results are
+//!   structured JSON (`structuredContent`) with the same JSON as text.
+//! - Gating: without a CDP endpoint (`browser.cloud_provider: camofox`)
+//!   `browser_dialog` and `browser_cdp` are not listed (and calling them is
+//!   an error result).
+//! - Transports: stdio ([`serve_stdio`]) and streamable HTTP
+//!   ([`serve_http`]). HTTP binds loopback unless told otherwise; a
+//!   non-loopback bind always has a bearer token; requests with a wrong
+//!   token (401), a foreign `Host` (403, DNS rebinding) or a non-loopback
+//!   `Origin` (403, a web page) are refused before they reach the MCP layer.
+//!
+//! Only protocol revisions with sessions are offered (up to 2025-11-25): the
+//! session-less 2026-07-28 revision would build a fresh server, and so a
+//! fresh browser, for every request.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), cdp_supervisor::mcp::McpError> {
+//! use cdp_supervisor::config::Config;
+//! // stdio, as an MCP client launches it:
+//! cdp_supervisor::mcp::serve_stdio(Config::default()).await?;
+//! // or streamable HTTP on loopback, until Ctrl-C:
+//! let addr = "127.0.0.1:8931".parse().unwrap();
+//! cdp_supervisor::mcp::serve_http(Config::default(), addr, None).await?;
+//! # Ok(()) }
+//! ```
+
+use crate::config::Config;
+use crate::supervisor::registry::Registry;
+use crate::tools::{ALL_TOOLS, AgentSession, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S, ToolError};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+
+/// The path the streamable HTTP endpoint is served at.
+pub const HTTP_PATH: &str = "/mcp";
+/// Environment variable read by [`serve_http`] for the bearer token when the
+/// caller passes none. Not `CDP_SUPERVISOR_…`: that prefix is reserved for
+/// config keys, where an unknown name is an error.
+pub const TOKEN_ENV: &str = "CDP_MCP_TOKEN";
+/// Bytes of randomness in a generated token (hex-encoded: 64 characters).
+const GENERATED_TOKEN_BYTES: usize = 32;
+
+/// Why the MCP server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The HTTP address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// A non-loopback bind without a token, and no randomness to make one.
+    #[error("cannot generate a bearer token for {addr} ({source}); pass --token")]
+    Token {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// The MCP handshake failed (the client sent no valid `initialize`).
+    #[error("MCP session could not start: {0}")]
+    Handshake(String),
+    /// The transport failed while serving.
+    #[error("MCP server failed: {0}")]
+    Serve(String),
+}
+
+/// Task ids are unique within the process; the registry is per process.
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+/// One MCP session: an [`AgentSession`] with its own task id. Dropping the
+/// last handle closes the session's browser (the stdio path also closes it
+/// explicitly, so that the browser is gone before the function returns).
+pub struct McpSession {
+    agent: Arc<AgentSession>,
+}
+
+impl McpSession {
+    /// A session with a fresh task id (`mcp-<n>`) on `registry`.
+    pub fn new(registry: Registry, config: Config) -> McpSession {
+        let n = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
+        let task_id = format!("mcp-{}-{n}", std::process::id());
+        tracing::debug!(task_id, "MCP session opened");
+        McpSession {
+            agent: Arc::new(AgentSession::new(registry, task_id, config)),
+        }
+    }
+
+    /// The session's task id in the registry.
+    pub fn task_id(&self) -> &str {
+        self.agent.task_id()
+    }
+
+    /// The tools this session lists, with schemas and descriptions.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.agent
+            .tool_names()
+            .into_iter()
+            .map(tool_definition)
+            .collect()
+    }
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        // The session ended without an explicit close (an HTTP session
+        // deleted or expired, a transport torn down): its browser must not
+        // outlive it. `close` is idempotent, so a second close is harmless.
+        let agent = self.agent.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                tracing::debug!(task_id = agent.task_id(), "MCP session closed");
+                agent.close().await;
+            });
+        }
+    }
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("cdp-supervisor", env!("CARGO_PKG_VERSION"))
+                    .with_title("cdp-supervisor browser supervisor"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // An unknown name is a protocol error (MCP spec); a known but gated
+        // tool is a result the model can read (AgentSession says why).
+        if !ALL_TOOLS.contains(&request.name.as_ref()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}; tools: {}",
+                    request.name,
+                    self.agent.tool_names().join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let result = self.agent.call(&request.name, args).await;
+        Ok(tool_result(&request.name, result).into())
+    }
+}
+
+/// A tools-layer result as an MCP tool result: structured JSON (and the same
+/// JSON as text) on success, `isError` with the message on failure.
+fn tool_result(name: &str, result: Result<Value, ToolError>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(value),
+        Err(e) => {
+            tracing::debug!(tool = name, "tool error: {e}");
+            CallToolResult::error(vec![ContentBlock::text(e.message)])
+        }
+    }
+}
+
+const INSTRUCTIONS: &str = "Supervises a Chromium tab over one persistent CDP connection. \
+Start with browser_navigate; read the page with browser_snapshot. A native JS dialog \
+(alert/confirm/prompt/beforeunload) freezes the page's JavaScript until it is answered: \
+when pending_dialogs is not empty, answer it with browser_dialog before anything else. \
+Cross-origin iframes (frame_tree.children with is_oopif:true) are reachable with \
+browser_cdp(frame_id=...).";
+
+/// The schema, description and hints of one tool (names from [`ALL_TOOLS`]).
+fn tool_definition(name: &'static str) -> Tool {
+    // Hints: (read_only, destructive, idempotent).
+    let (title, description, schema, hints): (&str, String, Value, (bool, bool, bool)) =
+        match name {
+            "browser_navigate" => (
+                "Navigate the browser",
+                "Open a URL in the supervised browser tab (schemes: http, https, file, about, data). \
+                 The browser starts on first use. Waits for the page's load event (up to 30 s) but \
+                 returns early with status \"dialog_pending\" when a native JS dialog (alert, confirm, \
+                 prompt, or the beforeunload of the page being left) opens first: the page is frozen \
+                 until you answer it with browser_dialog. \
+                 Returns {status: \"loaded\" | \"dialog_pending\" | \"load_timeout\", url, title, pending_dialogs}."
+                    .into(),
+                object_schema(
+                    json!({"url": {
+                        "type": "string",
+                        "description": "Absolute URL to open, e.g. https://example.com/"
+                    }}),
+                    &["url"],
+                ),
+                (false, true, false),
+            ),
+            "browser_snapshot" => (
+                "Read the page state",
+                "Read the supervised page's state at once, without waiting on the page: \
+                 {url, title, pending_dialogs, recent_dialogs, frame_tree, console_errors}. \
+                 Check pending_dialogs first: a pending dialog freezes the page's JavaScript \
+                 (evaluations, clicks and navigations hang) until you answer it with browser_dialog. \
+                 recent_dialogs lists closed ones with closed_by (agent, auto_policy, watchdog, remote). \
+                 page_blocked:true means a dialog already blocked the page when the supervisor attached; \
+                 only navigating releases it. frame_tree.top is the page; frame_tree.children is a flat \
+                 list of iframes (each with parent_frame_id); those with is_oopif:true are cross-origin \
+                 iframes you can reach with browser_cdp(frame_id). The tree is capped at 30 children and \
+                 OOPIF depth 2 (truncated:true); browser_cdp Page.getFrameTree gives the rest. \
+                 Never starts a browser: before the first browser_navigate (or after browser_disconnect) \
+                 it returns only {url: \"\", title: \"\"}."
+                    .into(),
+                object_schema(json!({}), &[]),
+                (true, false, true),
+            ),
+            "browser_dialog" => (
+                "Answer a JS dialog",
+                "Answer a native JS dialog (alert, confirm, prompt, beforeunload) listed in \
+                 pending_dialogs of browser_snapshot or browser_navigate; the page's JavaScript is \
+                 frozen until you do. action \"accept\" presses OK (confirm returns true, prompt returns \
+                 prompt_text or, without it, its default text, beforeunload leaves the page); \"dismiss\" \
+                 presses Cancel. dialog_id (e.g. \"d-1\") is needed only when several dialogs are pending. \
+                 Errors when no dialog is pending, the dialog_id is unknown, or Chromium refuses to answer \
+                 it (answerable:false): then only navigating the page releases it. \
+                 Returns {answered, pending_dialogs}."
+                    .into(),
+                object_schema(
+                    json!({
+                        "action": {
+                            "type": "string",
+                            "enum": ["accept", "dismiss"],
+                            "description": "accept (OK) or dismiss (Cancel)"
+                        },
+                        "prompt_text": {
+                            "type": "string",
+                            "description": "Text to answer a prompt() with (accept only); default: the prompt's default text"
+                        },
+                        "dialog_id": {
+                            "type": "string",
+                            "description": "The pending dialog's id from pending_dialogs; needed only when several are pending"
+                        }
+                    }),
+                    &["action"],
+                ),
+                (false, false, false),
+            ),
+            "browser_cdp" => (
+                "Send a raw CDP command",
+                format!(
+                    "Send a raw Chrome DevTools Protocol command (Domain.method, e.g. Runtime.evaluate, \
+                     Page.getFrameTree, Network.getCookies, Emulation.setDeviceMetricsOverride) over the \
+                     supervisor's connection, on the top page's session by default. To act inside a \
+                     cross-origin iframe, pass the frame_id of a browser_snapshot frame_tree.children entry \
+                     with is_oopif:true: the command then runs in that iframe's own session (Runtime.evaluate \
+                     sees the iframe's document). Same-process iframes (is_oopif:false) have no session and \
+                     are an error: evaluate from the top page through \
+                     document.querySelector('iframe').contentWindow / contentDocument instead. \
+                     If a dialog opens or is pending, the call returns {{dialog_pending: true, pending_dialogs}} \
+                     instead of hanging: answer it with browser_dialog, then retry. \
+                     Returns {{result}} (the CDP reply). timeout_s: seconds to wait for the reply \
+                     (default {CDP_DEFAULT_TIMEOUT_S}, at most {CDP_MAX_TIMEOUT_S})."
+                ),
+                object_schema(
+                    json!({
+                        "method": {
+                            "type": "string",
+                            "description": "CDP method as Domain.method, e.g. Runtime.evaluate"
+                        },
+                        "params": {
+                            "type": "object",
+                            "description": "The method's parameters, e.g. {\"expression\": \"document.title\", \"returnByValue\": true}"
+                        },
+                        "frame_id": {
+                            "type": "string",
+                            "description": "frame_id of an OOPIF (is_oopif:true in browser_snapshot frame_tree.children) to run the command in"
+                        },
+                        "timeout_s": {
+                            "type": "number",
+                            "exclusiveMinimum": 0,
+                            "maximum": CDP_MAX_TIMEOUT_S,
+                            "default": CDP_DEFAULT_TIMEOUT_S,
+                            "description": "Seconds to wait for the reply"
+                        }
+                    }),
+                    &["method"],
+                ),
+                (false, true, true),
+            ),
+            "browser_connect" => (
+                "Attach to another browser",
+                "Supervise an existing browser instead of the default one. cdp_url is its DevTools \
+                 endpoint: http://host:port, ws://host:port or ws://host:port/devtools/browser/<id>. \
+                 target_id picks the tab (default: the first page; http://host:port/json lists tabs). \
+                 The browser this session supervised before is stopped and its state discarded. \
+                 Returns {connected, url, title, pending_dialogs, frame_tree}."
+                    .into(),
+                object_schema(
+                    json!({
+                        "cdp_url": {
+                            "type": "string",
+                            "description": "DevTools endpoint, e.g. http://127.0.0.1:9222"
+                        },
+                        "target_id": {
+                            "type": "string",
+                            "description": "The tab (target) to supervise; default: the first page"
+                        }
+                    }),
+                    &["cdp_url"],
+                ),
+                (false, true, true),
+            ),
+            "browser_disconnect" => (
+                "Detach and stop the browser",
+                "Detach from the browser and stop supervising it (a browser this server launched is \
+                 closed). The next browser_navigate starts the default browser again. \
+                 Returns {disconnected: bool} (false: nothing was attached)."
+                    .into(),
+                object_schema(json!({}), &[]),
+                (false, true, true),
+            ),
+            other => unreachable!("no definition for tool {other}"),
+        };
+    let Value::Object(schema) = schema else {
+        unreachable!("schemas are objects")
+    };
+    let (read_only, destructive, idempotent) = hints;
+    Tool::new(name, description, Arc::new(schema))
+        .with_title(title)
+        .with_annotations(ToolAnnotations::from_raw(
+            Some(title.to_owned()),
+            Some(read_only),
+            Some(destructive),
+            Some(idempotent),
+            // Every tool reaches whatever web the browser loads.
+            Some(true),
+        ))
+}
+
+fn object_schema(properties: Value, required: &[&str]) -> Value {
+    let mut schema = json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+    });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+fn init_logging() {
+    // The CLI may have set a subscriber already; this only makes sure logs
+    // go to stderr (stdout is the protocol on stdio) when it has not.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
+}
+
+/// Serves one MCP session over stdin/stdout until stdin closes (or Ctrl-C),
+/// then stops its browser.
+///
+/// # Errors
+/// A failed handshake or transport.
+pub async fn serve_stdio(config: Config) -> Result<(), McpError> {
+    init_logging();
+    let registry = Registry::new();
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let served = tokio::select! {
+        r = serve_io(registry.clone(), config, stdin, stdout) => r,
+        _ = tokio::signal::ctrl_c() => {
+            tracing::info!("Ctrl-C: stopping");
+            Ok(())
+        }
+    };
+    registry.stop_all().await;
+    served
+}
+
+/// Serves one MCP session over any byte stream (stdio, a pipe, a test's
+/// in-memory duplex) until the peer closes it, then closes the session (its
+/// browser stops before this returns).
+///
+/// # Errors
+/// A failed handshake or transport.
+pub async fn serve_io<R, W>(
+    registry: Registry,
+    config: Config,
+    reader: R,
+    writer: W,
+) -> Result<(), McpError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let session = McpSession::new(registry, config);
+    let agent = session.agent.clone();
+    let result = match session.serve((reader, writer)).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| McpError::Serve(e.to_string())),
+        Err(e) => Err(McpError::Handshake(e.to_string())),
+    };
+    agent.close().await;
+    result
+}
+
+/// A running streamable HTTP server (see [`start_http`]).
+pub struct HttpServer {
+    addr: SocketAddr,
+    registry: Registry,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl HttpServer {
+    /// The bound address (the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{HTTP_PATH}", self.addr)
+    }
+
+    /// The registry holding every session's supervisor.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Ends every session, stops the server and every browser.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        match self.task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("MCP HTTP server stopped with an error: {e}"),
+            Err(e) => tracing::warn!("MCP HTTP server task failed: {e}"),
+        }
+        self.registry.stop_all().await;
+    }
+}
+
+/// Binds `addr` and serves streamable HTTP at [`HTTP_PATH`] in a background
+/// task until [`HttpServer::shutdown`]. `token`: the bearer token every
+/// request must carry (`None`: no token check — only sensible on loopback;
+/// [`serve_http`] makes sure a non-loopback bind has one).
+///
+/// # Errors
+/// [`McpError::Bind`] when the address cannot be bound.
+pub async fn start_http(
+    config: Config,
+    addr: SocketAddr,
+    token: Option<String>,
+) -> Result<HttpServer, McpError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| McpError::Bind { addr, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| McpError::Bind { addr, source })?;
+    let registry = Registry::new();
+    let cancel = CancellationToken::new();
+    let router = http_router(config, registry.clone(), addr, token, cancel.clone());
+    let stop = cancel.clone();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await
+    });
+    Ok(HttpServer {
+        addr,
+        registry,
+        cancel,
+        task,
+    })
+}
+
+/// Serves streamable HTTP on `addr` until Ctrl-C, then stops every session
+/// and browser. Prints the bound address (and a generated token) once to
+/// stderr.
+///
+/// The token is `token`, else `$CDP_MCP_TOKEN`; a non-loopback bind without
+/// either gets a generated one.
+///
+/// # Errors
+/// The address cannot be bound; no token can be generated.
+pub async fn serve_http(
+    config: Config,
+    addr: SocketAddr,
+    token: Option<String>,
+) -> Result<(), McpError> {
+    init_logging();
+    let token = token
+        .or_else(|| std::env::var(TOKEN_ENV).ok())
+        .filter(|t| !t.is_empty());
+    let (token, generated) = match token {
+        Some(t) => (Some(t), false),
+        None if addr.ip().is_loopback() => (None, false),
+        None => {
+            let t = generate_token().map_err(|source| McpError::Token { addr, source })?;
+            (Some(t), true)
+        }
+    };
+    let server = start_http(config, addr, token.clone()).await?;
+    eprintln!("cdp-supervisor mcp: listening on {}", server.url());
+    if generated && let Some(t) = &token {
+        eprintln!(
+            "cdp-supervisor mcp: non-loopback bind without a token; send `Authorization: Bearer {t}`"
+        );
+    }
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        tracing::warn!("cannot wait for Ctrl-C ({e}); stopping");
+    }
+    tracing::info!("stopping the MCP server");
+    server.shutdown().await;
+    Ok(())
+}
+
+fn generate_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; GENERATED_TOKEN_BYTES];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The axum router of the streamable HTTP endpoint at [`HTTP_PATH`], with
+/// the request guard (token, `Host`, `Origin`) in front. `bound` is the
+/// address the listener is bound to (for the `Host` check); `cancel` ends
+/// every session.
+pub fn http_router(
+    config: Config,
+    registry: Registry,
+    bound: SocketAddr,
+    token: Option<String>,
+    cancel: CancellationToken,
+) -> axum::Router {
+    let guard = Arc::new(RequestGuard { bound, token });
+    // rmcp's own Host check would refuse a non-loopback bound address; ours
+    // (below) is the one policy, so rmcp's is given the same allow-list.
+    let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+    allowed_hosts.push(host_literal(bound.ip()));
+    let mut http_config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+    http_config = if bound.ip().is_unspecified() {
+        http_config.disable_allowed_hosts()
+    } else {
+        http_config.with_allowed_hosts(allowed_hosts)
+    };
+    let service: StreamableHttpService<McpSession, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(McpSession::new(registry.clone(), config.clone())),
+            Default::default(),
+            http_config,
+        );
+    axum::Router::new()
+        .nest_service(HTTP_PATH, service)
+        .layer(axum::middleware::from_fn_with_state(guard, guard_request))
+}
+
+/// Host names that always mean this machine.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// `Host`-header spelling of an IP (IPv6 in brackets).
+fn host_literal(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+struct RequestGuard {
+    bound: SocketAddr,
+    token: Option<String>,
+}
+
+impl RequestGuard {
+    /// `Host` must name this machine: a loopback name or the bound address.
+    /// A DNS-rebinding page reaches us under its own host name. With an
+    /// unspecified bind (0.0.0.0) any name may be ours; the token guards it.
+    fn host_ok(&self, host: &str) -> bool {
+        if self.bound.ip().is_unspecified() {
+            return true;
+        }
+        let Some(name) = host_name(host) else {
+            return false;
+        };
+        LOOPBACK_HOSTS.contains(&name.as_str()) || name == host_literal(self.bound.ip())
+    }
+
+    fn token_ok(&self, headers: &HeaderMap) -> bool {
+        let Some(expected) = &self.token else {
+            return true;
+        };
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| constant_time_eq(given.trim().as_bytes(), expected.as_bytes()))
+    }
+}
+
+/// The host part of a `Host` header (`name`, `name:port`, `[v6]:port`),
+/// lower-cased; `None` when it does not parse.
+fn host_name(host: &str) -> Option<String> {
+    let url = url::Url::parse(&format!("http://{host}/")).ok()?;
+    if url.path() != "/" || !url.username().is_empty() || url.password().is_some() {
+        return None;
+    }
+    url.host_str().map(str::to_ascii_lowercase)
+}
+
+/// An `Origin` is allowed only from a loopback page (a local tool's UI);
+/// a page of any web site must not drive the browser.
+fn origin_ok(origin: &str) -> bool {
+    let Ok(url) = url::Url::parse(origin) else {
+        return false;
+    };
+    matches!(url.scheme(), "http" | "https")
+        && url
+            .host_str()
+            .is_some_and(|h| LOOPBACK_HOSTS.contains(&h.to_ascii_lowercase().as_str()))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn refuse(status: StatusCode, why: &str) -> Response {
+    let mut response = (status, format!("{why}\n")).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+    }
+    response
+}
+
+async fn guard_request(
+    State(guard): State<Arc<RequestGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if !host.as_deref().is_some_and(|h| guard.host_ok(h)) {
+        tracing::warn!(host = ?host, "refused an MCP request: Host is not this server");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "forbidden: the Host header does not name this server",
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_ok(origin) {
+            tracing::warn!(origin, "refused an MCP request: Origin is not loopback");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "forbidden: requests from a non-loopback Origin are refused",
+            );
+        }
+    }
+    if !guard.token_ok(headers) {
+        tracing::warn!("refused an MCP request: missing or wrong bearer token");
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized: send Authorization: Bearer <token>",
+        );
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_an_object_schema_and_a_description() {
+        for name in ALL_TOOLS {
+            let tool = tool_definition(name);
+            assert_eq!(tool.input_schema["type"], "object", "{name}");
+            assert!(tool.description.is_some_and(|d| d.len() > 80), "{name}");
+        }
+        let dialog = tool_definition("browser_dialog");
+        assert_eq!(
+            dialog.input_schema["properties"]["action"]["enum"],
+            json!(["accept", "dismiss"])
+        );
+        assert_eq!(dialog.input_schema["required"], json!(["action"]));
+        let cdp = tool_definition("browser_cdp");
+        assert_eq!(
+            cdp.input_schema["properties"]["timeout_s"]["type"],
+            "number"
+        );
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        let guard = RequestGuard {
+            bound: "127.0.0.1:8931".parse().unwrap(),
+            token: None,
+        };
+        assert!(guard.host_ok("127.0.0.1:8931"));
+        assert!(guard.host_ok("LOCALHOST:8931"));
+        assert!(guard.host_ok("[::1]:8931"));
+        assert!(!guard.host_ok("evil.example:8931"));
+        assert!(!guard.host_ok("127.0.0.1@evil.example"));
+        assert!(!guard.host_ok(""));
+        let lan = RequestGuard {
+            bound: "192.168.1.5:80".parse().unwrap(),
+            token: Some("t".into()),
+        };
+        assert!(lan.host_ok("192.168.1.5"));
+        assert!(!lan.host_ok("192.168.1.6"));
+        assert!(origin_ok("http://localhost:3000"));
+        assert!(origin_ok("https://127.0.0.1"));
+        assert!(!origin_ok("null"));
+        assert!(!origin_ok("https://evil.example"));
+        assert!(!origin_ok("http://127.0.0.1.evil.example"));
+    }
+
+    #[test]
+    fn generated_tokens_are_long_and_distinct() {
+        let a = generate_token().unwrap();
+        assert_eq!(a.len(), GENERATED_TOKEN_BYTES * 2);
+        assert_ne!(a, generate_token().unwrap());
+    }
+}
