@@ -225,7 +225,7 @@ impl Supervisor {
             dialog_timeout: opts.dialog_timeout,
             ..Default::default()
         });
-        state.attach_page(target, session, Now::system());
+        state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
         let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
         let (notice_tx, _) = broadcast::channel(NOTICE_CAPACITY);
         let (req_tx, req_rx) = mpsc::unbounded_channel();
@@ -484,7 +484,8 @@ impl Supervisor {
 }
 
 type Reply = (Option<SessionId>, Purpose, &'static str, Result<Value, CommandError>);
-type Reconnect = BoxFuture<Result<(String, Connection, EventStream, TargetId, SessionId), StartError>>;
+type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
+type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
 struct Driver {
     state: State,
@@ -522,7 +523,7 @@ async fn sleep_until(t: Option<Instant>) {
     }
 }
 
-async fn poll_reconnect(r: &mut Option<Reconnect>) -> Result<(String, Connection, EventStream, TargetId, SessionId), StartError> {
+async fn poll_reconnect(r: &mut Option<Reconnect>) -> Result<Attached, StartError> {
     match r {
         Some(f) => f.await,
         None => std::future::pending().await,
@@ -576,7 +577,7 @@ impl Driver {
                             self.failures = 0;
                             self.conn = Some(conn);
                             self.events = Some(events);
-                            self.state.attach_page(target, session, Now::system());
+                            self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
                             let _ = self.notices.send(connection_notice(ConnectionStatus::Connected));
                         }
                         Err(e) => {
@@ -747,7 +748,9 @@ impl Driver {
                 }
             }
         }
-        if self.tree_pending == 0
+        // A page blocked by a dialog answers no getFrameTree: attach is done
+        // with what the target info and auto-attach told us.
+        if (self.tree_pending == 0 || self.state.page_blocked())
             && let Some(tx) = self.tree_done.take()
         {
             let _ = tx.send(());
@@ -804,7 +807,7 @@ async fn pick_and_attach(
     conn: &Connection,
     target_id: Option<&str>,
     timeout: Duration,
-) -> Result<(TargetId, SessionId), StartError> {
+) -> Result<(TargetInfo, SessionId), StartError> {
     // Target.targetInfoChanged carries the page title.
     conn.send(None, "Target.setDiscoverTargets", json!({"discover": true}), timeout)
         .await?;
@@ -818,7 +821,7 @@ async fn pick_and_attach(
     let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
     let target = match target_id {
         Some(want) => match infos.iter().find(|t| t.target_id.0 == want) {
-            Some(t) => t.target_id.clone(),
+            Some(t) => (*t).clone(),
             None => {
                 return Err(StartError::NoSuchTarget {
                     target_id: want.to_owned(),
@@ -830,18 +833,24 @@ async fn pick_and_attach(
             }
         },
         None => match pages.first() {
-            Some(t) => t.target_id.clone(),
+            Some(t) => (*t).clone(),
             None => {
                 let created = conn
                     .send(None, "Target.createTarget", json!({"url": "about:blank"}), timeout)
                     .await?;
-                TargetId(
-                    created
-                        .get("targetId")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                )
+                TargetInfo {
+                    target_id: TargetId(
+                        created
+                            .get("targetId")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                    target_type: "page".into(),
+                    title: String::new(),
+                    url: "about:blank".into(),
+                    attached: false,
+                }
             }
         },
     };
@@ -849,7 +858,7 @@ async fn pick_and_attach(
         .send(
             None,
             "Target.attachToTarget",
-            json!({"targetId": target.0, "flatten": true}),
+            json!({"targetId": target.target_id.0, "flatten": true}),
             timeout,
         )
         .await?;

@@ -243,7 +243,9 @@ pub enum DialogError {
     UnknownId { id: String, known: Vec<String> },
     #[error("action {0:?} is not allowed; allowed: accept, dismiss")]
     BadAction(String),
-    #[error("dialog {id} cannot be answered: Chromium says no dialog is showing, yet its frame stays blocked; only navigating the page releases it (call browser_navigate, e.g. to the current URL)")]
+    #[error(
+        "dialog {id} cannot be answered: Chromium says no dialog is showing, yet its frame stays blocked; only navigating the page releases it (call browser_navigate, e.g. to the current URL)"
+    )]
     NotAnswerable { id: String },
     #[error("dialog {id} is already being answered")]
     AlreadyAnswering { id: String },
@@ -255,7 +257,10 @@ pub enum DialogError {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum RouteError {
     #[error("unknown frame_id {frame_id:?}; known frames: {}", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
-    UnknownFrame { frame_id: String, known: Vec<String> },
+    UnknownFrame {
+        frame_id: String,
+        known: Vec<String>,
+    },
     #[error("frame {frame_id} is a same-process iframe with no CDP session of its own; run Runtime.evaluate without frame_id{} and reach it through the iframe element's contentWindow / contentDocument", host.as_ref().map(|h| format!(" (or with frame_id {h}, the OOPIF that hosts it)")).unwrap_or_default())]
     SameProcess {
         frame_id: String,
@@ -397,14 +402,27 @@ impl State {
     /// (`Target.attachToTarget{flatten:true}`): enables the domains, turns on
     /// auto-attach and asks for the frame tree. `Page.enable` is asked last
     /// and never waited for: a page blocked by a dialog does not answer it.
-    pub fn attach_page(&mut self, target_id: TargetId, session_id: SessionId, now: Now) {
+    ///
+    /// `url` and `title` come from the target's `Target.TargetInfo`: they
+    /// seed the top frame, so the snapshot has a top even when a dialog
+    /// blocks the page and `Page.getFrameTree` gets no answer.
+    pub fn attach_page(
+        &mut self,
+        target_id: TargetId,
+        session_id: SessionId,
+        url: &str,
+        title: &str,
+        now: Now,
+    ) {
         self.top_target = Some(target_id.clone());
         self.top_session = Some(session_id.clone());
-        self.top_frame = Some(FrameId(target_id.0.clone()));
-        self.sessions.insert(
-            session_id.clone(),
-            Session { target_id },
-        );
+        let top = FrameId(target_id.0.clone());
+        self.top_frame = Some(top.clone());
+        self.sessions.insert(session_id.clone(), Session { target_id });
+        self.upsert_frame(&top, None, Some(url), &session_id, true);
+        if !title.is_empty() {
+            self.title = title.to_owned();
+        }
         self.page_enable_deadline = Some(now.instant + self.opts.page_enable_grace);
         self.setup_session(&session_id, false);
     }
@@ -425,7 +443,12 @@ impl State {
 
     fn setup_session(&mut self, session: &SessionId, resume: bool) {
         let s = Some(session.clone());
-        self.send(s.clone(), "Page.getFrameTree", json!({}), Purpose::FrameTree);
+        self.send(
+            s.clone(),
+            "Page.getFrameTree",
+            json!({}),
+            Purpose::FrameTree,
+        );
         self.send(s.clone(), "Runtime.enable", json!({}), Purpose::Setup);
         self.send(
             s.clone(),
@@ -701,11 +724,7 @@ impl State {
             }
             // A frame that an OOPIF target reported, now reported by another
             // session, moved back into that session's process.
-            if claim
-                && &f.session != session
-                && f.is_oopif
-                && !own_target
-            {
+            if claim && &f.session != session && f.is_oopif && !own_target {
                 f.is_oopif = false;
                 f.session = session.clone();
             }
@@ -751,7 +770,13 @@ impl State {
             _ => frame.url.clone(),
         };
         let is_top = Some(&frame.id) == self.top_frame.as_ref();
-        self.upsert_frame(&frame.id, frame.parent_id.as_ref(), Some(&url), session, true);
+        self.upsert_frame(
+            &frame.id,
+            frame.parent_id.as_ref(),
+            Some(&url),
+            session,
+            true,
+        );
         if let Some(f) = self.frames.get_mut(&frame.id)
             && let Some(origin) = frame.security_origin.filter(|o| !o.is_empty())
         {
@@ -872,10 +897,11 @@ impl State {
         let Some(session) = session.filter(|s| self.sessions.contains_key(*s)) else {
             return;
         };
-        let frame_id = d
-            .frame_id
-            .clone()
-            .or_else(|| self.sessions.get(session).map(|s| FrameId(s.target_id.0.clone())));
+        let frame_id = d.frame_id.clone().or_else(|| {
+            self.sessions
+                .get(session)
+                .map(|s| FrameId(s.target_id.0.clone()))
+        });
         let message = cut(d.message, DIALOG_MESSAGE_MAX_CHARS);
         if let Some(existing) = self
             .dialogs
@@ -946,9 +972,8 @@ impl State {
         let mut params = json!({"accept": accept});
         if accept && d.view.dialog_type == DialogType::Prompt.as_str() {
             // Accepting without text answers with the default, as a person pressing OK would.
-            params["promptText"] = Value::String(
-                prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()),
-            );
+            params["promptText"] =
+                Value::String(prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
         }
         // Record that we are answering before sending: Chromium sends
         // javascriptDialogClosed before its reply.
@@ -989,14 +1014,24 @@ impl State {
                 }
             },
         };
-        let d = self.dialogs.iter().find(|d| d.view.id == id).expect("found above");
+        let d = self
+            .dialogs
+            .iter()
+            .find(|d| d.view.id == id)
+            .expect("found above");
         if d.answering.is_some() {
             return Err(DialogError::AlreadyAnswering { id });
         }
         if !d.view.answerable {
             return Err(DialogError::NotAnswerable { id });
         }
-        self.start_answer(&id, req.action, req.prompt_text, ClosedBy::Agent, Some(ticket));
+        self.start_answer(
+            &id,
+            req.action,
+            req.prompt_text,
+            ClosedBy::Agent,
+            Some(ticket),
+        );
         Ok(())
     }
 
@@ -1027,7 +1062,11 @@ impl State {
             }
             return;
         };
-        let d = self.dialogs.iter().find(|d| d.view.id == id).expect("found");
+        let d = self
+            .dialogs
+            .iter()
+            .find(|d| d.view.id == id)
+            .expect("found");
         let by = match &d.answering {
             Some(a) => a.by,
             None => self.navigation_closer(),
@@ -1127,8 +1166,7 @@ impl State {
                 }
             }
             Err(e) => {
-                let refused =
-                    matches!(&e, CommandError::Protocol { code, .. } if *code == ERROR_INVALID_PARAMS);
+                let refused = matches!(&e, CommandError::Protocol { code, .. } if *code == ERROR_INVALID_PARAMS);
                 if refused {
                     d.view.answerable = false;
                 }
@@ -1164,7 +1202,11 @@ impl State {
     /// first: the record says `remote`. Either way the dialog is gone, which
     /// is what the agent asked for, so its answer finishes `Ok`.
     fn on_answer_reply_after_close(&mut self, id: &str, result: &Result<Value, CommandError>) {
-        let Some(pos) = self.answers_after_close.iter().position(|(c, _)| c.dialog.id == id) else {
+        let Some(pos) = self
+            .answers_after_close
+            .iter()
+            .position(|(c, _)| c.dialog.id == id)
+        else {
             return;
         };
         let Some((mut closed, answering)) = self.answers_after_close.remove(pos) else {
@@ -1195,7 +1237,11 @@ impl State {
 
     fn send_release(&mut self) {
         let url = self.top_url().to_owned();
-        let url = if url.is_empty() { "about:blank".into() } else { url };
+        let url = if url.is_empty() {
+            "about:blank".into()
+        } else {
+            url
+        };
         let top = self.top_session.clone();
         self.send(top, "Page.navigate", json!({"url": url}), Purpose::Release);
     }
@@ -1266,12 +1312,19 @@ impl State {
             return Ok(top);
         }
         let Some(f) = self.frames.get(&fid) else {
-            let mut known: Vec<(u64, String)> =
-                self.frames.iter().map(|(id, f)| (f.seq, id.0.clone())).collect();
+            let mut known: Vec<(u64, String)> = self
+                .frames
+                .iter()
+                .map(|(id, f)| (f.seq, id.0.clone()))
+                .collect();
             known.sort();
             return Err(RouteError::UnknownFrame {
                 frame_id: frame_id.to_owned(),
-                known: known.into_iter().map(|(_, id)| id).take(FRAME_TREE_MAX_ENTRIES).collect(),
+                known: known
+                    .into_iter()
+                    .map(|(_, id)| id)
+                    .take(FRAME_TREE_MAX_ENTRIES)
+                    .collect(),
             });
         };
         if f.is_oopif && self.sessions.contains_key(&f.session) {
@@ -1337,10 +1390,8 @@ impl State {
         let mut stack: Vec<(&FrameId, usize)> = vec![(top_id, 0)];
         visited.insert(top_id);
         while let Some((id, depth)) = stack.pop() {
-            let Some(children) = kids.get(id) else {
-                continue;
-            };
-            for (cid, c) in children.iter().rev() {
+            // A leaf has no entry in `kids` but is listed all the same.
+            for (cid, c) in kids.get(id).into_iter().flatten().rev() {
                 let d = depth + usize::from(c.is_oopif);
                 if d > FRAME_TREE_MAX_OOPIF_DEPTH {
                     view.truncated = true;

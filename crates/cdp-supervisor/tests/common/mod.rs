@@ -1,0 +1,182 @@
+//! Shared set-up for end-to-end tests on real headless Chromium: a loopback
+//! site serving a.test / b.test / c.test, a fresh Chromium (own
+//! user-data-dir and port) and helpers to fire and wait for dialogs.
+//!
+//! A test that needs Chromium fails with a clear message when it is missing.
+
+#![allow(dead_code)]
+
+use cdp_supervisor::browser::{LaunchOptions, LocalChromium, find_chromium};
+use cdp_supervisor::demo_site::{SiteServer, host_resolver_arg};
+use cdp_supervisor::supervisor::driver::{CallOutcome, Supervisor, SupervisorOptions};
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::snapshot::{ClosedDialog, PendingDialog, Snapshot};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// How long a test waits for something Chromium does in milliseconds.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Panics (never skips) when Chromium is missing.
+pub fn require_chromium() {
+    if let Err(e) = find_chromium(None) {
+        panic!("this end-to-end test needs Chromium and none was found: {e}");
+    }
+}
+
+/// The launch options every E2E test uses: *.test → loopback.
+pub fn launch_options() -> LaunchOptions {
+    require_chromium();
+    LaunchOptions {
+        extra_args: vec![host_resolver_arg().to_owned()],
+        ..LaunchOptions::default()
+    }
+}
+
+pub fn options(policy: DialogPolicy, dialog_timeout: Duration) -> SupervisorOptions {
+    SupervisorOptions {
+        policy,
+        dialog_timeout,
+        ..Default::default()
+    }
+}
+
+/// A site, a Chromium of its own and a supervisor on it.
+pub struct Harness {
+    pub site: SiteServer,
+    pub chromium: LocalChromium,
+    pub sup: Supervisor,
+}
+
+impl Harness {
+    pub async fn start(policy: DialogPolicy) -> Harness {
+        Harness::start_with(options(policy, Duration::from_secs(300))).await
+    }
+
+    pub async fn start_with(opts: SupervisorOptions) -> Harness {
+        let site = SiteServer::start().await.expect("site server");
+        let chromium = LocalChromium::launch(&launch_options())
+            .await
+            .expect("launch Chromium");
+        let sup = Supervisor::start(chromium.ws_url(), opts)
+            .await
+            .expect("supervisor attaches");
+        Harness { site, chromium, sup }
+    }
+
+    pub fn url(&self, host: &str, path: &str) -> String {
+        self.site.url(host, path)
+    }
+
+    /// Runs `expression` in the top frame and returns its value; panics on
+    /// an exception or when a dialog interrupts it.
+    pub async fn eval(&self, expression: &str) -> Value {
+        self.eval_in(None, expression).await
+    }
+
+    pub async fn eval_in(&self, frame_id: Option<&str>, expression: &str) -> Value {
+        match self
+            .sup
+            .cdp(
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+                frame_id,
+                WAIT,
+            )
+            .await
+            .expect("Runtime.evaluate")
+        {
+            CallOutcome::Reply(v) => {
+                assert!(v.get("exceptionDetails").is_none(), "{expression}: {v}");
+                v["result"]["value"].clone()
+            }
+            CallOutcome::DialogPending(d) => panic!("{expression}: interrupted by dialogs {d:?}"),
+        }
+    }
+
+    /// The page's `window.results` (every frame's dialog results, see demo_site).
+    pub async fn results(&self) -> Vec<Value> {
+        let v = self.eval("JSON.stringify(window.results || [])").await;
+        serde_json::from_str(v.as_str().unwrap_or("[]")).unwrap_or_default()
+    }
+
+    /// Waits until `window.results` has `n` entries (iframes post theirs asynchronously).
+    pub async fn results_len(&self, n: usize) -> Vec<Value> {
+        let until = tokio::time::Instant::now() + WAIT;
+        loop {
+            let r = self.results().await;
+            if r.len() >= n || tokio::time::Instant::now() > until {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn wait_snapshot(&self, what: &str, f: impl Fn(&Snapshot) -> bool) -> Snapshot {
+        wait_snapshot(&self.sup, what, f).await
+    }
+
+    /// Waits for `n` pending dialogs.
+    pub async fn pending(&self, n: usize) -> Vec<PendingDialog> {
+        self.wait_snapshot(&format!("{n} pending dialogs"), |s| {
+            s.pending_dialogs.len() >= n
+        })
+        .await
+        .pending_dialogs
+    }
+
+    /// Waits until dialog `id` is in recent_dialogs.
+    pub async fn closed(&self, id: &str) -> ClosedDialog {
+        let s = self
+            .wait_snapshot(&format!("dialog {id} closed"), |s| {
+                s.recent_dialogs.iter().any(|c| c.dialog.id == id)
+            })
+            .await;
+        s.recent_dialogs
+            .into_iter()
+            .find(|c| c.dialog.id == id)
+            .expect("found")
+    }
+
+    pub fn oopif_ids(&self) -> Vec<String> {
+        self.sup
+            .snapshot()
+            .frame_tree
+            .children
+            .iter()
+            .filter(|c| c.is_oopif)
+            .map(|c| c.frame_id.clone())
+            .collect()
+    }
+}
+
+pub async fn wait_snapshot(sup: &Supervisor, what: &str, f: impl Fn(&Snapshot) -> bool) -> Snapshot {
+    let mut rx = sup.subscribe();
+    let r = tokio::time::timeout(WAIT, async {
+        loop {
+            let s = rx.borrow_and_update().clone();
+            if f(&s) {
+                return (*s).clone();
+            }
+            if rx.changed().await.is_err() {
+                panic!("supervisor ended while waiting for {what}");
+            }
+        }
+    })
+    .await;
+    match r {
+        Ok(s) => s,
+        Err(_) => panic!(
+            "timed out waiting for {what}; snapshot: {}",
+            serde_json::to_string_pretty(&*sup.snapshot()).unwrap()
+        ),
+    }
+}
+
+/// Whether a process with this pid is still alive (not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,40 @@
+//! End to end: attaching to pages in unusual states.
+
+mod common;
+
+use cdp_supervisor::cdp::connection::Connection;
+use cdp_supervisor::supervisor::driver::Supervisor;
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use common::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// Bug class 7: attaching to a tab that already shows an alert must not hang.
+#[tokio::test(flavor = "multi_thread")]
+async fn regression_7_attach_to_a_tab_already_showing_an_alert_completes_and_says_page_blocked() {
+    let h = Harness::start(DialogPolicy::MustRespond).await;
+    // Another client opens an alert on the page before a second supervisor attaches.
+    h.sup
+        .navigate(&h.url("a.test", "/demo"), WAIT)
+        .await
+        .expect("navigate");
+    h.eval("fireLater('alert', 'already open')").await;
+    h.pending(1).await;
+    let started = Instant::now();
+    let second = Supervisor::start(
+        h.chromium.ws_url(),
+        options(DialogPolicy::MustRespond, Duration::from_secs(300)),
+    )
+    .await
+    .expect("attach completes while the page is blocked");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(16), "attach took {took:?}");
+    let s = wait_snapshot(&second, "page_blocked", |s| s.page_blocked).await;
+    assert!(s.frame_tree.top.is_some(), "frame tree known: {s:?}");
+    // Navigating releases it.
+    let _ = second.navigate(&h.url("a.test", "/blank"), WAIT).await;
+    wait_snapshot(&second, "page released", |s| !s.page_blocked).await;
+    second.stop().await;
+    let _ = Connection::connect; // keep the import honest
+    let _ = json!({});
+}
