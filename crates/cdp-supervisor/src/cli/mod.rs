@@ -209,9 +209,20 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             watch::snapshot(config, &a.url, a.settle_ms).await
         }
         Command::Mcp(a) => {
-            let _config = load_config(path, &a.browser)?;
-            let _ = (a.http, a.token);
-            Err(CliError("mcp: not wired yet".into()))
+            let config = load_config(path, &a.browser)?;
+            match a.http {
+                None => crate::mcp::serve_stdio(config).await.map_err(CliError::from),
+                Some(addr) => {
+                    let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
+                        CliError(format!(
+                            "--http {addr:?} is not an address; give HOST:PORT, e.g. 127.0.0.1:8931"
+                        ))
+                    })?;
+                    crate::mcp::serve_http(config, addr, a.token)
+                        .await
+                        .map_err(CliError::from)
+                }
+            }
         }
     }
 }
