@@ -610,6 +610,7 @@ impl Driver {
     }
 
     fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str) {
+        tracing::trace!(%method, session = ?session, %params, "event");
         let event = Event::parse(method, params);
         if let Event::Unparsed { method, error } = &event {
             tracing::debug!(%method, %error, "event params did not parse");

@@ -138,6 +138,9 @@ pub enum Purpose {
     Answer { dialog_id: String },
     /// `Page.navigate` of the top frame to release a page a dialog keeps blocked.
     Release,
+    /// `Target.getTargetInfo` of the page after its load event: the title,
+    /// then [`Notice::PageLoaded`].
+    PageLoaded,
 }
 
 /// A CDP command the driver must send (and never wait for in its event loop).
@@ -529,8 +532,15 @@ impl State {
             }
             Event::LoadEventFired => {
                 if session_id.is_some() && session_id == self.top_session.as_ref() {
-                    let url = self.top_url().to_owned();
-                    self.notice(Notice::PageLoaded { url });
+                    // Chromium sends no targetInfoChanged for a new document
+                    // title: ask for it, and announce the load with it.
+                    let target = self.top_target.as_ref().map(|t| t.0.clone());
+                    self.send(
+                        None,
+                        "Target.getTargetInfo",
+                        json!({ "targetId": target }),
+                        Purpose::PageLoaded,
+                    );
                 }
             }
             Event::AttachedToTarget(a) => self.on_attached(session_id, a),
@@ -1141,6 +1151,18 @@ impl State {
                 }
             }
             Purpose::Answer { dialog_id } => self.on_answer_reply(&dialog_id, result, now),
+            Purpose::PageLoaded => {
+                if let Some(title) = result
+                    .ok()
+                    .as_ref()
+                    .and_then(|v| v.pointer("/targetInfo/title"))
+                    .and_then(Value::as_str)
+                {
+                    self.title = title.to_owned();
+                }
+                let url = self.top_url().to_owned();
+                self.notice(Notice::PageLoaded { url });
+            }
         }
     }
 
