@@ -391,8 +391,8 @@ fn init_logging() {
         .try_init();
 }
 
-/// Serves one MCP session over stdin/stdout until stdin closes (or Ctrl-C),
-/// then stops its browser.
+/// Serves one MCP session over stdin/stdout until stdin closes (or Ctrl-C,
+/// SIGTERM), then stops its browser.
 ///
 /// # Errors
 /// A failed handshake or transport.
@@ -402,10 +402,7 @@ pub async fn serve_stdio(config: Config) -> Result<(), McpError> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let served = tokio::select! {
         r = serve_io(registry.clone(), config, stdin, stdout) => r,
-        _ = tokio::signal::ctrl_c() => {
-            tracing::info!("Ctrl-C: stopping");
-            Ok(())
-        }
+        () = shutdown_signal() => Ok(()),
     };
     registry.stop_all().await;
     served
@@ -512,7 +509,7 @@ pub async fn start_http(
     })
 }
 
-/// Serves streamable HTTP on `addr` until Ctrl-C, then stops every session
+/// Serves streamable HTTP on `addr` until Ctrl-C (or SIGTERM), then stops every session
 /// and browser. Prints the bound address (and a generated token) once to
 /// stderr.
 ///
@@ -545,12 +542,38 @@ pub async fn serve_http(
             "cdp-supervisor mcp: non-loopback bind without a token; send `Authorization: Bearer {t}`"
         );
     }
-    if let Err(e) = tokio::signal::ctrl_c().await {
-        tracing::warn!("cannot wait for Ctrl-C ({e}); stopping");
-    }
-    tracing::info!("stopping the MCP server");
+    shutdown_signal().await;
     server.shutdown().await;
     Ok(())
+}
+
+/// Ctrl-C, or SIGTERM (what an MCP client sends a server that did not exit
+/// after stdin closed): either way every browser is stopped before exit.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => {
+            if let Err(e) = r {
+                tracing::warn!("cannot watch Ctrl-C: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+        () = terminate => {}
+    }
+    tracing::info!("signal received: stopping the MCP server and its browsers");
 }
 
 fn generate_token() -> std::io::Result<String> {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# End-to-end test of `cdp-supervisor mcp` with the official MCP Python SDK.
+#
+#   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor
+#
+# Creates (or reuses) a virtualenv with the `mcp` package, then runs
+# client.py against the given binary over stdio and streamable HTTP.
+# Needs python3 (with venv), network access for the first pip install, and
+# Chromium on PATH. Exits non-zero on any failure.
+#
+# MCP_CLIENT_VENV: where the virtualenv lives
+#   (default: ${TMPDIR:-/tmp}/cdp-supervisor-mcp-client-venv).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ $# -ne 1 ]; then
+    echo "usage: $0 PATH/TO/cdp-supervisor" >&2
+    exit 2
+fi
+binary="$(realpath "$1")"
+if [ ! -x "$binary" ]; then
+    echo "mcp_client: $1 is not an executable; build it with cargo build -p cdp-supervisor" >&2
+    exit 1
+fi
+if ! command -v python3 >/dev/null; then
+    echo "mcp_client: python3 is missing; install it (with the venv module)" >&2
+    exit 1
+fi
+
+# The client API used (mcp.Client, StdioServerParameters) is the SDK's 2.x.
+MCP_REQUIREMENT='mcp>=2.3,<3'
+venv="${MCP_CLIENT_VENV:-${TMPDIR:-/tmp}/cdp-supervisor-mcp-client-venv}"
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import mcp; from mcp import Client' 2>/dev/null; then
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$MCP_REQUIREMENT"
+fi
+
+exec "$venv/bin/python" "$here/client.py" "$binary"
