@@ -241,9 +241,13 @@ async def run_stdio(binary: str, site_port: int) -> None:
     wait_gone([server_pid], "stdio: the server process exited", kind="server")
 
 
-def start_http_server(binary: str, extra: list[str]) -> tuple[subprocess.Popen, str, list[str]]:
+def start_http_server(
+    binary: str, extra: list[str], bind: str = "127.0.0.1:0"
+) -> tuple[subprocess.Popen, str, list[str]]:
+    env = {k: v for k, v in os.environ.items() if k != "CDP_MCP_TOKEN"}
     proc = subprocess.Popen(
-        [binary, "mcp", "--http", "127.0.0.1:0", *extra],
+        [binary, "mcp", "--http", bind, *extra],
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -300,9 +304,23 @@ async def run_http(binary: str, site_port: int) -> None:
             proc.kill()
 
 
-def run_http_token(binary: str) -> None:
-    token = "python-client-token"
-    proc, url, _ = start_http_server(binary, ["--token", token])
+def run_http_token(binary: str, generated: bool) -> None:
+    if generated:
+        # A non-loopback bind without --token: the server makes one up and
+        # prints it once to stderr.
+        proc, url, lines = start_http_server(binary, [], bind="0.0.0.0:0")
+        deadline = time.monotonic() + DEADLINE_S
+        token = ""
+        while not token and time.monotonic() < deadline:
+            m = re.search(r"Bearer ([0-9a-f]{32,})", "".join(lines))
+            token = m.group(1) if m else ""
+            time.sleep(0.05)
+        check(bool(token), "http 0.0.0.0: a generated token is printed to stderr")
+        label = "http 0.0.0.0"
+    else:
+        token = "python-client-token"
+        proc, url, lines = start_http_server(binary, ["--token", token])
+        label = "http --token"
     try:
         init = json.dumps(
             {
@@ -329,12 +347,14 @@ def run_http_token(binary: str) -> None:
             except urllib.error.HTTPError as e:
                 return e.code
 
-        check(post({}) == 401, "http --token: no token is 401")
-        check(post({"authorization": "Bearer wrong"}) == 401, "http --token: a wrong token is 401")
-        check(post({"authorization": f"Bearer {token}", "origin": "https://evil.example"}) == 403, "http --token: a foreign Origin is 403")
-        check(post({"authorization": f"Bearer {token}"}) == 200, "http --token: the right token passes")
+        check(post({}) == 401, f"{label}: no token is 401")
+        check(post({"authorization": "Bearer wrong"}) == 401, f"{label}: a wrong token is 401")
+        evil = {"authorization": f"Bearer {token}", "origin": "https://evil.example"}
+        check(post(evil) == 403, f"{label}: a foreign Origin is 403")
+        check(post({"authorization": f"Bearer {token}"}) == 200, f"{label}: the right token passes")
+        check(sum(token in line for line in lines) <= 1, f"{label}: the token is printed at most once")
     finally:
-        stop_http_server(proc, "http --token")
+        stop_http_server(proc, label)
 
 
 def first_fail(e: BaseException) -> Fail | None:
@@ -359,7 +379,8 @@ async def main() -> int:
     try:
         await run_stdio(binary, site_port)
         await run_http(binary, site_port)
-        run_http_token(binary)
+        run_http_token(binary, generated=False)
+        run_http_token(binary, generated=True)
     except Exception as e:  # noqa: BLE001 - report the first Fail, wherever anyio wrapped it
         fail = first_fail(e)
         if fail is None:
