@@ -147,6 +147,7 @@ struct Shared {
     endpoint: String,
     attach_time: Duration,
     id: u64,
+    policy: DialogPolicy,
 }
 
 static NEXT_SUPERVISOR_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -205,6 +206,7 @@ impl Supervisor {
     ) -> Result<Supervisor, StartError> {
         let started = Instant::now();
         let shown_url = redact_url(cdp_url);
+        let policy = opts.policy;
         let deadline = opts.attach_timeout;
         let attach = async {
             let ws = resolve_ws_url(cdp_url).await?;
@@ -274,6 +276,7 @@ impl Supervisor {
                 endpoint: shown_url,
                 attach_time: started.elapsed(),
                 id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                policy,
             }),
         })
     }
@@ -391,28 +394,39 @@ impl Supervisor {
             self.request(Request::NavigationStarted { by: ClosedBy::Agent })?;
         }
         let reply = conn.send(Some(&session), method, params, timeout);
-        Ok(self.race_dialogs(reply).await?)
+        match self.race_dialogs(reply).await {
+            Ok(r) => Ok(CallOutcome::Reply(r?)),
+            Err(d) => Ok(CallOutcome::DialogPending(d)),
+        }
     }
 
-    async fn race_dialogs<F>(&self, reply: F) -> Result<CallOutcome, CommandError>
+    /// Runs `fut` unless a dialog blocks the page first: a new pending
+    /// dialog (under an auto policy, only one the policy could not answer),
+    /// or — when one already blocked the page at the start — no result
+    /// within [`BLOCKED_CALL_GRACE`]. `Err` carries the pending dialogs.
+    async fn race_dialogs<F, T>(&self, fut: F) -> Result<T, Vec<PendingDialog>>
     where
-        F: Future<Output = Result<Value, CommandError>>,
+        F: Future<Output = T>,
     {
         let mut snaps = self.subscribe();
-        let before: Vec<String> = snaps
-            .borrow_and_update()
-            .pending_dialogs
-            .iter()
-            .map(|d| d.id.clone())
-            .collect();
-        let blocked_at_start = !before.is_empty() || self.snapshot().page_blocked;
+        let (before, blocked_at_start) = {
+            let s = snaps.borrow_and_update();
+            let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
+            let blocked = !ids.is_empty() || s.page_blocked;
+            (ids, blocked)
+        };
+        let auto = self.shared.policy != DialogPolicy::MustRespond;
         let new_dialog = async {
             loop {
                 if snaps.changed().await.is_err() {
                     std::future::pending::<()>().await;
                 }
                 let s = snaps.borrow_and_update().clone();
-                if s.pending_dialogs.iter().any(|d| !before.contains(&d.id)) {
+                if s
+                    .pending_dialogs
+                    .iter()
+                    .any(|d| !before.contains(&d.id) && (!auto || !d.answerable))
+                {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -426,9 +440,9 @@ impl Supervisor {
             }
         };
         tokio::select! {
-            r = reply => r.map(CallOutcome::Reply),
-            d = new_dialog => Ok(CallOutcome::DialogPending(d)),
-            d = grace => Ok(CallOutcome::DialogPending(d)),
+            r = fut => Ok(r),
+            d = new_dialog => Err(d),
+            d = grace => Err(d),
         }
     }
 
@@ -444,10 +458,8 @@ impl Supervisor {
         let reply = conn.send(Some(&session), "Page.navigate", json!({"url": url}), timeout);
         let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply)).await {
             Err(_) => return Ok(NavigateOutcome::LoadTimeout),
-            Ok(r) => match r? {
-                CallOutcome::DialogPending(d) => return Ok(NavigateOutcome::DialogPending(d)),
-                CallOutcome::Reply(v) => v,
-            },
+            Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
+            Ok(Ok(r)) => r?,
         };
         if let Some(err) = v.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
             return Err(CdpCallError::Command(CommandError::Protocol {
@@ -464,22 +476,19 @@ impl Supervisor {
         let load = async {
             loop {
                 match notices.recv().await {
-                    Ok(Notice::PageLoaded { .. }) => return NavigateOutcome::Loaded,
-                    Ok(Notice::DialogOpened { .. }) => {
-                        return NavigateOutcome::DialogPending(
-                            self.snapshot().pending_dialogs.clone(),
-                        );
-                    }
+                    Ok(Notice::PageLoaded { .. }) => return,
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => {
-                        std::future::pending::<()>().await;
-                    }
+                    Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
                 }
             }
         };
-        Ok(tokio::time::timeout_at(deadline, load)
-            .await
-            .unwrap_or(NavigateOutcome::LoadTimeout))
+        Ok(
+            match tokio::time::timeout_at(deadline, self.race_dialogs(load)).await {
+                Err(_) => NavigateOutcome::LoadTimeout,
+                Ok(Err(d)) => NavigateOutcome::DialogPending(d),
+                Ok(Ok(())) => NavigateOutcome::Loaded,
+            },
+        )
     }
 }
 
