@@ -1,20 +1,62 @@
-//! The CDP connection. (contract skeleton; implemented by the cdp work item)
+//! The CDP connection: one browser-level WebSocket, shared by every session
+//! on it (flatten mode: a command names its `sessionId`, events carry theirs).
+//!
+//! Two tasks per connection:
+//! - the **writer** drains an unbounded queue of frames onto the socket, so
+//!   [`Connection::send`] is synchronous and the order of calls is the order
+//!   on the wire;
+//! - the **reader** matches replies to waiting commands by `id` and forwards
+//!   events, in arrival order, to the [`EventStream`]. It never awaits
+//!   anything but the socket: a slow consumer or a command that never gets
+//!   its reply cannot hold up an event.
+//!
+//! Every command has a deadline ([`CommandError::Timeout`]). When the socket
+//! goes (close frame, reset, read error, [`Connection::close`], or the last
+//! handle dropped), every command in flight fails at once with
+//! [`CommandError::Disconnected`], later sends fail immediately, and the
+//! event stream yields [`Incoming::Closed`] and ends.
 
+use crate::cdp::endpoint::redact_url;
+use crate::cdp::message::{self, Decoded};
 use crate::cdp::protocol::SessionId;
+use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_util::sync::CancellationToken;
 
 /// Default deadline of a command (issue: "a deadline on every command (default 10 s)").
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Why a connection could not be opened.
+/// Deadline of the WebSocket handshake in [`Connection::connect`].
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest message accepted from the browser. Screenshots, `DOM.getDocument`
+/// of big pages and long evaluate results reach tens of MiB; tungstenite's
+/// default (64 MiB message / 16 MiB frame) cuts them.
+pub const MAX_MESSAGE_SIZE: usize = 256 << 20;
+
+/// Why a connection could not be opened. URLs in it are redacted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
+    /// TCP connect or the WebSocket handshake failed.
     #[error("cannot connect to {url}: {reason}")]
     Unreachable { url: String, reason: String },
+    /// The text is not a WebSocket URL tungstenite can use.
+    #[error(
+        "bad CDP WebSocket URL {url:?}: {reason}; expected ws://host:port/devtools/browser/<id>"
+    )]
+    BadUrl { url: String, reason: String },
+    /// No handshake within [`CONNECT_TIMEOUT`].
+    #[error("cannot connect to {url}: no WebSocket handshake within {}s", after.as_secs())]
+    Timeout { url: String, after: Duration },
 }
 
 /// Why a command got no result.
@@ -22,7 +64,12 @@ pub enum ConnectError {
 pub enum CommandError {
     /// The browser answered with a CDP error object.
     #[error("{method}: CDP error {code}: {message}")]
-    Protocol { method: String, code: i64, message: String, data: Option<String> },
+    Protocol {
+        method: String,
+        code: i64,
+        message: String,
+        data: Option<String>,
+    },
     /// No reply within the deadline.
     #[error("{method}: no reply within {}ms", after.as_millis())]
     Timeout { method: String, after: Duration },
@@ -34,47 +81,447 @@ pub enum CommandError {
 /// One message from the browser that is not a reply: an event, or the end of the connection.
 #[derive(Clone, Debug)]
 pub enum Incoming {
-    Event { session_id: Option<SessionId>, method: String, params: Box<serde_json::value::RawValue> },
+    /// A CDP event; `session_id` is `None` for browser-level events.
+    Event {
+        session_id: Option<SessionId>,
+        method: String,
+        params: Box<serde_json::value::RawValue>,
+    },
     /// The connection is gone; no more messages follow.
     Closed { reason: String },
 }
 
-/// Events in arrival order.
+/// Events in arrival order, then one [`Incoming::Closed`], then the end of the stream.
 pub type EventStream = tokio::sync::mpsc::UnboundedReceiver<Incoming>;
 
-/// A handle to one browser-level CDP WebSocket. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct Connection {}
+type ReplySender = oneshot::Sender<Result<Value, CommandError>>;
 
-impl Connection {
-    /// Opens the WebSocket at `ws_url` (a `ws://…/devtools/browser/…` URL).
-    pub async fn connect(ws_url: &str) -> Result<(Connection, EventStream), ConnectError> {
-        let _ = ws_url;
-        todo!()
+struct Pending {
+    method: String,
+    reply: ReplySender,
+}
+
+struct State {
+    next_id: u64,
+    pending: HashMap<u64, Pending>,
+    /// `Some(reason)` once the connection is gone.
+    closed: Option<String>,
+    /// Frames for the writer; `None` once closed.
+    outgoing: Option<mpsc::UnboundedSender<Message>>,
+    /// The event stream; `None` once `Closed` has been sent.
+    events: Option<mpsc::UnboundedSender<Incoming>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Stops the reader (and the writer) when the connection is shut down from our side.
+    cancel: CancellationToken,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave `State` inconsistent
+        // enough to matter; keep serving rather than cascade the panic.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a command at once (order of calls is the order on the wire) and
-    /// returns its reply future.
-    pub fn send(&self, session_id: Option<&SessionId>, method: &str, params: Value, timeout: Duration) -> PendingReply {
-        let _ = (session_id, method, params, timeout);
-        todo!()
+    /// Marks the connection gone: fails every command in flight, ends the
+    /// event stream with `Closed`, and stops both tasks. Idempotent.
+    fn shutdown(&self, reason: String, send_close_frame: bool) {
+        let pending = {
+            let mut state = self.lock();
+            if state.closed.is_some() {
+                return;
+            }
+            tracing::debug!(%reason, in_flight = state.pending.len(), "CDP connection closed");
+            state.closed = Some(reason.clone());
+            if let Some(outgoing) = state.outgoing.take()
+                && send_close_frame
+            {
+                let _ = outgoing.send(Message::Close(None));
+            }
+            if let Some(events) = state.events.take() {
+                let _ = events.send(Incoming::Closed {
+                    reason: reason.clone(),
+                });
+            }
+            std::mem::take(&mut state.pending)
+        };
+        for (_, p) in pending {
+            let _ = p.reply.send(Err(CommandError::Disconnected {
+                method: p.method,
+                reason: reason.clone(),
+            }));
+        }
+        if !send_close_frame {
+            self.cancel.cancel();
+        }
     }
 
-    /// Closes the WebSocket; in-flight commands fail with `Disconnected`.
-    pub fn close(&self) {}
-
-    /// Whether the connection is still open.
-    pub fn is_open(&self) -> bool {
-        todo!()
+    fn remove_pending(&self, id: u64) {
+        self.lock().pending.remove(&id);
     }
 }
 
-/// The reply to one command.
-pub struct PendingReply {}
+/// Closes the socket when the last [`Connection`] clone is dropped.
+struct Owner {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.shutdown(
+            "the connection was closed: every handle to it was dropped".into(),
+            true,
+        );
+    }
+}
+
+/// A handle to one browser-level CDP WebSocket. Cheap to clone; the socket
+/// closes when the last clone is dropped (or on [`Connection::close`]).
+#[derive(Clone)]
+pub struct Connection {
+    owner: Arc<Owner>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.owner.shared.lock();
+        f.debug_struct("Connection")
+            .field("open", &state.closed.is_none())
+            .field("in_flight", &state.pending.len())
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Opens the WebSocket at `ws_url` (a `ws://…/devtools/browser/…` URL;
+    /// resolve other forms with [`crate::cdp::resolve_ws_url`] first) and
+    /// starts its reader and writer tasks. Must run inside a tokio runtime.
+    ///
+    /// Accepts messages up to [`MAX_MESSAGE_SIZE`]; the handshake has a
+    /// [`CONNECT_TIMEOUT`] deadline.
+    ///
+    /// # Errors
+    /// [`ConnectError`] naming the (redacted) URL and the cause.
+    pub async fn connect(ws_url: &str) -> Result<(Connection, EventStream), ConnectError> {
+        let redacted = redact_url(ws_url);
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_MESSAGE_SIZE))
+            .max_frame_size(Some(MAX_MESSAGE_SIZE));
+        let handshake = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true);
+        let (socket, _) = match tokio::time::timeout(CONNECT_TIMEOUT, handshake).await {
+            Err(_) => {
+                return Err(ConnectError::Timeout {
+                    url: redacted,
+                    after: CONNECT_TIMEOUT,
+                });
+            }
+            Ok(Err(e)) => {
+                use tokio_tungstenite::tungstenite::Error as WsError;
+                // tungstenite's messages do not include the URL, so they carry no secret.
+                return Err(match e {
+                    WsError::Url(reason) => ConnectError::BadUrl {
+                        url: redacted,
+                        reason: reason.to_string(),
+                    },
+                    WsError::Http(response) => ConnectError::Unreachable {
+                        url: redacted,
+                        reason: format!("the WebSocket handshake got HTTP {}", response.status()),
+                    },
+                    other => ConnectError::Unreachable {
+                        url: redacted,
+                        reason: other.to_string(),
+                    },
+                });
+            }
+            Ok(Ok(ok)) => ok,
+        };
+        tracing::debug!(url = %redacted, "CDP connection open");
+
+        let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                next_id: 1,
+                pending: HashMap::new(),
+                closed: None,
+                outgoing: Some(outgoing_tx),
+                events: Some(events_tx),
+            }),
+            cancel: CancellationToken::new(),
+        });
+        let (sink, stream) = socket.split();
+        tokio::spawn(write_loop(sink, outgoing_rx, shared.clone()));
+        tokio::spawn(read_loop(stream, shared.clone()));
+        Ok((
+            Connection {
+                owner: Arc::new(Owner { shared }),
+            },
+            events_rx,
+        ))
+    }
+
+    /// Queues a command at once (the order of calls is the order on the
+    /// wire) and returns its reply future. `session_id: None` sends it to the
+    /// browser session; `params` `Null` is sent as `{}`.
+    ///
+    /// The reply fails with [`CommandError::Protocol`] on a CDP error object,
+    /// [`CommandError::Timeout`] when nothing came within `timeout` (counted
+    /// from this call), and [`CommandError::Disconnected`] when the
+    /// connection is gone or goes before the reply. Dropping the future
+    /// forgets the command (a late reply is then ignored).
+    pub fn send(
+        &self,
+        session_id: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> PendingReply {
+        let shared = &self.owner.shared;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let mut state = shared.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let frame = message::encode_command(id, session_id, method, &params);
+        let queued = match (&state.closed, &state.outgoing) {
+            (None, Some(outgoing)) => outgoing.send(Message::text(frame)).is_ok(),
+            _ => false,
+        };
+        if queued {
+            state.pending.insert(
+                id,
+                Pending {
+                    method: method.to_owned(),
+                    reply: reply_tx,
+                },
+            );
+        } else {
+            let reason = state
+                .closed
+                .clone()
+                .unwrap_or_else(|| "the connection is closed".into());
+            let _ = reply_tx.send(Err(CommandError::Disconnected {
+                method: method.to_owned(),
+                reason,
+            }));
+        }
+        drop(state);
+        PendingReply {
+            id,
+            method: method.to_owned(),
+            timeout,
+            deadline,
+            sleep: None,
+            reply: reply_rx,
+            shared: Arc::downgrade(shared),
+            done: false,
+        }
+    }
+
+    /// Closes the WebSocket (a close frame is sent): commands in flight fail
+    /// with `Disconnected`, the event stream yields `Closed` and ends. Idempotent.
+    pub fn close(&self) {
+        self.owner.shared.shutdown(
+            "the connection was closed by Connection::close()".into(),
+            true,
+        );
+    }
+
+    /// Whether the connection is still open (no close, drop or error seen yet).
+    pub fn is_open(&self) -> bool {
+        self.owner.shared.lock().closed.is_none()
+    }
+
+    /// Number of commands sent and still waiting for their reply.
+    pub fn in_flight(&self) -> usize {
+        self.owner.shared.lock().pending.len()
+    }
+}
+
+type Sink = futures_util::stream::SplitSink<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    Message,
+>;
+type Stream = futures_util::stream::SplitStream<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+>;
+
+async fn write_loop(
+    mut sink: Sink,
+    mut outgoing: mpsc::UnboundedReceiver<Message>,
+    shared: Arc<Shared>,
+) {
+    loop {
+        let message = tokio::select! {
+            message = outgoing.recv() => message,
+            () = shared.cancel.cancelled() => None,
+        };
+        let Some(message) = message else { break };
+        let closing = matches!(message, Message::Close(_));
+        if let Err(e) = sink.send(message).await {
+            shared.shutdown(format!("the connection dropped: write failed: {e}"), false);
+            break;
+        }
+        if closing {
+            // Give the browser a moment to answer the close frame, then stop the reader.
+            let _ = tokio::time::timeout(Duration::from_secs(1), shared.cancel.cancelled()).await;
+            break;
+        }
+    }
+    let _ = sink.close().await;
+    shared.cancel.cancel();
+}
+
+async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
+    let reason = loop {
+        let next = tokio::select! {
+            next = stream.next() => next,
+            () = shared.cancel.cancelled() => break None,
+        };
+        match next {
+            None => break Some("the connection dropped: the socket ended".to_owned()),
+            Some(Err(e)) => break Some(format!("the connection dropped: {e}")),
+            Some(Ok(Message::Text(text))) => dispatch(&shared, text.as_str()),
+            Some(Ok(Message::Binary(bytes))) => {
+                tracing::warn!(len = bytes.len(), "ignoring a binary CDP frame");
+            }
+            Some(Ok(Message::Close(frame))) => {
+                break Some(match frame {
+                    Some(f) => format!(
+                        "the connection dropped: the browser closed it (code {}, {:?})",
+                        f.code,
+                        f.reason.as_str()
+                    ),
+                    None => "the connection dropped: the browser closed it".to_owned(),
+                });
+            }
+            Some(Ok(_)) => {} // ping/pong: tungstenite answers pings itself.
+        }
+    };
+    if let Some(reason) = reason {
+        shared.shutdown(reason, false);
+    }
+    shared.cancel.cancel();
+}
+
+fn dispatch(shared: &Shared, text: &str) {
+    match message::decode(text) {
+        Ok(Decoded::Reply { id, outcome, .. }) => {
+            let Some(pending) = shared.lock().pending.remove(&id) else {
+                tracing::debug!(
+                    id,
+                    "ignoring a reply for an unknown (or timed out) command id"
+                );
+                return;
+            };
+            let result = match outcome {
+                Ok(raw) => {
+                    serde_json::from_str::<Value>(raw.get()).map_err(|e| CommandError::Protocol {
+                        method: pending.method.clone(),
+                        code: 0,
+                        message: format!("unreadable result: {e}"),
+                        data: None,
+                    })
+                }
+                Err(error) => Err(CommandError::Protocol {
+                    method: pending.method.clone(),
+                    code: error.code,
+                    data: error.data_text(),
+                    message: error.message,
+                }),
+            };
+            let _ = pending.reply.send(result);
+        }
+        Ok(Decoded::Event {
+            session_id,
+            method,
+            params,
+        }) => {
+            let state = shared.lock();
+            if let Some(events) = &state.events {
+                let _ = events.send(Incoming::Event {
+                    session_id,
+                    method,
+                    params,
+                });
+            }
+        }
+        Err(e) => tracing::warn!(len = text.len(), error = %e, "ignoring a malformed CDP frame"),
+    }
+}
+
+/// The reply to one command: resolves with the command's `result` (as JSON)
+/// or a [`CommandError`]. Dropping it forgets the command.
+pub struct PendingReply {
+    id: u64,
+    method: String,
+    timeout: Duration,
+    deadline: tokio::time::Instant,
+    /// Created on first poll: `send` may run outside a runtime context.
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    reply: oneshot::Receiver<Result<Value, CommandError>>,
+    shared: std::sync::Weak<Shared>,
+    done: bool,
+}
+
+impl PendingReply {
+    /// The request id this command went out with.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn forget(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.remove_pending(self.id);
+        }
+    }
+}
 
 impl Future for PendingReply {
     type Output = Result<Value, CommandError>;
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        todo!()
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Poll::Ready(result) = Pin::new(&mut this.reply).poll(cx) {
+            this.done = true;
+            return Poll::Ready(result.unwrap_or_else(|_| {
+                Err(CommandError::Disconnected {
+                    method: this.method.clone(),
+                    reason: "the connection dropped before the reply".into(),
+                })
+            }));
+        }
+        let deadline = this.deadline;
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if sleep.as_mut().poll(cx).is_ready() {
+            this.done = true;
+            this.forget();
+            return Poll::Ready(Err(CommandError::Timeout {
+                method: this.method.clone(),
+                after: this.timeout,
+            }));
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for PendingReply {
+    fn drop(&mut self) {
+        if !self.done {
+            self.forget();
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingReply")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .finish()
     }
 }

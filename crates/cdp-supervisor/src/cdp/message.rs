@@ -1,1 +1,309 @@
-//! The message envelope. (contract skeleton)
+//! The CDP message envelope: what goes on the wire and what comes back.
+//!
+//! A command is `{"id": u64, "method": "...", "params": {...}, "sessionId"?: "..."}`.
+//! Everything the browser sends is either a reply (it carries the `id` of a
+//! command, and `result` or `error`) or an event (a `method`, no `id`).
+//! `params` and `result` stay raw JSON ([`RawValue`]) until someone needs them:
+//! the connection only routes, it does not interpret.
+//!
+//! [`decode`] never panics, whatever bytes it is fed: a malformed frame is a
+//! [`DecodeError`] the connection logs and skips.
+
+use crate::cdp::protocol::SessionId;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// An error object a reply carries instead of `result`: `{code, message, data?}`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ErrorObject {
+    /// CDP error code, e.g. `-32602` (invalid params), `-32000` (server error), `-32001` (session not found).
+    pub code: i64,
+    /// Human-readable message from the browser, e.g. `"No dialog is showing"`.
+    #[serde(default)]
+    pub message: String,
+    /// Optional extra detail, kept as raw JSON (Chromium sends a string when it sends anything).
+    #[serde(default)]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl ErrorObject {
+    /// `data` as text: a JSON string is unquoted, anything else is its JSON text.
+    pub fn data_text(&self) -> Option<String> {
+        let raw = self.data.as_ref()?;
+        match serde_json::from_str::<Value>(raw.get()) {
+            Ok(Value::String(s)) => Some(s),
+            Ok(Value::Null) => None,
+            _ => Some(raw.get().to_owned()),
+        }
+    }
+}
+
+/// One decoded frame from the browser.
+#[derive(Debug)]
+pub enum Decoded {
+    /// The reply to the command with this `id`.
+    Reply {
+        /// The command's id, as we sent it.
+        id: u64,
+        /// The session the command ran on, when the browser echoes it.
+        session_id: Option<SessionId>,
+        /// `result` (raw JSON; `{}` when absent) or the error object.
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    },
+    /// An event; `session_id` is the flatten-mode session it belongs to (`None`: the browser session).
+    Event {
+        /// The session the event belongs to; `None` for browser-level events.
+        session_id: Option<SessionId>,
+        /// e.g. `"Page.javascriptDialogOpening"`.
+        method: String,
+        /// The event's params as raw JSON (`{}` when absent).
+        params: Box<RawValue>,
+    },
+}
+
+/// Why a frame is not a CDP message.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// The bytes are not UTF-8 (only from [`decode_bytes`]).
+    #[error("frame is not UTF-8")]
+    NotUtf8,
+    /// The text is not a JSON object of the envelope's shape (bad JSON, wrong field types…).
+    #[error("frame is not a CDP message: {0}")]
+    Malformed(String),
+    /// A JSON object with neither `id` (reply) nor `method` (event).
+    #[error("frame has neither \"id\" nor \"method\"")]
+    NeitherReplyNorEvent,
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, rename = "sessionId")]
+    session_id: Option<String>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
+}
+
+/// Decodes one text frame into a reply or an event. Never panics.
+///
+/// A frame with both `id` and `method` is a reply (CDP never sends such a
+/// thing, but the `id` is what a waiting caller needs).
+pub fn decode(text: &str) -> Result<Decoded, DecodeError> {
+    let envelope: Envelope =
+        serde_json::from_str(text).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let session_id = envelope.session_id.map(SessionId);
+    if let Some(id) = envelope.id {
+        let outcome = match envelope.error {
+            Some(error) => Err(error),
+            None => Ok(envelope.result.unwrap_or_else(empty_object)),
+        };
+        return Ok(Decoded::Reply {
+            id,
+            session_id,
+            outcome,
+        });
+    }
+    match envelope.method {
+        Some(method) => Ok(Decoded::Event {
+            session_id,
+            method,
+            params: envelope.params.unwrap_or_else(empty_object),
+        }),
+        None => Err(DecodeError::NeitherReplyNorEvent),
+    }
+}
+
+/// [`decode`] for raw bytes (a fuzz entry point; the connection itself only sees text frames).
+pub fn decode_bytes(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8)?;
+    decode(text)
+}
+
+#[derive(Serialize)]
+struct CommandEnvelope<'a> {
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
+    #[serde(rename = "sessionId", skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+}
+
+/// Encodes a command: `{"id", "method", "params", "sessionId"?}`. A `Null`
+/// `params` is sent as `{}` (Chromium rejects `null` params).
+pub fn encode_command(
+    id: u64,
+    session_id: Option<&SessionId>,
+    method: &str,
+    params: &Value,
+) -> String {
+    let empty = Value::Object(Default::default());
+    let params = if params.is_null() { &empty } else { params };
+    let envelope = CommandEnvelope {
+        id,
+        method,
+        params,
+        session_id: session_id.map(SessionId::as_str),
+    };
+    // Serializing a `Value` with string keys cannot fail.
+    serde_json::to_string(&envelope).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn encode_command_with_and_without_session() {
+        let text = encode_command(7, None, "Page.enable", &json!({}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"id": 7, "method": "Page.enable", "params": {}})
+        );
+        let s = SessionId::from("S1");
+        let text = encode_command(8, Some(&s), "Runtime.evaluate", &json!({"expression": "1"}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"id": 8, "method": "Runtime.evaluate", "params": {"expression": "1"}, "sessionId": "S1"})
+        );
+    }
+
+    #[test]
+    fn encode_null_params_as_empty_object() {
+        let text = encode_command(1, None, "Browser.getVersion", &Value::Null);
+        assert!(text.contains("\"params\":{}"), "{text}");
+    }
+
+    #[test]
+    fn decode_reply_with_result_keeps_raw_json() {
+        match decode(r#"{"id":3,"result":{"a": [1, 2]},"sessionId":"S1"}"#).unwrap() {
+            Decoded::Reply {
+                id,
+                session_id,
+                outcome,
+            } => {
+                assert_eq!(id, 3);
+                assert_eq!(session_id, Some(SessionId::from("S1")));
+                assert_eq!(outcome.unwrap().get(), r#"{"a": [1, 2]}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decode_reply_with_error_object() {
+        let text =
+            r#"{"id":4,"error":{"code":-32602,"message":"No dialog is showing","data":"detail"}}"#;
+        match decode(text).unwrap() {
+            Decoded::Reply {
+                id: 4,
+                outcome: Err(e),
+                ..
+            } => {
+                assert_eq!(e.code, -32602);
+                assert_eq!(e.message, "No dialog is showing");
+                assert_eq!(e.data_text().as_deref(), Some("detail"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decode_reply_without_result_is_empty_object() {
+        match decode(r#"{"id":5}"#).unwrap() {
+            Decoded::Reply {
+                outcome: Ok(raw), ..
+            } => assert_eq!(raw.get(), "{}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decode_event_with_session() {
+        let text = r#"{"method":"Page.javascriptDialogOpening","params":{"message":"hi","type":"alert"},"sessionId":"S9","extra":1}"#;
+        match decode(text).unwrap() {
+            Decoded::Event {
+                session_id,
+                method,
+                params,
+            } => {
+                assert_eq!(session_id, Some(SessionId::from("S9")));
+                assert_eq!(method, "Page.javascriptDialogOpening");
+                assert_eq!(params.get(), r#"{"message":"hi","type":"alert"}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decode_event_without_params() {
+        match decode(r#"{"method":"Target.detachedFromTarget"}"#).unwrap() {
+            Decoded::Event {
+                session_id: None,
+                params,
+                ..
+            } => assert_eq!(params.get(), "{}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decode_garbage_is_an_error_not_a_panic() {
+        let deep_array = "[".repeat(100_000);
+        let deep_params = format!(
+            r#"{{"method":"X","params":{}{}}}"#,
+            "[".repeat(50_000),
+            "]".repeat(50_000)
+        );
+        let cases: Vec<&str> = vec![
+            "",
+            "{not json",
+            "null",
+            "42",
+            "\"text\"",
+            "[]",
+            "{}",
+            r#"{"id":-1}"#,
+            r#"{"id":1.5}"#,
+            r#"{"id":"1"}"#,
+            r#"{"id":18446744073709551616}"#,
+            r#"{"method":5}"#,
+            r#"{"id":1,"error":{"message":"no code"}}"#,
+            r#"{"id":1,"error":"string"}"#,
+            r#"{"id":1,"id":2}"#,
+            r#"{"method":"X","sessionId":7}"#,
+            "\u{0}\u{1}\u{ffff}",
+            &deep_array,
+        ];
+        for case in cases {
+            assert!(decode(case).is_err(), "{case:.40}");
+        }
+        // Deep nesting inside `params` is not parsed, only delimited: it decodes.
+        assert!(decode(&deep_params).is_ok());
+        assert_eq!(
+            decode_bytes(&[0xff, 0xfe, b'{']).unwrap_err(),
+            DecodeError::NotUtf8
+        );
+        assert_eq!(decode("{}").unwrap_err(), DecodeError::NeitherReplyNorEvent);
+    }
+
+    #[test]
+    fn decode_every_prefix_of_a_valid_frame_without_panicking() {
+        let text = r#"{"id":12,"result":{"frameTree":{"frame":{"id":"T1","url":"about:blank"}}},"sessionId":"S1"}"#;
+        for end in 0..text.len() {
+            let _ = decode(&text[..end]);
+        }
+    }
+}

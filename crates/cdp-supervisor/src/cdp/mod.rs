@@ -8,5 +8,5 @@ pub mod message;
 pub mod protocol;
 
 pub use connection::{CommandError, Connection, ConnectError, EventStream, Incoming, PendingReply};
-pub use endpoint::{resolve_ws_url, EndpointError};
+pub use endpoint::{redact_url, resolve_ws_url, EndpointError};
 pub use protocol::{Event, FrameId, SessionId, TargetId};

@@ -1,0 +1,465 @@
+//! The CDP connection against the scripted mock endpoint.
+
+use cdp_mock::{Disconnect, MockCdp, Reply};
+use cdp_supervisor::cdp::{
+    CommandError, Connection, EventStream, Incoming, SessionId, resolve_ws_url,
+};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(5);
+const LONG: Duration = Duration::from_secs(30);
+
+async fn open(mock: &MockCdp) -> (Connection, EventStream) {
+    Connection::connect(&mock.ws_url())
+        .await
+        .expect("connect to the mock")
+}
+
+async fn next(events: &mut EventStream) -> Option<Incoming> {
+    tokio::time::timeout(WAIT, events.recv())
+        .await
+        .expect("an event within 5 s")
+}
+
+async fn next_event(events: &mut EventStream) -> (Option<SessionId>, String, serde_json::Value) {
+    match next(events).await {
+        Some(Incoming::Event {
+            session_id,
+            method,
+            params,
+        }) => (
+            session_id,
+            method,
+            serde_json::from_str(params.get()).unwrap(),
+        ),
+        other => panic!("expected an event, got {other:?}"),
+    }
+}
+
+/// Asserts the stream yields `Closed` (skipping earlier events) and then ends.
+async fn expect_closed_then_end(events: &mut EventStream) -> String {
+    loop {
+        match next(events).await {
+            Some(Incoming::Closed { reason }) => {
+                assert!(
+                    next(events).await.is_none(),
+                    "the stream must end after Closed"
+                );
+                return reason;
+            }
+            Some(Incoming::Event { .. }) => continue,
+            None => panic!("the stream ended without Closed"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn concurrent_commands_get_their_own_replies() {
+    let mock = MockCdp::start().await;
+    mock.handle(|cmd| {
+        let n = cmd.params["n"].as_u64()?;
+        // Answer in reverse order of arrival: later commands reply sooner.
+        Some(Reply::result(json!({"n": n})).after(Duration::from_millis(100 - n * 4)))
+    });
+    let (conn, _events) = open(&mock).await;
+    let replies: Vec<_> = (0..20)
+        .map(|n| conn.send(None, "Echo", json!({"n": n}), WAIT))
+        .collect();
+    let results = futures_util::future::join_all(replies).await;
+    for (n, result) in results.into_iter().enumerate() {
+        assert_eq!(result.unwrap(), json!({"n": n}));
+    }
+    let ids: Vec<u64> = mock.commands().iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        (1..=20).collect::<Vec<u64>>(),
+        "ids count from 1, wire order == call order"
+    );
+}
+
+#[tokio::test]
+async fn command_on_a_session_carries_its_session_id() {
+    let mock = MockCdp::start().await;
+    let (conn, _events) = open(&mock).await;
+    let s1 = SessionId::from("S1");
+    conn.send(Some(&s1), "Page.enable", json!({}), WAIT)
+        .await
+        .unwrap();
+    conn.send(
+        None,
+        "Target.setDiscoverTargets",
+        serde_json::Value::Null,
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let commands = mock.commands();
+    assert_eq!(commands[0].session_id.as_deref(), Some("S1"));
+    assert_eq!(commands[1].session_id, None);
+    assert_eq!(commands[1].params, json!({}));
+}
+
+#[tokio::test]
+async fn protocol_error_reply_is_a_protocol_error() {
+    let mock = MockCdp::start().await;
+    mock.on_session(
+        "S1",
+        "Page.handleJavaScriptDialog",
+        Reply::error(-32602, "No dialog is showing"),
+    );
+    mock.on(
+        "Bad",
+        Reply::error_with_data(-32000, "bad", json!("detail")),
+    );
+    let (conn, _events) = open(&mock).await;
+    let err = conn
+        .send(
+            Some(&"S1".into()),
+            "Page.handleJavaScriptDialog",
+            json!({"accept": true}),
+            WAIT,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CommandError::Protocol {
+            method: "Page.handleJavaScriptDialog".into(),
+            code: -32602,
+            message: "No dialog is showing".into(),
+            data: None
+        }
+    );
+    let err = conn.send(None, "Bad", json!({}), WAIT).await.unwrap_err();
+    assert!(
+        matches!(err, CommandError::Protocol { code: -32000, data: Some(ref d), .. } if d == "detail"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn unanswered_command_times_out_and_is_forgotten() {
+    let mock = MockCdp::start().await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let (conn, _events) = open(&mock).await;
+    let start = Instant::now();
+    let err = conn
+        .send(
+            None,
+            "Runtime.evaluate",
+            json!({}),
+            Duration::from_millis(150),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CommandError::Timeout {
+            method: "Runtime.evaluate".into(),
+            after: Duration::from_millis(150)
+        }
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(150) && start.elapsed() < Duration::from_secs(2)
+    );
+    assert_eq!(
+        conn.in_flight(),
+        0,
+        "a timed-out command leaves no pending entry"
+    );
+    // A dropped (cancelled) reply future leaves none either.
+    drop(conn.send(None, "Runtime.evaluate", json!({}), LONG));
+    assert_eq!(conn.in_flight(), 0);
+    assert!(conn.is_open());
+}
+
+#[tokio::test]
+async fn late_reply_after_timeout_is_ignored() {
+    let mock = MockCdp::start().await;
+    mock.on(
+        "Slow",
+        Reply::result(json!({})).after(Duration::from_millis(200)),
+    );
+    let (conn, _events) = open(&mock).await;
+    let err = conn
+        .send(None, "Slow", json!({}), Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CommandError::Timeout { .. }));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        conn.send(None, "Page.enable", json!({}), WAIT)
+            .await
+            .unwrap(),
+        json!({})
+    );
+}
+
+#[tokio::test]
+async fn never_answered_command_does_not_delay_events() {
+    let mock = MockCdp::start().await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let (conn, mut events) = open(&mock).await;
+    let blocked = conn.send(
+        Some(&"S1".into()),
+        "Runtime.evaluate",
+        json!({"expression": "alert(1)"}),
+        LONG,
+    );
+    mock.wait_for_command("Runtime.evaluate", WAIT)
+        .await
+        .unwrap();
+    let start = Instant::now();
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        json!({"message": "1", "type": "alert"}),
+    )
+    .await;
+    let (session, method, params) = next_event(&mut events).await;
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        (session, method.as_str()),
+        (Some("S1".into()), "Page.javascriptDialogOpening")
+    );
+    assert_eq!(params["type"], "alert");
+    // Other commands still get their replies while that one waits.
+    assert_eq!(
+        conn.send(None, "Page.enable", json!({}), WAIT)
+            .await
+            .unwrap(),
+        json!({})
+    );
+    drop(blocked);
+}
+
+#[tokio::test]
+async fn reply_for_unknown_id_is_ignored() {
+    let mock = MockCdp::start().await;
+    let (conn, mut events) = open(&mock).await;
+    assert!(mock.wait_for_connections(1, WAIT).await);
+    mock.send_raw_text(r#"{"id":9999,"result":{"stray":true}}"#)
+        .await;
+    mock.emit(None, "Target.targetCreated", json!({})).await;
+    let (_, method, _) = next_event(&mut events).await;
+    assert_eq!(
+        method, "Target.targetCreated",
+        "the stray reply is not an event"
+    );
+    assert_eq!(
+        conn.send(None, "Page.enable", json!({}), WAIT)
+            .await
+            .unwrap(),
+        json!({})
+    );
+    assert!(conn.is_open());
+}
+
+#[tokio::test]
+async fn malformed_json_and_binary_frames_are_skipped() {
+    let mock = MockCdp::start().await;
+    let (conn, mut events) = open(&mock).await;
+    assert!(mock.wait_for_connections(1, WAIT).await);
+    mock.send_raw_text("{not json").await;
+    mock.send_raw_text(r#"{"neither":"id nor method"}"#).await;
+    mock.send_binary(vec![0, 159, 146, 150]).await;
+    mock.emit(Some("S1"), "Page.loadEventFired", json!({"timestamp": 1.0}))
+        .await;
+    let (session, method, _) = next_event(&mut events).await;
+    assert_eq!(
+        (session, method.as_str()),
+        (Some("S1".into()), "Page.loadEventFired")
+    );
+    assert_eq!(
+        conn.send(None, "Page.enable", json!({}), WAIT)
+            .await
+            .unwrap(),
+        json!({})
+    );
+    assert!(conn.is_open());
+}
+
+#[tokio::test]
+async fn fifty_mib_message_is_received() {
+    let mock = MockCdp::start().await;
+    let data = "x".repeat(50 << 20);
+    let big = data.clone();
+    mock.handle(move |cmd| {
+        (cmd.method == "Page.captureScreenshot").then(|| Reply::result(json!({"data": big})))
+    });
+    let (conn, mut events) = open(&mock).await;
+    let reply = conn
+        .send(None, "Page.captureScreenshot", json!({}), LONG)
+        .await
+        .unwrap();
+    assert_eq!(reply["data"].as_str().map(str::len), Some(data.len()));
+    mock.send_raw_text(format!(
+        r#"{{"method":"Big.event","params":{{"data":"{data}"}}}}"#
+    ))
+    .await;
+    match tokio::time::timeout(LONG, events.recv()).await.unwrap() {
+        Some(Incoming::Event { method, params, .. }) => {
+            assert_eq!(method, "Big.event");
+            assert!(params.get().len() > 50 << 20);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn close_frame_fails_in_flight_commands_at_once_and_ends_the_stream() {
+    let mock = MockCdp::start().await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let (conn, mut events) = open(&mock).await;
+    let in_flight = conn.send(None, "Runtime.evaluate", json!({}), LONG);
+    mock.wait_for_command("Runtime.evaluate", WAIT)
+        .await
+        .unwrap();
+    let start = Instant::now();
+    mock.drop_connections(Disconnect::CloseFrame).await;
+    let err = tokio::time::timeout(WAIT, in_flight)
+        .await
+        .expect("fails at once")
+        .unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(2));
+    match &err {
+        CommandError::Disconnected { method, reason } => {
+            assert_eq!(method, "Runtime.evaluate");
+            assert!(reason.contains("dropped"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let reason = expect_closed_then_end(&mut events).await;
+    assert!(reason.contains("dropped"), "{reason}");
+    assert!(!conn.is_open());
+    let later = conn
+        .send(None, "Page.enable", json!({}), LONG)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(later, CommandError::Disconnected { .. }),
+        "{later:?}"
+    );
+}
+
+#[tokio::test]
+async fn tcp_reset_fails_in_flight_commands_at_once_and_ends_the_stream() {
+    let mock = MockCdp::start().await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let (conn, mut events) = open(&mock).await;
+    let first = conn.send(None, "Runtime.evaluate", json!({}), LONG);
+    let second = conn.send(Some(&"S1".into()), "Runtime.evaluate", json!({}), LONG);
+    mock.wait_for_commands("Runtime.evaluate", 2, WAIT).await;
+    let start = Instant::now();
+    mock.drop_connections(Disconnect::Reset).await;
+    let (first, second) = tokio::time::timeout(WAIT, async { tokio::join!(first, second) })
+        .await
+        .expect("fail at once");
+    assert!(start.elapsed() < Duration::from_secs(2));
+    for err in [first.unwrap_err(), second.unwrap_err()] {
+        assert!(
+            matches!(err, CommandError::Disconnected { ref reason, .. } if reason.contains("dropped")),
+            "{err:?}"
+        );
+    }
+    expect_closed_then_end(&mut events).await;
+    assert!(!conn.is_open());
+    assert!(matches!(
+        conn.send(None, "X", json!({}), LONG).await,
+        Err(CommandError::Disconnected { .. })
+    ));
+}
+
+#[tokio::test]
+async fn close_fails_in_flight_commands_and_ends_the_stream() {
+    let mock = MockCdp::start().await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let (conn, mut events) = open(&mock).await;
+    let in_flight = conn.send(None, "Runtime.evaluate", json!({}), LONG);
+    conn.close();
+    assert!(!conn.is_open());
+    let err = tokio::time::timeout(WAIT, in_flight)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, CommandError::Disconnected { .. }), "{err:?}");
+    expect_closed_then_end(&mut events).await;
+    conn.close(); // idempotent
+}
+
+#[tokio::test]
+async fn dropping_every_handle_closes_the_socket() {
+    let mock = MockCdp::start().await;
+    let (conn, mut events) = open(&mock).await;
+    let clone = conn.clone();
+    assert!(mock.wait_for_connections(1, WAIT).await);
+    drop(conn);
+    assert!(clone.is_open(), "one clone still holds it open");
+    drop(clone);
+    expect_closed_then_end(&mut events).await;
+    let deadline = Instant::now() + WAIT;
+    while mock.open_connection_count() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the mock still sees the socket open"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn events_keep_their_session_id_and_arrival_order() {
+    let mock = MockCdp::start().await;
+    let (_conn, mut events) = open(&mock).await;
+    assert!(mock.wait_for_connections(1, WAIT).await);
+    mock.emit(None, "Target.attachedToTarget", json!({"sessionId": "S2"}))
+        .await;
+    mock.emit(Some("S1"), "Page.frameNavigated", json!({"n": 1}))
+        .await;
+    mock.emit(Some("S2"), "Page.frameNavigated", json!({"n": 2}))
+        .await;
+    mock.emit(Some("S1"), "Page.javascriptDialogOpening", json!({"n": 3}))
+        .await;
+    let got = [
+        next_event(&mut events).await,
+        next_event(&mut events).await,
+        next_event(&mut events).await,
+        next_event(&mut events).await,
+    ];
+    let summary: Vec<(Option<&str>, &str)> = got
+        .iter()
+        .map(|(s, m, _)| (s.as_ref().map(SessionId::as_str), m.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (None, "Target.attachedToTarget"),
+            (Some("S1"), "Page.frameNavigated"),
+            (Some("S2"), "Page.frameNavigated"),
+            (Some("S1"), "Page.javascriptDialogOpening"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn connect_through_http_endpoint_resolution() {
+    let mock = MockCdp::start().await;
+    let ws = resolve_ws_url(&mock.http_url()).await.unwrap();
+    assert_eq!(ws, mock.ws_url());
+    let (conn, _events) = Connection::connect(&ws).await.unwrap();
+    let targets = conn
+        .send(None, "Target.getTargets", json!({}), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(targets["targetInfos"][0]["targetId"], "T1");
+}
+
+#[tokio::test]
+async fn connect_to_a_refused_endpoint_is_an_error() {
+    let mock = MockCdp::start().await;
+    mock.refuse_connections(true);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let err = Connection::connect(&mock.ws_url()).await.unwrap_err();
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+}
