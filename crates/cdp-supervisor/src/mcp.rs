@@ -5,7 +5,8 @@
 //! - One supervised task per MCP session: every session gets its own
 //!   [`AgentSession`] (a unique task id) on one shared [`Registry`]. Its
 //!   browser starts on first use and stops when the session ends — stdin
-//!   closed (stdio), HTTP session deleted or expired, server shut down. No
+//!   closed (stdio), HTTP session deleted or idle for rmcp's keep-alive
+//!   (5 minutes: a client that vanished), server shut down. No
 //!   Chromium outlives its session: [`AgentSession::close`] runs on every
 //!   session end, [`Registry::stop_all`] on shutdown and Ctrl-C.
 //! - A failure the model can act on ([`ToolError`]) is a tool result with
@@ -94,15 +95,15 @@ pub enum McpError {
 /// Task ids are unique within the process; the registry is per process.
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
-/// One MCP session: an [`AgentSession`] with its own task id. Dropping the
-/// last handle closes the session's browser (the stdio path also closes it
-/// explicitly, so that the browser is gone before the function returns).
+/// One MCP session: an [`AgentSession`] with its own task id. Dropping it
+/// closes the session's browser in the background (the stdio path also
+/// closes it explicitly, so that the browser is gone before it returns).
 pub struct McpSession {
     agent: Arc<AgentSession>,
 }
 
 impl McpSession {
-    /// A session with a fresh task id (`mcp-<n>`) on `registry`.
+    /// A session with a fresh task id (`mcp-<pid>-<n>`) on `registry`.
     pub fn new(registry: Registry, config: Config) -> McpSession {
         let n = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
         let task_id = format!("mcp-{}-{n}", std::process::id());
