@@ -824,15 +824,20 @@ impl State {
             return;
         }
         let mut doomed = vec![root.clone()];
+        // `seen` ends the walk on a parent cycle (a frame naming itself or a
+        // descendant as its parent: never Chromium, but a proxy or mock may).
+        let mut seen: HashSet<FrameId> = HashSet::from([root.clone()]);
         let mut i = 0;
         while i < doomed.len() {
             let p = doomed[i].clone();
-            doomed.extend(
-                self.frames
-                    .iter()
-                    .filter(|(_, f)| f.parent.as_ref() == Some(&p))
-                    .map(|(id, _)| id.clone()),
-            );
+            let kids: Vec<FrameId> = self
+                .frames
+                .iter()
+                .filter(|(id, f)| f.parent.as_ref() == Some(&p) && !seen.contains(*id))
+                .map(|(id, _)| id.clone())
+                .collect();
+            seen.extend(kids.iter().cloned());
+            doomed.extend(kids);
             i += 1;
         }
         let by = self.navigation_closer();

@@ -1,0 +1,664 @@
+//! Dialog rules of the pure state machine, driven by CDP event sequences.
+//! No sockets, no Chromium.
+
+mod state_support;
+
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::snapshot::ClosedBy;
+use cdp_supervisor::supervisor::state::{
+    DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, Notice, Options,
+    Output, Purpose, RECENT_DIALOGS_MAX,
+};
+use serde_json::json;
+use state_support::*;
+use std::time::Duration;
+
+use DialogAction::{Accept, Dismiss};
+use DialogPolicy::{AutoAccept, AutoDismiss, MustRespond};
+
+#[test]
+fn dialog_ids_count_up_from_d_1() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "one");
+    h.frame_attached("S1", "F2", "T1");
+    h.alert("S1", "F2", "two");
+    assert_eq!(h.pending_ids(), ["d-1", "d-2"]);
+}
+
+#[test]
+fn pending_entry_has_the_spec_fields() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "prompt", "Your name?", "Ada");
+    let d = &h.snap().pending_dialogs[0];
+    assert_eq!(d.id, "d-1");
+    assert_eq!(d.dialog_type, "prompt");
+    assert_eq!(d.message, "Your name?");
+    assert_eq!(d.default_prompt, "Ada");
+    assert_eq!(d.opened_at, h.now.unix_s);
+    assert_eq!(d.frame_id.as_deref(), Some("T1"));
+    assert!(d.answerable);
+    let v = serde_json::to_value(h.snap()).unwrap();
+    let p = &v["pending_dialogs"][0];
+    for key in [
+        "id",
+        "type",
+        "message",
+        "default_prompt",
+        "opened_at",
+        "frame_id",
+    ] {
+        assert!(p.get(key).is_some(), "pending dialog lacks {key}: {p}");
+    }
+    assert_eq!(p["opened_at"], json!(1_700_000_000.0));
+}
+
+#[test]
+fn dialog_message_is_cut_at_10240_chars() {
+    let mut h = H::attached(MustRespond);
+    let long: String = "é".repeat(DIALOG_MESSAGE_MAX_CHARS + 500);
+    h.alert("S1", "T1", &long);
+    let m = &h.snap().pending_dialogs[0].message;
+    assert_eq!(m.chars().count(), 10_240);
+    let exact = "x".repeat(10_240);
+    h.closed("S1", "T1", true, "");
+    h.alert("S1", "T1", &exact);
+    assert_eq!(h.snap().pending_dialogs[0].message, exact);
+}
+
+#[test]
+fn regression_1_snapshot_shows_a_confirm_opened_by_a_click_at_once() {
+    // The click's own reply never comes while the dialog is open; the snapshot needs none.
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "confirm", "Delete?", "");
+    let s = h.snap();
+    assert_eq!(s.pending_dialogs.len(), 1);
+    assert_eq!(s.pending_dialogs[0].dialog_type, "confirm");
+}
+
+#[test]
+fn regression_2_alert_while_loading_is_pending_before_the_load_ends() {
+    let mut h = H::attached(MustRespond);
+    h.frame_navigated("S1", "T1", None, "https://a.test/loading");
+    h.alert("S1", "T1", "during load");
+    assert_eq!(h.pending_ids(), ["d-1"]);
+    assert_eq!(h.snap().url, "https://a.test/loading");
+}
+
+// ---- must_respond watchdog -------------------------------------------------
+
+#[test]
+fn watchdog_dismisses_at_the_deadline_on_the_reporting_session() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "hi");
+    h.drain();
+    let deadline = h.st.poll_timeout().expect("watchdog armed");
+    assert_eq!(deadline, h.t0.instant + DEFAULT_DIALOG_TIMEOUT);
+    // Not a moment early.
+    h.advance(DEFAULT_DIALOG_TIMEOUT - Duration::from_millis(1));
+    h.st.handle_timeout(h.now);
+    assert!(answers(&h.sends()).is_empty());
+    h.run_until_timeout();
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].session_id, Some(sid("S1")));
+    assert_eq!(a[0].params, json!({"accept": false}));
+    h.closed("S1", "T1", false, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let r = h.recent();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].closed_by, ClosedBy::Watchdog);
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.st.poll_timeout(), None);
+}
+
+#[test]
+fn watchdog_timeout_is_configurable() {
+    let mut h = H::with(Options {
+        dialog_timeout: Duration::from_secs(7),
+        ..Options::default()
+    });
+    h.attach_page(&top_tree(&[]));
+    h.reply_ok("S1", Purpose::PageEnable, json!({}));
+    h.drain();
+    h.alert("S1", "T1", "hi");
+    assert_eq!(
+        h.st.poll_timeout(),
+        Some(h.now.instant + Duration::from_secs(7))
+    );
+    h.advance(Duration::from_secs(7));
+    h.st.handle_timeout(h.now);
+    assert_eq!(answers(&h.sends()).len(), 1);
+}
+
+#[test]
+fn watchdog_dismiss_refused_releases_the_page_by_navigating_to_its_url() {
+    let mut h = H::attached(MustRespond);
+    h.frame_navigated("S1", "T1", None, "https://a.test/form");
+    h.alert("S1", "T1", "stuck");
+    h.drain();
+    h.run_until_timeout();
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    let cmds = h.sends();
+    let nav: Vec<_> = cmds
+        .iter()
+        .filter(|c| c.method == "Page.navigate")
+        .collect();
+    assert_eq!(nav.len(), 1, "{cmds:?}");
+    assert_eq!(nav[0].session_id, Some(sid("S1")));
+    assert_eq!(nav[0].params, json!({"url": "https://a.test/form"}));
+    assert_eq!(nav[0].purpose, Purpose::Release);
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Watchdog);
+}
+
+// ---- auto policies ---------------------------------------------------------
+
+#[test]
+fn auto_dismiss_answers_first_and_records_auto_policy() {
+    let mut h = H::attached(AutoDismiss);
+    h.open("S1", "T1", "confirm", "Sure?", "");
+    let outs = h.drain();
+    match &outs[0] {
+        Output::Send(c) => {
+            assert_eq!(c.method, "Page.handleJavaScriptDialog");
+            assert_eq!(c.params, json!({"accept": false}));
+            assert_eq!(c.session_id, Some(sid("S1")));
+        }
+        other => panic!("first output is not the answer: {other:?}"),
+    }
+    h.closed("S1", "T1", false, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::AutoPolicy);
+    assert_eq!(h.recent()[0].accepted, Some(false));
+}
+
+#[test]
+fn auto_accept_of_a_prompt_sends_its_default_text() {
+    let mut h = H::attached(AutoAccept);
+    h.open("S1", "T1", "prompt", "Name?", "Grace");
+    let cmds = h.sends();
+    assert_eq!(
+        answers(&cmds)[0].params,
+        json!({"accept": true, "promptText": "Grace"})
+    );
+}
+
+#[test]
+fn regression_6_auto_answered_dialogs_are_cleared() {
+    for policy in [AutoDismiss, AutoAccept] {
+        let mut h = H::attached(policy);
+        for i in 0..3 {
+            h.alert("S1", "T1", &format!("n{i}"));
+            h.drain();
+            // Reply first this time: the closed event may never come (a proxy).
+            h.answer_reply("S1", &format!("d-{}", i + 1), Ok(json!({})));
+        }
+        assert!(h.pending_ids().is_empty(), "{policy:?}");
+        assert_eq!(h.answer(Dismiss, None, None, 1), Err(DialogError::NoDialog));
+        assert!(
+            h.recent()
+                .iter()
+                .all(|c| c.closed_by == ClosedBy::AutoPolicy)
+        );
+    }
+}
+
+#[test]
+fn regression_5_16_an_auto_answer_never_waits_behind_other_output() {
+    let mut h = H::attached(AutoDismiss);
+    // Lots of unrelated traffic is in flight (frames, console) and not yet drained by the driver.
+    h.frame_attached("S1", "F2", "T1");
+    h.drain();
+    h.alert("S1", "T1", "x");
+    let outs = h.drain();
+    assert!(
+        matches!(&outs[0], Output::Send(c) if c.method == "Page.handleJavaScriptDialog"),
+        "{outs:?}"
+    );
+}
+
+#[test]
+fn auto_answer_refused_arms_the_watchdog_and_it_releases_the_page() {
+    let mut h = H::attached(AutoDismiss);
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    assert_eq!(h.pending_ids(), ["d-1"]);
+    assert!(!h.snap().pending_dialogs[0].answerable);
+    assert!(h.st.poll_timeout().is_some());
+    h.run_until_timeout();
+    let cmds = h.sends();
+    assert!(cmds.iter().any(|c| c.method == "Page.navigate"));
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Watchdog);
+}
+
+// ---- agent answers ---------------------------------------------------------
+
+#[test]
+fn agent_accepts_and_dismisses() {
+    for (action, accept) in [(Accept, true), (Dismiss, false)] {
+        let mut h = H::attached(MustRespond);
+        h.open("S1", "T1", "confirm", "Go?", "");
+        h.drain();
+        h.answer(action, None, None, 9).unwrap();
+        let cmds = h.sends();
+        assert_eq!(answers(&cmds)[0].params, json!({"accept": accept}));
+        // The watchdog does not fire while the agent's answer is in flight.
+        h.advance(DEFAULT_DIALOG_TIMEOUT * 2);
+        h.st.handle_timeout(h.now);
+        assert!(answers(&h.sends()).is_empty());
+        h.closed("S1", "T1", accept, "");
+        h.answer_reply("S1", "d-1", Ok(json!({})));
+        let done = answer_done(&h.drain());
+        assert_eq!(done.len(), 1);
+        let closed = done[0].1.clone().unwrap();
+        assert_eq!(closed.closed_by, ClosedBy::Agent);
+        assert_eq!(closed.accepted, Some(accept));
+        assert_eq!(h.recent(), vec![closed]);
+    }
+}
+
+#[test]
+fn agent_prompt_text_round_trips() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "prompt", "Name?", "Ada");
+    h.answer(Accept, Some("Linus"), None, 1).unwrap();
+    let cmds = h.sends();
+    assert_eq!(
+        answers(&cmds)[0].params,
+        json!({"accept": true, "promptText": "Linus"})
+    );
+    h.closed("S1", "T1", true, "Linus");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let done = answer_done(&h.drain());
+    assert_eq!(
+        done[0].1.as_ref().unwrap().user_input.as_deref(),
+        Some("Linus")
+    );
+}
+
+#[test]
+fn agent_accepting_a_prompt_without_text_sends_the_default() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "prompt", "Name?", "Ada");
+    h.answer(Accept, None, None, 1).unwrap();
+    assert_eq!(
+        answers(&h.sends())[0].params,
+        json!({"accept": true, "promptText": "Ada"})
+    );
+}
+
+#[test]
+fn closed_event_before_the_reply_is_still_agent_and_the_answer_finishes() {
+    // Chromium's order: javascriptDialogClosed, then the reply.
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "hi");
+    h.answer(Accept, None, None, 42).unwrap();
+    h.drain();
+    h.closed("S1", "T1", true, "");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let done = answer_done(&h.drain());
+    assert_eq!(done.len(), 1, "the agent's answer must finish");
+    assert_eq!(done[0].0, 42);
+    let closed = done[0].1.clone().unwrap();
+    assert_eq!(closed.dialog.id, "d-1");
+    assert_eq!(closed.closed_by, ClosedBy::Agent);
+    assert_eq!(h.recent().len(), 1);
+}
+
+#[test]
+fn reply_before_the_closed_event_also_works() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "hi");
+    h.answer(Dismiss, None, None, 7).unwrap();
+    h.drain();
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let done = answer_done(&h.drain());
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].1.as_ref().unwrap().closed_by, ClosedBy::Agent);
+    h.closed("S1", "T1", false, "");
+    assert_eq!(h.recent().len(), 1, "recorded once");
+    assert!(answer_done(&h.drain()).is_empty());
+}
+
+// ---- errors ----------------------------------------------------------------
+
+#[test]
+fn answering_with_no_dialog_is_no_dialog() {
+    let mut h = H::attached(MustRespond);
+    let e = h.answer(Accept, None, None, 1).unwrap_err();
+    assert_eq!(e, DialogError::NoDialog);
+    assert!(e.to_string().contains("no dialog"));
+}
+
+#[test]
+fn several_open_without_dialog_id_lists_the_candidates() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "first");
+    h.frame_attached("S1", "F2", "T1");
+    h.open("S1", "F2", "confirm", "second", "");
+    let e = h.answer(Accept, None, None, 1).unwrap_err();
+    assert!(matches!(&e, DialogError::Ambiguous { candidates } if candidates.len() == 2));
+    let text = e.to_string();
+    assert!(text.contains("d-1") && text.contains("d-2"), "{text}");
+    assert!(text.contains("dialog_id"), "{text}");
+    // With the id it works.
+    h.answer(Accept, None, Some("d-2"), 1).unwrap();
+}
+
+#[test]
+fn unknown_dialog_id_lists_the_known_ones() {
+    let mut h = H::attached(MustRespond);
+    let e = h.answer(Accept, None, Some("d-9"), 1).unwrap_err();
+    assert!(e.to_string().contains("none"), "{e}");
+    h.alert("S1", "T1", "x");
+    let e = h.answer(Accept, None, Some("d-9"), 1).unwrap_err();
+    assert_eq!(
+        e,
+        DialogError::UnknownId {
+            id: "d-9".into(),
+            known: vec!["d-1".into()]
+        }
+    );
+    assert!(e.to_string().contains("d-1"));
+}
+
+#[test]
+fn bad_action_names_the_allowed_ones() {
+    let e = DialogAction::parse("ok").unwrap_err();
+    assert_eq!(e, DialogError::BadAction("ok".into()));
+    assert!(e.to_string().contains("accept, dismiss"));
+    assert_eq!(DialogAction::parse("accept"), Ok(Accept));
+    assert_eq!(DialogAction::parse("dismiss"), Ok(Dismiss));
+}
+
+#[test]
+fn answering_twice_is_already_answering() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.answer(Accept, None, None, 1).unwrap();
+    assert_eq!(
+        h.answer(Dismiss, None, None, 2),
+        Err(DialogError::AlreadyAnswering { id: "d-1".into() })
+    );
+    assert_eq!(answers(&h.sends()).len(), 1);
+}
+
+#[test]
+fn refused_answer_keeps_the_dialog_pending_and_unanswerable() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.answer(Accept, None, None, 5).unwrap();
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    let done = answer_done(&h.drain());
+    let err = done[0].1.clone().unwrap_err();
+    assert_eq!(err, DialogError::NotAnswerable { id: "d-1".into() });
+    assert!(err.to_string().contains("navigat"), "{err}");
+    let p = &h.snap().pending_dialogs;
+    assert_eq!(p.len(), 1);
+    assert!(!p[0].answerable);
+    let v = serde_json::to_value(h.snap()).unwrap();
+    assert_eq!(v["pending_dialogs"][0]["answerable"], json!(false));
+    assert_eq!(
+        h.answer(Dismiss, None, None, 6),
+        Err(DialogError::NotAnswerable { id: "d-1".into() })
+    );
+    // The watchdog still frees the page: it navigates rather than answering again.
+    h.run_until_timeout();
+    let cmds = h.sends();
+    assert!(answers(&cmds).is_empty());
+    assert!(cmds.iter().any(|c| c.method == "Page.navigate"));
+}
+
+#[test]
+fn answer_timing_out_reports_a_cdp_error_and_keeps_the_dialog_answerable() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.answer(Accept, None, None, 5).unwrap();
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(timeout_err("Page.handleJavaScriptDialog")));
+    let done = answer_done(&h.drain());
+    assert!(matches!(done[0].1, Err(DialogError::Cdp { .. })));
+    assert!(h.snap().pending_dialogs[0].answerable);
+    h.answer(Accept, None, None, 6).unwrap();
+}
+
+// ---- who closed it ---------------------------------------------------------
+
+#[test]
+fn regression_3_dialog_closed_by_someone_else_is_remote() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.closed("S1", "T1", true, "");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    assert_eq!(h.st.poll_timeout(), None, "no watchdog left behind");
+}
+
+#[test]
+fn closed_events_match_by_frame_id_not_first_pending() {
+    let mut h = H::attached(MustRespond);
+    h.frame_attached("S1", "F2", "T1");
+    h.alert("S1", "T1", "main");
+    h.alert("S1", "F2", "child");
+    h.closed("S1", "F2", false, "");
+    assert_eq!(h.pending_ids(), ["d-1"]);
+    assert_eq!(h.recent()[0].dialog.id, "d-2");
+}
+
+#[test]
+fn regression_4_another_client_answers_first() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.answer(Accept, None, None, 3).unwrap();
+    h.drain();
+    // The other client dismissed it; our accept then finds nothing.
+    h.closed("S1", "T1", false, "");
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    let outs = h.drain();
+    let done = answer_done(&outs);
+    assert_eq!(done.len(), 1, "the agent hears back: {outs:?}");
+    let closed = done[0].1.clone().unwrap();
+    assert_eq!(closed.accepted, Some(false));
+    assert_eq!(closed.closed_by, ClosedBy::Remote);
+    let r = h.recent();
+    assert_eq!(r.len(), 1, "recorded once");
+    assert_eq!(r[0].closed_by, ClosedBy::Remote);
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.st.poll_timeout(), None);
+}
+
+#[test]
+fn regression_4_other_client_closes_before_we_answer() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.closed("S1", "T1", true, "");
+    assert_eq!(h.answer(Accept, None, None, 1), Err(DialogError::NoDialog));
+    // A late duplicate closed event changes nothing.
+    h.closed("S1", "T1", true, "");
+    assert_eq!(h.recent().len(), 1);
+}
+
+// ---- OOPIF dialogs ---------------------------------------------------------
+
+#[test]
+fn oopif_dialog_is_answered_on_the_session_that_reported_it() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    // Chromium reports it on the top session, with the OOPIF's frameId.
+    h.alert("S1", "F2", "from b.test");
+    assert_eq!(h.snap().pending_dialogs[0].frame_id.as_deref(), Some("F2"));
+    h.answer(Accept, None, None, 1).unwrap();
+    assert_eq!(answers(&h.sends())[0].session_id, Some(sid("S1")));
+}
+
+#[test]
+fn regression_8_one_dialog_reported_by_top_and_child_is_listed_once() {
+    for order in [["S1", "S2"], ["S2", "S1"]] {
+        let mut h = H::attached(MustRespond);
+        h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+        h.drain();
+        for s in order {
+            h.alert(s, "F2", "once");
+        }
+        assert_eq!(h.pending_ids(), ["d-1"], "{order:?}");
+        h.answer(Accept, None, None, 1).unwrap();
+        assert_eq!(
+            answers(&h.sends())[0].session_id,
+            Some(sid("S1")),
+            "{order:?}"
+        );
+    }
+}
+
+// ---- navigation and detach -------------------------------------------------
+
+#[test]
+fn frame_navigating_away_ends_its_dialog_as_remote() {
+    let mut h = H::attached(MustRespond);
+    h.frame_attached("S1", "F2", "T1");
+    h.alert("S1", "F2", "child");
+    h.alert("S1", "T1", "main");
+    h.frame_navigated("S1", "F2", Some("T1"), "https://a.test/other");
+    assert_eq!(h.pending_ids(), ["d-2"]);
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
+#[test]
+fn frame_detached_ends_its_dialog() {
+    let mut h = H::attached(MustRespond);
+    h.frame_attached("S1", "F2", "T1");
+    h.alert("S1", "F2", "child");
+    h.frame_detached("S1", "F2", "remove");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.st.poll_timeout(), None);
+}
+
+#[test]
+fn agent_navigation_attributes_the_closed_dialog_to_the_agent() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "main");
+    h.st.navigation_started(ClosedBy::Agent, h.now);
+    h.frame_navigated("S1", "T1", None, "https://a.test/next");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
+    // The attribution ends with that navigation: a later close is remote.
+    h.alert("S1", "T1", "again");
+    h.closed("S1", "T1", true, "");
+    assert_eq!(h.recent()[1].closed_by, ClosedBy::Remote);
+}
+
+#[test]
+fn agent_navigation_closing_a_dialog_by_its_closed_event_is_agent() {
+    // beforeunload: Chromium answers nothing until it is closed; the navigation closes it.
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.st.navigation_started(ClosedBy::Agent, h.now);
+    h.closed("S1", "T1", true, "");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
+}
+
+#[test]
+fn page_session_detaching_closes_its_dialogs_remote_and_clears_frames() {
+    let mut h = H::attached(MustRespond);
+    h.frame_attached("S1", "F2", "T1");
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.detach_target(None, "S1", "T1");
+    let outs = h.drain();
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    assert!(h.snap().frame_tree.top.is_none());
+    assert!(h.child_ids().is_empty());
+    assert!(
+        notices(&outs)
+            .iter()
+            .any(|n| matches!(n, Notice::PageGone { .. }))
+    );
+    assert_eq!(h.st.poll_timeout(), None);
+}
+
+#[test]
+fn events_for_unknown_sessions_are_ignored() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S-OTHER", "X1", "not ours");
+    h.frame_attached("S-OTHER", "X2", "X1");
+    h.frame_navigated("S-OTHER", "X1", None, "https://evil.test/");
+    let d = json!({"url": "", "frameId": "X1", "message": "m", "type": "alert"});
+    h.ev(None, "Page.javascriptDialogOpening", &d.to_string());
+    assert!(h.pending_ids().is_empty());
+    assert!(h.child_ids().is_empty());
+    assert_eq!(h.snap().url, PAGE_URL);
+}
+
+#[test]
+fn regression_14_only_the_attached_tab_is_watched() {
+    let mut h = H::attached(MustRespond);
+    let info = |id: &str, title: &str| {
+        json!({"targetInfo": {"targetId": id, "type": "page", "title": title, "url": "https://x.test/", "attached": false}})
+            .to_string()
+    };
+    h.ev(None, "Target.targetInfoChanged", &info("T9", "Other tab"));
+    assert_eq!(h.snap().title, "");
+    h.ev(None, "Target.targetInfoChanged", &info("T1", "Ours"));
+    assert_eq!(h.snap().title, "Ours");
+    // Another tab being destroyed does not touch ours.
+    h.alert("S1", "T1", "x");
+    h.ev(None, "Target.targetDestroyed", r#"{"targetId":"T9"}"#);
+    assert_eq!(h.pending_ids(), ["d-1"]);
+}
+
+// ---- rings -----------------------------------------------------------------
+
+#[test]
+fn recent_dialogs_ring_keeps_20() {
+    let mut h = H::attached(MustRespond);
+    for i in 0..25 {
+        h.alert("S1", "T1", &format!("m{i}"));
+        h.closed("S1", "T1", true, "");
+    }
+    let r = h.recent();
+    assert_eq!(r.len(), RECENT_DIALOGS_MAX);
+    assert_eq!(r[0].dialog.id, "d-6");
+    assert_eq!(r[19].dialog.id, "d-25");
+}
+
+// ---- reconnects ------------------------------------------------------------
+
+#[test]
+fn regression_13_connection_lost_keeps_dialogs_and_their_watchdogs() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    let before = h.st.poll_timeout();
+    h.advance(Duration::from_secs(10));
+    h.st.connection_lost();
+    assert_eq!(h.pending_ids(), ["d-1"]);
+    assert_eq!(h.st.poll_timeout(), before);
+    // Re-attached under a new session; Page.enable hangs (the page is blocked) —
+    // the known dialog is shown, not an unknown "page_blocked".
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.advance(Duration::from_secs(2));
+    h.st.handle_timeout(h.now);
+    assert!(!h.snap().page_blocked);
+    h.run_until_timeout();
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1);
+    assert_eq!(
+        a[0].session_id,
+        Some(sid("S1b")),
+        "answered on the new session"
+    );
+}
+
+#[test]
+fn dialog_timeout_default_is_300s() {
+    assert_eq!(DEFAULT_DIALOG_TIMEOUT, Duration::from_secs(300));
+}
