@@ -227,6 +227,20 @@ impl LocalChromium {
         // zygotes and utilities Chromium forks, not just the browser process.
         #[cfg(unix)]
         cmd.process_group(0);
+        // If we die without a chance to clean up (SIGKILL), Chromium dies
+        // too: no browser outlives its supervisor. (The signal is tied to
+        // the spawning thread; tokio's worker threads live as long as the
+        // runtime that owns the supervisor.)
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
             path: exe.clone(),
             source,
