@@ -440,6 +440,8 @@ impl Supervisor {
             }
         };
         tokio::select! {
+            // A result already there wins over a dialog that opened after it.
+            biased;
             r = fut => Ok(r),
             d = new_dialog => Err(d),
             d = grace => Err(d),
@@ -731,6 +733,9 @@ impl Driver {
 
     /// Performs every output of the state machine and republishes the snapshot.
     fn flush(&mut self) {
+        // Notices and answers go out after the snapshot is published, so
+        // whoever they wake reads a snapshot that already shows them.
+        let mut deliver = Vec::new();
         while let Some(out) = self.state.poll_output() {
             match out {
                 Output::Send(cmd) => {
@@ -748,14 +753,7 @@ impl Driver {
                     self.inflight
                         .push(Box::pin(async move { (session, purpose, method, reply.await) }));
                 }
-                Output::Notice(n) => {
-                    let _ = self.notices.send(n);
-                }
-                Output::AnswerDone { ticket, result } => {
-                    if let Some(tx) = self.tickets.remove(&ticket) {
-                        let _ = tx.send(result);
-                    }
-                }
+                out @ (Output::Notice(_) | Output::AnswerDone { .. }) => deliver.push(out),
             }
         }
         // A page blocked by a dialog answers no getFrameTree: attach is done
@@ -771,6 +769,19 @@ impl Driver {
             ConnectionStatus::Reconnecting
         };
         self.publish(status);
+        for out in deliver {
+            match out {
+                Output::Notice(n) => {
+                    let _ = self.notices.send(n);
+                }
+                Output::AnswerDone { ticket, result } => {
+                    if let Some(tx) = self.tickets.remove(&ticket) {
+                        let _ = tx.send(result);
+                    }
+                }
+                Output::Send(_) => {}
+            }
+        }
     }
 
     fn publish(&mut self, status: ConnectionStatus) {

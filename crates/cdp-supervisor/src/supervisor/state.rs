@@ -875,8 +875,13 @@ impl State {
                 Some(frag) if !frag.is_empty() => format!("{}{}", frame.url, frag),
                 _ => frame.url.clone(),
             };
-            self.upsert_frame(&id, parent.as_ref(), Some(&url), session, true);
+            // The reply may be handled after newer frame events (the driver
+            // polls events first): an empty URL (an OOPIF not yet committed)
+            // never blanks one they reported, nor its origin ("://").
+            let url = Some(url.as_str()).filter(|u| !u.is_empty());
+            self.upsert_frame(&id, parent.as_ref(), url, session, true);
             if let Some(f) = self.frames.get_mut(&id)
+                && url.is_some()
                 && let Some(origin) = frame.security_origin.filter(|o| !o.is_empty())
             {
                 f.origin = origin;
