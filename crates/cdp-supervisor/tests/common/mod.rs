@@ -8,9 +8,12 @@
 
 use cdp_supervisor::browser::{LaunchOptions, LocalChromium, find_chromium};
 use cdp_supervisor::demo_site::{SiteServer, host_resolver_arg};
-use cdp_supervisor::supervisor::driver::{CallOutcome, Supervisor, SupervisorOptions};
+use cdp_supervisor::supervisor::driver::{
+    CallOutcome, NavigateOutcome, Supervisor, SupervisorOptions,
+};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedDialog, PendingDialog, Snapshot};
+use cdp_supervisor::supervisor::state::{DialogAction, DialogError, DialogRequest};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -61,7 +64,11 @@ impl Harness {
         let sup = Supervisor::start(chromium.ws_url(), opts)
             .await
             .expect("supervisor attaches");
-        Harness { site, chromium, sup }
+        Harness {
+            site,
+            chromium,
+            sup,
+        }
     }
 
     pub fn url(&self, host: &str, path: &str) -> String {
@@ -150,7 +157,11 @@ impl Harness {
     }
 }
 
-pub async fn wait_snapshot(sup: &Supervisor, what: &str, f: impl Fn(&Snapshot) -> bool) -> Snapshot {
+pub async fn wait_snapshot(
+    sup: &Supervisor,
+    what: &str,
+    f: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
     let mut rx = sup.subscribe();
     let r = tokio::time::timeout(WAIT, async {
         loop {
@@ -176,7 +187,96 @@ pub async fn wait_snapshot(sup: &Supervisor, what: &str, f: impl Fn(&Snapshot) -
 /// Whether a process with this pid is still alive (not a zombie).
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Ok(s) => !s
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
         Err(_) => false,
     }
+}
+
+/// A site and a Chromium of its own, with no supervisor (for registry tests
+/// and for attaching several supervisors).
+pub async fn site_and_chromium() -> (SiteServer, LocalChromium) {
+    let site = SiteServer::start().await.expect("site server");
+    let chromium = LocalChromium::launch(&launch_options())
+        .await
+        .expect("launch Chromium");
+    (site, chromium)
+}
+
+/// Navigates `sup` and asserts the page loaded.
+pub async fn goto(sup: &Supervisor, url: &str) {
+    match sup.navigate(url, WAIT).await.expect("navigate") {
+        NavigateOutcome::Loaded => {}
+        other => panic!("navigate {url}: expected Loaded, got {other:?}"),
+    }
+}
+
+/// Waits until the frame tree lists a child whose URL contains each of `parts`.
+pub async fn wait_children(sup: &Supervisor, parts: &[&str]) -> Snapshot {
+    wait_snapshot(sup, &format!("frames {parts:?}"), |s| {
+        parts
+            .iter()
+            .all(|p| s.frame_tree.children.iter().any(|c| c.url.contains(p)))
+    })
+    .await
+}
+
+impl Harness {
+    /// Navigates to `path` on `host` and asserts the page loaded.
+    pub async fn goto(&self, host: &str, path: &str) {
+        goto(&self.sup, &self.url(host, path)).await
+    }
+
+    /// Answers a dialog as the agent would (`browser_dialog`).
+    pub async fn answer(
+        &self,
+        action: DialogAction,
+        prompt_text: Option<&str>,
+        dialog_id: Option<&str>,
+    ) -> Result<ClosedDialog, DialogError> {
+        self.sup
+            .answer_dialog(DialogRequest {
+                action,
+                prompt_text: prompt_text.map(str::to_owned),
+                dialog_id: dialog_id.map(str::to_owned),
+            })
+            .await
+    }
+}
+
+/// Pids of live processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(needle))
+                .unwrap_or(false)
+                && alive(*pid)
+        })
+        .collect()
+}
+
+/// The `--user-data-dir` of the live Chromium whose DevTools port is `port`.
+pub fn user_data_dir_of_port(port: u16) -> Option<String> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        for arg in cmdline.split(|b| *b == 0) {
+            let arg = String::from_utf8_lossy(arg);
+            if let Some(d) = arg.strip_prefix("--user-data-dir=") {
+                let active = std::fs::read_to_string(format!("{d}/DevToolsActivePort"));
+                if active.is_ok_and(|a| a.lines().next() == Some(&port.to_string())) {
+                    return Some(d.to_owned());
+                }
+            }
+        }
+    }
+    None
 }
