@@ -199,6 +199,8 @@ impl AgentSession {
             policy: b.dialog_policy,
             dialog_timeout: Duration::from_secs_f64(b.dialog_timeout_s),
             target_id,
+            // Browserbase's proxy answers native dialogs within ~10 ms (spec).
+            dialog_bridge: b.cloud_provider == CloudProvider::Browserbase,
             ..Default::default()
         }
     }

@@ -332,6 +332,8 @@ pub enum Event {
     InspectorDetached,
     ConsoleApiCalled(ConsoleApiCalled),
     ExceptionThrown(ExceptionThrown),
+    /// `Fetch.requestPaused`, params kept raw (only the dialog bridge reads them).
+    FetchRequestPaused { params: String },
     /// A method we know whose params did not parse; kept for the log.
     Unparsed { method: String, error: String },
     /// A method we do not act on.
@@ -370,6 +372,9 @@ impl Event {
             "Inspector.detached" => Event::InspectorDetached,
             "Runtime.consoleAPICalled" => p(method, params, Event::ConsoleApiCalled),
             "Runtime.exceptionThrown" => p(method, params, Event::ExceptionThrown),
+            "Fetch.requestPaused" => Event::FetchRequestPaused {
+                params: params.to_owned(),
+            },
             other => Event::Other {
                 method: other.to_owned(),
             },

@@ -59,6 +59,12 @@ pub struct SupervisorOptions {
     pub attach_timeout: Duration,
     /// Consecutive failed reconnects before giving up.
     pub max_reconnect_failures: u32,
+    /// Catch dialogs through the dialog bridge too ([`crate::supervisor::bridge`]):
+    /// for CDP proxies that answer native dialogs before we can (Browserbase).
+    pub dialog_bridge: bool,
+    /// The wait before the first reconnect; each failure doubles it, up to
+    /// [`RECONNECT_BACKOFF_MAX`]. Tests shorten it.
+    pub reconnect_backoff_start: Duration,
 }
 
 impl Default for SupervisorOptions {
@@ -70,6 +76,8 @@ impl Default for SupervisorOptions {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             attach_timeout: DEFAULT_ATTACH_TIMEOUT,
             max_reconnect_failures: MAX_POST_ATTACH_RECONNECT_FAILURES,
+            dialog_bridge: false,
+            reconnect_backoff_start: RECONNECT_BACKOFF_START,
         }
     }
 }
@@ -225,6 +233,7 @@ impl Supervisor {
         let mut state = State::new(state::Options {
             policy: opts.policy,
             dialog_timeout: opts.dialog_timeout,
+            dialog_bridge: opts.dialog_bridge,
             ..Default::default()
         });
         state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
@@ -705,7 +714,7 @@ impl Driver {
     }
 
     fn schedule_reconnect(&mut self) {
-        let delay = backoff(self.failures);
+        let delay = backoff(self.opts.reconnect_backoff_start, self.failures);
         let url = self.ws_url.clone();
         let target = self.state.top_target().map(|t| t.0.clone());
         let timeout = self.opts.command_timeout;
@@ -806,8 +815,8 @@ fn connection_notice(status: ConnectionStatus) -> Notice {
     Notice::Connection { status }
 }
 
-fn backoff(failures: u32) -> Duration {
-    RECONNECT_BACKOFF_START
+fn backoff(start: Duration, failures: u32) -> Duration {
+    start
         .saturating_mul(1u32 << failures.min(10))
         .min(RECONNECT_BACKOFF_MAX)
 }

@@ -1,6 +1,7 @@
 //! The supervisor: the pure rules ([`state`]), the async [`driver`] that feeds
 //! them, and the [`registry`] of supervisors by task id.
 
+pub mod bridge;
 pub mod driver;
 pub mod policy;
 pub mod registry;

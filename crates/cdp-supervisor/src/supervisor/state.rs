@@ -32,6 +32,7 @@ use crate::cdp::protocol::{
     AttachedToTarget, DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, Event,
     FrameId, FrameInfo, FrameTree, SessionId, TargetId,
 };
+use crate::supervisor::bridge::{self, PausedKind};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{
     ChildFrame, ClosedBy, ClosedDialog, ConsoleError, FrameTreeView, PendingDialog, Snapshot,
@@ -112,6 +113,9 @@ pub struct Options {
     pub dialog_timeout: Duration,
     /// See [`PAGE_ENABLE_GRACE`].
     pub page_enable_grace: Duration,
+    /// Inject the dialog bridge ([`crate::supervisor::bridge`]) on every
+    /// session, for CDP proxies that answer native dialogs themselves.
+    pub dialog_bridge: bool,
 }
 
 impl Default for Options {
@@ -120,6 +124,7 @@ impl Default for Options {
             policy: DialogPolicy::MustRespond,
             dialog_timeout: DEFAULT_DIALOG_TIMEOUT,
             page_enable_grace: PAGE_ENABLE_GRACE,
+            dialog_bridge: false,
         }
     }
 }
@@ -277,6 +282,9 @@ pub enum RouteError {
 struct Answering {
     by: ClosedBy,
     ticket: Option<u64>,
+    /// What we answered, recorded when no closed event tells (the bridge).
+    accept: bool,
+    prompt_text: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -286,6 +294,8 @@ struct Dialog {
     session_id: Option<SessionId>,
     deadline: Option<Instant>,
     answering: Option<Answering>,
+    /// A dialog reported by the bridge: its paused request (`Fetch.requestPaused.requestId`).
+    bridge_request: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -421,7 +431,8 @@ impl State {
         self.top_session = Some(session_id.clone());
         let top = FrameId(target_id.0.clone());
         self.top_frame = Some(top.clone());
-        self.sessions.insert(session_id.clone(), Session { target_id });
+        self.sessions
+            .insert(session_id.clone(), Session { target_id });
         self.upsert_frame(&top, None, Some(url), &session_id, true);
         if !title.is_empty() {
             self.title = title.to_owned();
@@ -470,6 +481,17 @@ impl State {
             Purpose::PageEnable
         };
         self.send(s.clone(), "Page.enable", json!({}), enable_purpose);
+        if self.opts.dialog_bridge {
+            // After Page.enable: the script takes effect only while the Page
+            // domain is enabled; before the resume: the first document gets it.
+            self.send(
+                s.clone(),
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({"source": bridge::script(), "runImmediately": true}),
+                Purpose::Setup,
+            );
+            self.send(s.clone(), "Fetch.enable", bridge::fetch_patterns(), Purpose::Setup);
+        }
         if resume {
             self.send(
                 s,
@@ -503,7 +525,8 @@ impl State {
     pub fn on_event(&mut self, session_id: Option<&SessionId>, event: Event, now: Now) {
         self.expire_navigation(now);
         match event {
-            Event::DialogOpening(d) => self.on_dialog_opening(session_id, d, now),
+            Event::DialogOpening(d) => self.on_dialog_opening(session_id, d, None, now),
+            Event::FetchRequestPaused { params } => self.on_request_paused(session_id, &params, now),
             Event::DialogClosed(c) => self.on_dialog_closed(session_id, c, now),
             Event::FrameAttached(a) => {
                 let Some(s) = session_id else { return };
@@ -913,7 +936,39 @@ impl State {
         self.navigation_by = Some((by, now.instant + NAVIGATION_ATTRIBUTION_WINDOW));
     }
 
-    fn on_dialog_opening(&mut self, session: Option<&SessionId>, d: DialogOpening, now: Now) {
+    fn on_request_paused(&mut self, session: Option<&SessionId>, params: &str, now: Now) {
+        let Some(session) = session.filter(|s| self.sessions.contains_key(*s)).cloned() else {
+            return;
+        };
+        match bridge::parse_paused(params) {
+            PausedKind::Dialog(b) => {
+                let opening = DialogOpening {
+                    url: b.url,
+                    frame_id: b.frame_id.map(FrameId),
+                    message: b.message,
+                    dialog_type: b.dialog_type,
+                    default_prompt: Some(b.default_prompt),
+                };
+                self.on_dialog_opening(Some(&session), opening, Some(b.request_id), now);
+            }
+            // Never leave a request paused.
+            PausedKind::Other { request_id } => self.send(
+                Some(session),
+                "Fetch.continueRequest",
+                json!({ "requestId": request_id }),
+                Purpose::Setup,
+            ),
+            PausedKind::Unreadable => {}
+        }
+    }
+
+    fn on_dialog_opening(
+        &mut self,
+        session: Option<&SessionId>,
+        d: DialogOpening,
+        bridge_request: Option<String>,
+        now: Now,
+    ) {
         let Some(session) = session.filter(|s| self.sessions.contains_key(*s)) else {
             return;
         };
@@ -927,6 +982,7 @@ impl State {
             .dialogs
             .iter_mut()
             .find(|x| x.frame_id.is_some() && x.frame_id == frame_id)
+            .filter(|_| bridge_request.is_none())
         {
             if existing.view.dialog_type == d.dialog_type.as_str()
                 && existing.view.message == message
@@ -968,6 +1024,7 @@ impl State {
                 Some(_) => None,
             },
             answering: None,
+            bridge_request,
         });
         if let Some(action) = auto {
             // Answer before anything else is even announced: the page is frozen until then.
@@ -989,23 +1046,38 @@ impl State {
             return;
         };
         let accept = action == DialogAction::Accept;
-        let mut params = json!({"accept": accept});
-        if accept && d.view.dialog_type == DialogType::Prompt.as_str() {
-            // Accepting without text answers with the default, as a person pressing OK would.
-            params["promptText"] =
-                Value::String(prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
-        }
+        // Accepting a prompt without text answers with the default, as a person pressing OK would.
+        let text = (accept && d.view.dialog_type == DialogType::Prompt.as_str())
+            .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
+        let (method, params) = match &d.bridge_request {
+            Some(request_id) => (
+                "Fetch.fulfillRequest",
+                bridge::fulfill_params(request_id, accept, text.as_deref()),
+            ),
+            None => {
+                let mut params = json!({ "accept": accept });
+                if let Some(t) = &text {
+                    params["promptText"] = Value::String(t.clone());
+                }
+                ("Page.handleJavaScriptDialog", params)
+            }
+        };
         // Record that we are answering before sending: Chromium sends
         // javascriptDialogClosed before its reply.
-        d.answering = Some(Answering { by, ticket });
-        let session = d.session_id.clone().or(top);
+        d.answering = Some(Answering {
+            by,
+            ticket,
+            accept,
+            prompt_text: text,
+        });
+        // A bridge request is fulfilled on the session that paused it.
+        let session = if d.bridge_request.is_some() {
+            d.session_id.clone()
+        } else {
+            d.session_id.clone().or(top)
+        };
         let dialog_id = d.view.id.clone();
-        self.send(
-            session,
-            "Page.handleJavaScriptDialog",
-            params,
-            Purpose::Answer { dialog_id },
-        );
+        self.send(session, method, params, Purpose::Answer { dialog_id });
     }
 
     /// The agent answers a dialog (`browser_dialog`). On `Ok`, a command is
@@ -1060,14 +1132,14 @@ impl State {
             Some(f) => self
                 .dialogs
                 .iter()
-                .find(|d| d.frame_id.as_ref() == Some(f))
+                .find(|d| d.frame_id.as_ref() == Some(f) && d.bridge_request.is_none())
                 .map(|d| d.view.id.clone()),
             // Older builds say no frame: only an unambiguous match on the session counts.
             None => {
                 let on_session: Vec<&Dialog> = self
                     .dialogs
                     .iter()
-                    .filter(|d| d.session_id.as_ref() == session)
+                    .filter(|d| d.session_id.as_ref() == session && d.bridge_request.is_none())
                     .collect();
                 match on_session.as_slice() {
                     [one] => Some(one.view.id.clone()),
@@ -1185,10 +1257,17 @@ impl State {
         let Some(answering) = d.answering.take() else {
             return;
         };
-        let Answering { by, ticket } = answering;
+        let Answering {
+            by,
+            ticket,
+            accept,
+            prompt_text,
+        } = answering;
         match result {
             Ok(_) => {
-                self.close_dialog(id, by, None, None, now);
+                // No closed event told us (the bridge, or an event lost): we know what we answered.
+                let user_input = if accept { prompt_text } else { None };
+                self.close_dialog(id, by, Some(accept), user_input, now);
                 if let Some(ticket) = ticket {
                     let closed = self.recent_by_id(id).cloned().expect("just closed");
                     self.out.push_back(Output::AnswerDone {
