@@ -1,0 +1,352 @@
+//! Faults of the connection itself, on the mock CDP endpoint: a close frame,
+//! a reset, an endpoint that comes back on the third try or never, a
+//! watchdog across a reconnect, in-flight commands, and session ids that die
+//! with the connection.
+//!
+//! The fixed sleeps here are the scripted timeline of the endpoint (how long
+//! it stays down), never waits for the supervisor: those wait on conditions
+//! with deadlines.
+
+mod mock_support;
+
+use cdp_mock::{Disconnect, MockCdp, Reply};
+use cdp_supervisor::cdp::connection::CommandError;
+use cdp_supervisor::supervisor::driver::{CdpCallError, SupervisorOptions};
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::registry::{Endpoint, Registry};
+use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
+use cdp_supervisor::supervisor::state::RouteError;
+use mock_support::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+async fn drop_and_come_back(how: Disconnect) {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let mut rx = sup.subscribe();
+    mock.drop_connections(how).await;
+    // Reconnecting is published, then connected again on a new connection.
+    tokio::time::timeout(WAIT, async {
+        while rx.borrow_and_update().connection != ConnectionStatus::Reconnecting {
+            rx.changed().await.expect("running");
+        }
+    })
+    .await
+    .expect("reconnecting published");
+    let s = wait_snapshot(&sup, "connected again", |s| {
+        s.connection == ConnectionStatus::Connected && s.frame_tree.top.is_some()
+    })
+    .await;
+    assert_eq!(s.frame_tree.top.unwrap().frame_id, "T1");
+    let again = nth_command(&mock, "Target.attachToTarget", None, 2).await;
+    assert_eq!(again.connection_index, 1);
+    assert_eq!(again.params["targetId"], "T1");
+    assert!(sup.is_running());
+}
+
+#[tokio::test]
+async fn endpoint_closes_with_a_close_frame_and_the_supervisor_reconnects() {
+    drop_and_come_back(Disconnect::CloseFrame).await;
+}
+
+#[tokio::test]
+async fn endpoint_resets_without_a_close_frame_and_the_supervisor_reconnects() {
+    drop_and_come_back(Disconnect::Reset).await;
+}
+
+/// Refused twice, accepted on the third try: the supervisor re-attaches to
+/// the same target (though the browser now lists another page first),
+/// re-runs auto-attach and rebuilds the frame tree, OOPIF included, with the
+/// OOPIF's new session.
+#[tokio::test]
+async fn endpoint_returns_on_the_third_try_and_the_same_target_is_rebuilt() {
+    let backoff = Duration::from_millis(300);
+    let (mock, sup) = attached_with(SupervisorOptions {
+        reconnect_backoff_start: backoff,
+        ..opts(DialogPolicy::MustRespond)
+    })
+    .await;
+    mock.on_session(
+        "S1",
+        "Page.getFrameTree",
+        Reply::result(frame_tree("https://a.test/", &[("F2", "about:srcdoc")])),
+    );
+    // Auto-attach announces the OOPIF F3, with a new session per connection.
+    mock.handle(|c| {
+        (c.method == "Target.setAutoAttach" && c.session_id.as_deref() == Some("S1")).then(|| {
+            let session = format!("S7-{}", c.connection_index);
+            Reply::result(json!({})).emit_first(
+                Some("S1"),
+                "Target.attachedToTarget",
+                oopif_attached(&session, "F3", "https://b.test/ad"),
+            )
+        })
+    });
+    // After the drop the browser lists another page first.
+    mock.handle(|c| {
+        (c.method == "Target.getTargets" && c.connection_index > 0).then(|| {
+            let page = |id: &str| json!({"targetId": id, "type": "page", "url": "about:blank", "title": "", "attached": false, "canAccessOpener": false});
+            Reply::result(json!({"targetInfos": [page("T9"), page("T1")]}))
+        })
+    });
+    mock.refuse_connections(true);
+    let dropped = Instant::now();
+    mock.drop_connections(Disconnect::Reset).await;
+    let s = wait_snapshot(&sup, "reconnecting", |s| {
+        s.connection == ConnectionStatus::Reconnecting
+    })
+    .await;
+    assert!(
+        s.frame_tree.top.is_none(),
+        "frames of the dead connection still listed"
+    );
+    // Attempts at 0.3 s and 0.9 s are refused; the third (2.1 s) is accepted.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(sup.snapshot().connection, ConnectionStatus::Reconnecting);
+    mock.refuse_connections(false);
+    let s = wait_snapshot(&sup, "connected with F2 and the OOPIF", |s| {
+        s.connection == ConnectionStatus::Connected
+            && s.frame_tree.children.iter().any(|c| c.frame_id == "F2")
+            && s.frame_tree
+                .children
+                .iter()
+                .any(|c| c.frame_id == "F3" && c.session_id.is_some())
+    })
+    .await;
+    let took = dropped.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_millis(3000),
+        "re-attached after {took:?}, expected at the third attempt (2.1 s)"
+    );
+    assert_eq!(
+        mock.connection_count(),
+        2,
+        "only the third attempt got through"
+    );
+    let attach = nth_command(&mock, "Target.attachToTarget", None, 2).await;
+    assert_eq!(
+        attach.params["targetId"], "T1",
+        "re-attached to another page"
+    );
+    assert_eq!(s.frame_tree.top.as_ref().unwrap().frame_id, "T1");
+    let auto = sent(&mock, "Target.setAutoAttach", Some("S1"));
+    assert!(
+        auto.iter().any(|c| c.connection_index == 1),
+        "auto-attach not re-run"
+    );
+    assert!(
+        sent(&mock, "Page.getFrameTree", Some("S1"))
+            .iter()
+            .any(|c| c.connection_index == 1)
+    );
+    let f3 = s
+        .frame_tree
+        .children
+        .iter()
+        .find(|c| c.frame_id == "F3")
+        .unwrap();
+    assert_eq!(
+        f3.session_id.as_deref(),
+        Some("S7-1"),
+        "the OOPIF's new session"
+    );
+    assert_eq!(
+        s.frame_tree
+            .children
+            .iter()
+            .filter(|c| c.frame_id == "F3")
+            .count(),
+        1
+    );
+}
+
+/// Gives up after 5 failed attempts, within the backoff budget plus the
+/// attempt deadlines; the task ends and the registry forgets it.
+#[tokio::test]
+async fn endpoint_never_returns_and_the_supervisor_gives_up_and_leaves_the_registry() {
+    let mock = MockCdp::start().await;
+    let registry = Registry::new();
+    let options = SupervisorOptions {
+        attach_timeout: Duration::from_millis(300),
+        reconnect_backoff_start: Duration::from_millis(50),
+        ..opts(DialogPolicy::MustRespond)
+    };
+    let budget: Duration = (0..options.max_reconnect_failures)
+        .map(|i| {
+            (options.reconnect_backoff_start * (1 << i)).min(Duration::from_secs(10))
+                + options.attach_timeout
+        })
+        .sum();
+    assert_eq!(options.max_reconnect_failures, 5);
+    let sup = registry
+        .get_or_start("task", Endpoint::Url(mock.ws_url()), options)
+        .await
+        .expect("started");
+    // Connections are accepted but never answered: each attempt runs into its deadline.
+    mock.stall_connections(true);
+    let dropped = Instant::now();
+    mock.drop_connections(Disconnect::Reset).await;
+    tokio::time::timeout(budget + Duration::from_secs(2), sup.exited())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "still retrying after {:?} (budget {budget:?})",
+                dropped.elapsed()
+            )
+        });
+    let took = dropped.elapsed();
+    assert!(
+        took >= Duration::from_millis(1550),
+        "gave up too early: {took:?}"
+    );
+    assert!(
+        took <= budget + Duration::from_millis(800),
+        "gave up after {took:?}, budget {budget:?}"
+    );
+    assert!(!sup.is_running());
+    assert_eq!(sup.snapshot().connection, ConnectionStatus::Closed);
+    let deadline = Instant::now() + WAIT;
+    while !registry.task_ids().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "registry entry left: {:?}",
+            registry.task_ids()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(registry.get("task").await.is_none());
+}
+
+/// A must_respond dialog pending across a reconnect keeps its watchdog:
+/// timeout 2 s, drop at 0.5 s, back at 1 s → the dismiss arrives at ≈ 2 s on
+/// the new connection's page session.
+#[tokio::test]
+async fn watchdog_fires_on_time_across_a_reconnect() {
+    let (mock, sup) = attached_with(SupervisorOptions {
+        dialog_timeout: Duration::from_secs(2),
+        reconnect_backoff_start: Duration::from_millis(100),
+        ..opts(DialogPolicy::MustRespond)
+    })
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "hold"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    let opened = Instant::now();
+    tokio::time::sleep_until((opened + Duration::from_millis(500)).into()).await;
+    mock.refuse_connections(true);
+    mock.drop_connections(Disconnect::Reset).await;
+    let s = wait_snapshot(&sup, "reconnecting", |s| {
+        s.connection == ConnectionStatus::Reconnecting
+    })
+    .await;
+    assert_eq!(s.pending_dialogs.len(), 1, "the dialog survives the drop");
+    tokio::time::sleep_until((opened + Duration::from_secs(1)).into()).await;
+    mock.refuse_connections(false);
+    let answer = nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
+    let at = opened.elapsed();
+    assert_eq!(
+        answer.connection_index, 1,
+        "answered on the dead connection?"
+    );
+    assert_eq!(answer.params["accept"], false);
+    assert!(
+        at >= Duration::from_millis(1900) && at < Duration::from_millis(2500),
+        "watchdog fired at {at:?}, expected ≈ 2 s"
+    );
+    let s = wait_snapshot(&sup, "closed by the watchdog", |s| {
+        s.recent_dialogs.len() == 1
+    })
+    .await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Watchdog);
+}
+
+#[tokio::test]
+async fn in_flight_commands_fail_at_once_when_the_connection_drops() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let call = {
+        let sup = sup.clone();
+        tokio::spawn(async move {
+            sup.cdp(
+                "Runtime.evaluate",
+                json!({"expression": "1"}),
+                None,
+                Duration::from_secs(30),
+            )
+            .await
+        })
+    };
+    nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
+    let dropped = Instant::now();
+    mock.drop_connections(Disconnect::Reset).await;
+    let r = tokio::time::timeout(Duration::from_secs(2), call)
+        .await
+        .expect("failed at once, not after its 30 s timeout")
+        .unwrap();
+    assert!(dropped.elapsed() < Duration::from_millis(500));
+    match r {
+        Err(CdpCallError::Command(e @ CommandError::Disconnected { .. })) => {
+            assert!(e.to_string().contains("connection dropped"), "{e}")
+        }
+        other => panic!("expected Disconnected, got {other:?}"),
+    }
+}
+
+/// After a reconnect the old OOPIF's session is dead: a call for its frame
+/// errors (while reconnecting, and after if it did not come back) and nothing
+/// is ever sent to the old session id.
+#[tokio::test]
+async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Target.attachedToTarget",
+        oopif_attached("S7", "F3", "https://b.test/ad"),
+    )
+    .await;
+    wait_snapshot(&sup, "OOPIF", |s| {
+        s.frame_tree
+            .children
+            .iter()
+            .any(|c| c.session_id.as_deref() == Some("S7"))
+    })
+    .await;
+    sup.cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+        .await
+        .expect("routed to S7 while alive");
+    let before = sent(&mock, "Runtime.evaluate", Some("S7")).len();
+
+    mock.refuse_connections(true);
+    mock.drop_connections(Disconnect::CloseFrame).await;
+    wait_snapshot(&sup, "reconnecting", |s| {
+        s.connection == ConnectionStatus::Reconnecting
+    })
+    .await;
+    let r = sup
+        .cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+        .await;
+    assert!(matches!(r, Err(CdpCallError::NotConnected(_))), "{r:?}");
+
+    mock.refuse_connections(false);
+    wait_snapshot(&sup, "connected", |s| {
+        s.connection == ConnectionStatus::Connected && s.frame_tree.top.is_some()
+    })
+    .await;
+    let r = sup
+        .cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+        .await;
+    assert!(
+        matches!(r, Err(CdpCallError::Route(RouteError::UnknownFrame { .. }))),
+        "{r:?}"
+    );
+    assert_eq!(sent(&mock, "Runtime.evaluate", Some("S7")).len(), before);
+    assert!(
+        mock.commands()
+            .iter()
+            .all(|c| c.connection_index == 0 || c.session_id.as_deref() != Some("S7")),
+        "a command went to the dead session S7"
+    );
+}

@@ -1,0 +1,702 @@
+//! Scenarios on the mock CDP endpoint, one behaviour each: attach, dialogs,
+//! frames and OOPIFs, child targets, hostile or broken traffic, two clients on
+//! one browser, and commands Chromium never answers. Faults of the connection
+//! itself (drops, reconnects) are in `mock_reconnect.rs`.
+
+mod mock_support;
+
+use cdp_mock::Reply;
+use cdp_supervisor::cdp::connection::CommandError;
+use cdp_supervisor::supervisor::driver::{CallOutcome, CdpCallError, NavigateOutcome};
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
+use cdp_supervisor::supervisor::state::{
+    DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogRequest, Notice, RouteError,
+};
+use mock_support::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn dismiss() -> DialogRequest {
+    DialogRequest {
+        action: DialogAction::Dismiss,
+        prompt_text: None,
+        dialog_id: None,
+    }
+}
+
+#[tokio::test]
+async fn attach_picks_the_first_page_and_attaches_with_a_flatten_session() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let attach = nth_command(&mock, "Target.attachToTarget", None, 1).await;
+    assert_eq!(attach.params["targetId"], "T1");
+    assert_eq!(attach.params["flatten"], true);
+    let s = sup.snapshot();
+    assert_eq!(s.connection, ConnectionStatus::Connected);
+    assert_eq!(s.frame_tree.top.as_ref().expect("top").frame_id, "T1");
+    assert!(s.pending_dialogs.is_empty());
+    assert!(sup.is_running());
+}
+
+#[tokio::test]
+async fn enable_sends_page_runtime_and_auto_attach_on_the_page_session() {
+    let (mock, _sup) = attached(DialogPolicy::MustRespond).await;
+    nth_command(&mock, "Page.enable", Some("S1"), 1).await;
+    nth_command(&mock, "Runtime.enable", Some("S1"), 1).await;
+    let auto = nth_command(&mock, "Target.setAutoAttach", Some("S1"), 1).await;
+    assert_eq!(auto.params["autoAttach"], true);
+    assert_eq!(auto.params["flatten"], true);
+    assert_eq!(auto.params["waitForDebuggerOnStart"], true);
+    nth_command(&mock, "Page.getFrameTree", Some("S1"), 1).await;
+}
+
+#[tokio::test]
+async fn navigate_waits_for_the_load_event_and_updates_the_url() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Page.navigate",
+        Reply::result(json!({"frameId": "T1", "loaderId": "L2"})),
+    );
+    let nav = {
+        let sup = sup.clone();
+        tokio::spawn(async move { sup.navigate("https://a.test/next", WAIT).await })
+    };
+    let cmd = nth_command(&mock, "Page.navigate", Some("S1"), 1).await;
+    assert_eq!(cmd.params["url"], "https://a.test/next");
+    mock.emit(
+        Some("S1"),
+        "Page.frameNavigated",
+        navigated("T1", None, "https://a.test/next"),
+    )
+    .await;
+    mock.emit(Some("S1"), "Page.loadEventFired", json!({"timestamp": 1.0}))
+        .await;
+    let outcome = nav.await.unwrap().expect("navigate");
+    assert!(matches!(outcome, NavigateOutcome::Loaded), "{outcome:?}");
+    assert_eq!(sup.snapshot().url, "https://a.test/next");
+}
+
+#[tokio::test]
+async fn dialog_opened_is_pending_with_its_fields() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "confirm", "Sure?"),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "one pending dialog", |s| s.pending_dialogs.len() == 1).await;
+    let d = &s.pending_dialogs[0];
+    assert_eq!(d.dialog_type, "confirm");
+    assert_eq!(d.message, "Sure?");
+    assert_eq!(d.frame_id.as_deref(), Some("T1"));
+    assert!(d.answerable);
+    assert!(sent(&mock, "Page.handleJavaScriptDialog", Some("S1")).is_empty());
+}
+
+/// Chromium sends `javascriptDialogClosed` before its reply to our answer:
+/// the record still says `agent`, not `remote`.
+#[tokio::test]
+async fn dialog_answered_by_us_is_closed_by_agent_despite_closed_before_reply() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Page.handleJavaScriptDialog",
+        Reply::result(json!({})).emit_first(
+            Some("S1"),
+            "Page.javascriptDialogClosed",
+            dialog_closed("T1", true),
+        ),
+    );
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "hi"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    let closed = sup
+        .answer_dialog(DialogRequest {
+            action: DialogAction::Accept,
+            prompt_text: None,
+            dialog_id: None,
+        })
+        .await
+        .expect("answered");
+    assert_eq!(closed.closed_by, ClosedBy::Agent);
+    let cmd = nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
+    assert_eq!(cmd.params["accept"], true);
+    let s = sup.snapshot();
+    assert!(s.pending_dialogs.is_empty());
+    assert_eq!(s.recent_dialogs.len(), 1);
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Agent);
+}
+
+#[tokio::test]
+async fn dialog_closed_remotely_is_recorded_as_remote() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "hi"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogClosed",
+        dialog_closed("T1", false),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "closed", |s| s.pending_dialogs.is_empty()).await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Remote);
+    assert!(sent(&mock, "Page.handleJavaScriptDialog", Some("S1")).is_empty());
+    assert!(matches!(
+        sup.answer_dialog(dismiss()).await,
+        Err(cdp_supervisor::supervisor::state::DialogError::NoDialog)
+    ));
+}
+
+#[tokio::test]
+async fn frame_attached_is_listed_as_same_process_without_a_session() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameAttached",
+        json!({"frameId": "F2", "parentFrameId": "T1"}),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameNavigated",
+        navigated("F2", Some("T1"), "https://a.test/inner"),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "F2 navigated", |s| {
+        s.frame_tree
+            .children
+            .iter()
+            .any(|c| c.frame_id == "F2" && c.url.ends_with("/inner"))
+    })
+    .await;
+    let f = &s.frame_tree.children[0];
+    assert_eq!(f.parent_frame_id, "T1");
+    assert!(!f.is_oopif);
+    assert!(f.session_id.is_none());
+    assert!(matches!(
+        sup.cdp("Runtime.evaluate", json!({}), Some("F2"), WAIT)
+            .await,
+        Err(CdpCallError::Route(RouteError::SameProcess { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn frame_detached_leaves_the_tree() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameAttached",
+        json!({"frameId": "F2", "parentFrameId": "T1"}),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameAttached",
+        json!({"frameId": "F3", "parentFrameId": "F2"}),
+    )
+    .await;
+    wait_snapshot(&sup, "two frames", |s| s.frame_tree.children.len() == 2).await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameDetached",
+        json!({"frameId": "F2", "reason": "remove"}),
+    )
+    .await;
+    // Its subtree goes with it.
+    wait_snapshot(&sup, "no frames", |s| s.frame_tree.children.is_empty()).await;
+}
+
+async fn assert_oopif_listed_once(sup: &cdp_supervisor::supervisor::driver::Supervisor) {
+    let s = wait_snapshot(sup, "F3 as an OOPIF with session S7", |s| {
+        s.frame_tree
+            .children
+            .iter()
+            .any(|c| c.frame_id == "F3" && c.session_id.as_deref() == Some("S7"))
+    })
+    .await;
+    let f3: Vec<_> = s
+        .frame_tree
+        .children
+        .iter()
+        .filter(|c| c.frame_id == "F3")
+        .collect();
+    assert_eq!(f3.len(), 1, "{:#?}", s.frame_tree);
+    assert!(f3[0].is_oopif);
+    assert_eq!(f3[0].parent_frame_id, "T1");
+    assert_eq!(f3[0].url, "https://b.test/ad");
+}
+
+#[tokio::test]
+async fn oopif_swap_detached_before_attached_is_listed_once_with_its_session() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameAttached",
+        json!({"frameId": "F3", "parentFrameId": "T1"}),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameDetached",
+        json!({"frameId": "F3", "reason": "swap"}),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Target.attachedToTarget",
+        oopif_attached("S7", "F3", "https://b.test/ad"),
+    )
+    .await;
+    assert_oopif_listed_once(&sup).await;
+}
+
+#[tokio::test]
+async fn oopif_swap_detached_after_attached_is_listed_once_with_its_session() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameAttached",
+        json!({"frameId": "F3", "parentFrameId": "T1"}),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Target.attachedToTarget",
+        oopif_attached("S7", "F3", "https://b.test/ad"),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.frameDetached",
+        json!({"frameId": "F3", "reason": "swap"}),
+    )
+    .await;
+    assert_oopif_listed_once(&sup).await;
+    // Routed to its own session.
+    let out = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "1"}),
+            Some("F3"),
+            WAIT,
+        )
+        .await
+        .expect("routed");
+    assert!(matches!(out, CallOutcome::Reply(_)));
+    assert_eq!(sent(&mock, "Runtime.evaluate", Some("S7")).len(), 1);
+}
+
+/// The child is resumed at once: its `Page.enable` never answers, yet
+/// `runIfWaitingForDebugger` is sent (nothing waits on other replies).
+#[tokio::test]
+async fn child_target_attached_is_resumed_without_waiting_and_detached_leaves_the_tree() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on_session("S7", "Page.enable", Reply::never());
+    mock.on_session("S7", "Runtime.enable", Reply::never());
+    mock.emit(
+        Some("S1"),
+        "Target.attachedToTarget",
+        oopif_attached("S7", "F3", "https://b.test/ad"),
+    )
+    .await;
+    nth_command(&mock, "Runtime.runIfWaitingForDebugger", Some("S7"), 1).await;
+    let auto = nth_command(&mock, "Target.setAutoAttach", Some("S7"), 1).await;
+    assert_eq!(auto.params["flatten"], true);
+    assert_oopif_listed_once(&sup).await;
+    mock.emit(
+        None,
+        "Target.detachedFromTarget",
+        json!({"sessionId": "S7", "targetId": "F3"}),
+    )
+    .await;
+    wait_snapshot(&sup, "F3 gone", |s| s.frame_tree.children.is_empty()).await;
+    assert!(matches!(
+        sup.cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+            .await,
+        Err(CdpCallError::Route(RouteError::UnknownFrame { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn nested_child_is_listed_under_its_oopif_with_its_own_session() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Target.attachedToTarget",
+        oopif_attached("S7", "F3", "https://b.test/ad"),
+    )
+    .await;
+    nth_command(&mock, "Target.setAutoAttach", Some("S7"), 1).await;
+    mock.emit(
+        Some("S7"),
+        "Target.attachedToTarget",
+        oopif_attached("S8", "F4", "https://c.test/inner"),
+    )
+    .await;
+    nth_command(&mock, "Runtime.runIfWaitingForDebugger", Some("S8"), 1).await;
+    nth_command(&mock, "Target.setAutoAttach", Some("S8"), 1).await;
+    let s = wait_snapshot(&sup, "F4 under F3", |s| {
+        s.frame_tree.children.iter().any(|c| c.frame_id == "F4")
+    })
+    .await;
+    let f4 = s
+        .frame_tree
+        .children
+        .iter()
+        .find(|c| c.frame_id == "F4")
+        .unwrap();
+    assert_eq!(f4.parent_frame_id, "F3");
+    assert!(f4.is_oopif);
+    assert_eq!(f4.session_id.as_deref(), Some("S8"));
+    // The middle OOPIF going away takes the nested one with it.
+    mock.emit(
+        Some("S1"),
+        "Target.detachedFromTarget",
+        json!({"sessionId": "S7", "targetId": "F3"}),
+    )
+    .await;
+    wait_snapshot(&sup, "both gone", |s| s.frame_tree.children.is_empty()).await;
+}
+
+#[tokio::test]
+async fn page_session_torn_down_closes_its_dialogs_and_routes_nowhere() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let mut notices = sup.notices();
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "hi"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    mock.emit(
+        None,
+        "Target.detachedFromTarget",
+        json!({"sessionId": "S1", "targetId": "T1"}),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "page gone", |s| s.pending_dialogs.is_empty()).await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Remote);
+    assert!(s.frame_tree.top.is_none());
+    let gone = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Ok(Notice::PageGone { reason }) = notices.recv().await {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("a PageGone notice");
+    assert!(gone.contains("T1"), "{gone}");
+    let before = mock.commands().len();
+    assert!(matches!(
+        sup.cdp("Runtime.evaluate", json!({}), None, WAIT).await,
+        Err(CdpCallError::Route(RouteError::NoPage))
+    ));
+    assert!(
+        !mock.commands()[before..]
+            .iter()
+            .any(|c| c.session_id.as_deref() == Some("S1")),
+        "sent on the dead page session"
+    );
+    assert!(sup.is_running());
+}
+
+/// A reply nobody asked for, malformed JSON, non-envelopes and a binary
+/// frame are skipped; the next dialog is handled as usual.
+#[tokio::test]
+async fn stray_reply_malformed_json_and_binary_frames_are_skipped() {
+    let (mock, sup) = attached(DialogPolicy::AutoDismiss).await;
+    mock.send_raw_text(r#"{"id": 987654, "result": {}}"#).await;
+    mock.send_raw_text(
+        r#"{"id": 987655, "sessionId": "S1", "error": {"code": -32000, "message": "x"}}"#,
+    )
+    .await;
+    for junk in [
+        "{not json",
+        "",
+        "null",
+        "[]",
+        "42",
+        r#"{"method": 5}"#,
+        r#"{"params": {}}"#,
+    ] {
+        mock.send_raw_text(junk).await;
+    }
+    mock.send_binary(vec![0, 159, 146, 150, 0xff]).await;
+    mock.send_binary(
+        br#"{"method":"Page.javascriptDialogOpening","sessionId":"S1","params":{}}"#.to_vec(),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "still here"),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "answered", |s| s.recent_dialogs.len() == 1).await;
+    assert_eq!(s.recent_dialogs[0].dialog.message, "still here");
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::AutoPolicy);
+    assert_eq!(s.connection, ConnectionStatus::Connected);
+    assert!(sup.is_running());
+}
+
+#[tokio::test]
+async fn reply_for_an_unknown_id_is_ignored() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.send_raw_text(r#"{"id": 4242424242, "result": {"frameTree": {"frame": {"id": "EVIL"}}}}"#)
+        .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "after"),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    assert!(s.frame_tree.children.iter().all(|c| c.frame_id != "EVIL"));
+    assert_eq!(s.connection, ConnectionStatus::Connected);
+}
+
+#[tokio::test]
+async fn fifty_mib_event_is_received_and_its_message_cut() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let huge = "x".repeat(50 << 20);
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", &huge),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    assert_eq!(s.pending_dialogs[0].message.len(), DIALOG_MESSAGE_MAX_CHARS);
+    assert_eq!(s.connection, ConnectionStatus::Connected);
+}
+
+#[tokio::test]
+async fn events_for_unknown_sessions_are_ignored() {
+    let (mock, sup) = attached(DialogPolicy::AutoDismiss).await;
+    mock.emit(
+        Some("S99"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("X1", "alert", "ghost"),
+    )
+    .await;
+    mock.emit(
+        Some("S99"),
+        "Page.frameAttached",
+        json!({"frameId": "X2", "parentFrameId": "T1"}),
+    )
+    .await;
+    mock.emit(
+        Some("S99"),
+        "Page.frameNavigated",
+        navigated("X3", Some("T1"), "https://x.test/"),
+    )
+    .await;
+    mock.emit(
+        Some("S99"),
+        "Target.attachedToTarget",
+        oopif_attached("S98", "X4", "https://x.test/"),
+    )
+    .await;
+    mock.emit(
+        None,
+        "Target.detachedFromTarget",
+        json!({"sessionId": "S97"}),
+    )
+    .await;
+    mock.emit(
+        Some("S99"),
+        "Page.javascriptDialogClosed",
+        dialog_closed("T1", true),
+    )
+    .await;
+    // A marker on the real session: once it is handled, so is everything before it.
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "real"),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "the real dialog answered", |s| {
+        s.recent_dialogs.len() == 1
+    })
+    .await;
+    assert_eq!(s.recent_dialogs[0].dialog.message, "real");
+    assert!(s.frame_tree.children.is_empty(), "{:#?}", s.frame_tree);
+    let answers = mock.commands_named("Page.handleJavaScriptDialog");
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].session_id.as_deref(), Some("S1"));
+    assert!(
+        mock.commands()
+            .iter()
+            .all(|c| c.session_id.as_deref() != Some("S98"))
+    );
+}
+
+/// Two supervisors on one browser (two connections): each sees and answers
+/// only the dialogs on its own connection.
+#[tokio::test]
+async fn two_supervisors_on_one_endpoint_answer_only_their_own_dialogs() {
+    let mock = cdp_mock::MockCdp::start().await;
+    let a = cdp_supervisor::supervisor::driver::Supervisor::start(
+        &mock.ws_url(),
+        opts(DialogPolicy::MustRespond),
+    )
+    .await
+    .expect("a");
+    let b = cdp_supervisor::supervisor::driver::Supervisor::start(
+        &mock.ws_url(),
+        opts(DialogPolicy::MustRespond),
+    )
+    .await
+    .expect("b");
+    assert_eq!(mock.connection_count(), 2);
+    mock.emit_to(
+        0,
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "for a"),
+    )
+    .await;
+    mock.emit_to(
+        1,
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "confirm", "for b"),
+    )
+    .await;
+    let sa = wait_snapshot(&a, "a pending", |s| s.pending_dialogs.len() == 1).await;
+    let sb = wait_snapshot(&b, "b pending", |s| s.pending_dialogs.len() == 1).await;
+    assert_eq!(sa.pending_dialogs[0].message, "for a");
+    assert_eq!(sb.pending_dialogs[0].message, "for b");
+
+    a.answer_dialog(dismiss()).await.expect("a answers");
+    let answers = mock.commands_named("Page.handleJavaScriptDialog");
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].connection_index, 0);
+    assert_eq!(
+        b.snapshot().pending_dialogs.len(),
+        1,
+        "a's answer touched b"
+    );
+
+    b.answer_dialog(dismiss()).await.expect("b answers");
+    let answers = mock.commands_named("Page.handleJavaScriptDialog");
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[1].connection_index, 1);
+    assert_eq!(a.snapshot().recent_dialogs.len(), 1);
+    assert_eq!(b.snapshot().recent_dialogs.len(), 1);
+}
+
+#[tokio::test]
+async fn command_never_answered_times_out_per_its_timeout_while_dialogs_are_answered() {
+    let (mock, sup) = attached(DialogPolicy::AutoDismiss).await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let started = Instant::now();
+    let call = {
+        let sup = sup.clone();
+        tokio::spawn(async move {
+            sup.cdp(
+                "Runtime.evaluate",
+                json!({"expression": "1"}),
+                None,
+                Duration::from_millis(800),
+            )
+            .await
+        })
+    };
+    nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "a"),
+    )
+    .await;
+    nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "the answer waited on the evaluate"
+    );
+    let r = call.await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        matches!(r, Err(CdpCallError::Command(CommandError::Timeout { .. }))),
+        "{r:?}"
+    );
+    assert!(
+        took >= Duration::from_millis(750) && took < Duration::from_millis(2000),
+        "{took:?}"
+    );
+}
+
+/// "No waiting in the event path": a command Chromium never answers cannot
+/// delay the auto policy's answer.
+#[tokio::test]
+async fn never_answered_command_cannot_delay_the_auto_answer() {
+    let (mock, sup) = attached(DialogPolicy::AutoAccept).await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let _call = {
+        let sup = sup.clone();
+        tokio::spawn(async move {
+            sup.cdp("Runtime.evaluate", json!({"expression": "1"}), None, WAIT)
+                .await
+        })
+    };
+    nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
+    let opened = Instant::now();
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "confirm", "ok?"),
+    )
+    .await;
+    let answer = nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
+    let took = opened.elapsed();
+    assert!(took < Duration::from_millis(100), "answered after {took:?}");
+    assert_eq!(answer.params["accept"], true);
+}
+
+/// … nor the must_respond watchdog.
+#[tokio::test]
+async fn never_answered_command_cannot_delay_the_watchdog() {
+    let (mock, sup) = attached_with(cdp_supervisor::supervisor::driver::SupervisorOptions {
+        dialog_timeout: Duration::from_millis(300),
+        ..opts(DialogPolicy::MustRespond)
+    })
+    .await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let _call = {
+        let sup = sup.clone();
+        tokio::spawn(async move {
+            sup.cdp("Runtime.evaluate", json!({"expression": "1"}), None, WAIT)
+                .await
+        })
+    };
+    nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
+    let opened = Instant::now();
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "a"),
+    )
+    .await;
+    let answer = nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
+    let took = opened.elapsed();
+    assert!(
+        took >= Duration::from_millis(280) && took < Duration::from_millis(450),
+        "watchdog fired after {took:?}"
+    );
+    assert_eq!(answer.params["accept"], false);
+    let s = wait_snapshot(&sup, "closed", |s| s.recent_dialogs.len() == 1).await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Watchdog);
+}

@@ -1,0 +1,165 @@
+//! Shared set-up for scenario tests on the mock CDP endpoint (`cdp-mock`):
+//! fast options, waiting on snapshots and commands with deadlines, and the
+//! params of the events the scenarios play.
+
+#![allow(dead_code)]
+
+use cdp_mock::{Command, MockCdp};
+use cdp_supervisor::supervisor::driver::{Supervisor, SupervisorOptions};
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::snapshot::Snapshot;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// How long a scenario waits for something the supervisor does at once.
+pub const WAIT: Duration = Duration::from_secs(5);
+
+/// Options that keep the scenarios fast: short reconnect backoff and deadlines.
+pub fn opts(policy: DialogPolicy) -> SupervisorOptions {
+    SupervisorOptions {
+        policy,
+        command_timeout: Duration::from_secs(2),
+        attach_timeout: Duration::from_secs(2),
+        reconnect_backoff_start: Duration::from_millis(50),
+        ..Default::default()
+    }
+}
+
+/// A mock with the built-in page `T1` and a supervisor attached to it (session `S1`).
+pub async fn attached(policy: DialogPolicy) -> (MockCdp, Supervisor) {
+    attached_with(opts(policy)).await
+}
+
+pub async fn attached_with(options: SupervisorOptions) -> (MockCdp, Supervisor) {
+    let mock = MockCdp::start().await;
+    let sup = Supervisor::start(&mock.ws_url(), options)
+        .await
+        .expect("supervisor attaches to the mock");
+    (mock, sup)
+}
+
+/// Waits until `f` holds for the latest snapshot; panics with the snapshot after [`WAIT`].
+pub async fn wait_snapshot(
+    sup: &Supervisor,
+    what: &str,
+    f: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    wait_snapshot_for(sup, what, WAIT, f).await
+}
+
+pub async fn wait_snapshot_for(
+    sup: &Supervisor,
+    what: &str,
+    limit: Duration,
+    f: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    let mut rx = sup.subscribe();
+    let r = tokio::time::timeout(limit, async {
+        loop {
+            let s = rx.borrow_and_update().clone();
+            if f(&s) {
+                return (*s).clone();
+            }
+            if rx.changed().await.is_err() {
+                let s = rx.borrow().clone();
+                return if f(&s) {
+                    (*s).clone()
+                } else {
+                    panic!("supervisor ended while waiting for {what}")
+                };
+            }
+        }
+    })
+    .await;
+    match r {
+        Ok(s) => s,
+        Err(_) => panic!(
+            "timed out waiting for {what}; snapshot: {}",
+            serde_json::to_string_pretty(&*sup.snapshot()).unwrap()
+        ),
+    }
+}
+
+/// Waits for the `n`-th command (1-based) named `method` on `session`; panics after [`WAIT`].
+pub async fn nth_command(mock: &MockCdp, method: &str, session: Option<&str>, n: usize) -> Command {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let found: Vec<Command> = mock
+            .commands_named(method)
+            .into_iter()
+            .filter(|c| c.session_id.as_deref() == session)
+            .collect();
+        if found.len() >= n {
+            return found[n - 1].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {method} #{n} on {session:?}; commands: {:?}",
+            mock.commands()
+                .iter()
+                .map(|c| (c.connection_index, c.session_id.clone(), c.method.clone()))
+                .collect::<Vec<_>>()
+        );
+        mock.wait_for_commands(
+            method,
+            mock.commands_named(method).len() + 1,
+            Duration::from_millis(50),
+        )
+        .await;
+    }
+}
+
+/// The commands named `method` sent on `session`.
+pub fn sent(mock: &MockCdp, method: &str, session: Option<&str>) -> Vec<Command> {
+    mock.commands_named(method)
+        .into_iter()
+        .filter(|c| c.session_id.as_deref() == session)
+        .collect()
+}
+
+/// `Page.javascriptDialogOpening` params, as Chromium sends them.
+pub fn dialog_opening(frame_id: &str, kind: &str, message: &str) -> Value {
+    json!({
+        "url": "https://a.test/", "frameId": frame_id, "message": message, "type": kind,
+        "hasBrowserHandler": false, "defaultPrompt": "",
+    })
+}
+
+/// `Page.javascriptDialogClosed` params.
+pub fn dialog_closed(frame_id: &str, result: bool) -> Value {
+    json!({"frameId": frame_id, "result": result, "userInput": ""})
+}
+
+/// `Page.frameNavigated` params for a frame.
+pub fn navigated(frame_id: &str, parent: Option<&str>, url: &str) -> Value {
+    let mut frame = json!({
+        "id": frame_id, "url": url, "loaderId": "L2", "securityOrigin": cdp_supervisor::supervisor::state::origin_of(url),
+        "mimeType": "text/html",
+    });
+    if let Some(p) = parent {
+        frame["parentId"] = json!(p);
+    }
+    json!({"frame": frame, "type": "Navigation"})
+}
+
+/// `Target.attachedToTarget` params for an auto-attached OOPIF (target id == frame id).
+pub fn oopif_attached(session_id: &str, frame_id: &str, url: &str) -> Value {
+    json!({
+        "sessionId": session_id,
+        "targetInfo": {"targetId": frame_id, "type": "iframe", "title": "", "url": url,
+                       "attached": true, "canAccessOpener": false, "browserContextId": "B1"},
+        "waitingForDebugger": true,
+    })
+}
+
+/// A `Page.getFrameTree` result: the top `T1` at `url` with these `(frame_id, url)` children.
+pub fn frame_tree(url: &str, children: &[(&str, &str)]) -> Value {
+    let kids: Vec<Value> = children
+        .iter()
+        .map(|(id, u)| json!({"frame": {"id": id, "parentId": "T1", "url": u, "loaderId": "L", "securityOrigin": "null", "mimeType": "text/html"}}))
+        .collect();
+    json!({"frameTree": {
+        "frame": {"id": "T1", "url": url, "loaderId": "L", "securityOrigin": cdp_supervisor::supervisor::state::origin_of(url), "mimeType": "text/html"},
+        "childFrames": kids,
+    }})
+}
