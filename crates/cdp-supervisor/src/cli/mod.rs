@@ -160,12 +160,15 @@ pub fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
+            // clap's message, up to its usage block, on one line.
             let text = e.to_string();
             let first = text
                 .lines()
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let first = first.trim_start_matches("error: ");
             eprintln!("cdp-supervisor: {first} (see --help)");
             return ExitCode::from(2);
         }

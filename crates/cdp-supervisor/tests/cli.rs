@@ -1,0 +1,177 @@
+//! The real binary, as a user runs it: `demo`, `snapshot`, `watch --json`,
+//! and one-line errors for bad input.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cdp-supervisor");
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("CDP_SUPERVISOR_CONFIG")
+        .output()
+        .expect("run the binary");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn demo_runs_to_the_end_and_shows_every_kind_of_answer() {
+    common::require_chromium();
+    let started = Instant::now();
+    let (code, out, err) = run(&["demo"], &[]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(started.elapsed() < Duration::from_secs(120));
+    for needle in [
+        "OOPIF",
+        "closed by",
+        "agent",
+        "auto_policy",
+        "watchdog",
+        "\"OOPIF b.test\"",
+        "contentWindow",
+        "\"Ada\"",
+    ] {
+        assert!(out.contains(needle), "demo output lacks {needle:?}:\n{out}");
+    }
+}
+
+#[test]
+fn user_errors_are_one_line_on_stderr_with_a_nonzero_exit() {
+    let cases: [(&[&str], &[(&str, &str)], &str); 6] = [
+        (&["watch", "--bogus"], &[], "--bogus"),
+        (&["snapshot"], &[], "<URL>"),
+        (&["watch", "--policy", "sometimes"], &[], "must_respond"),
+        (
+            &[
+                "snapshot",
+                "http://127.0.0.1:9/",
+                "--cdp-url",
+                "http://127.0.0.1:1",
+            ],
+            &[],
+            "127.0.0.1:1",
+        ),
+        (
+            &["snapshot", "not a url", "--cdp-url", "http://127.0.0.1:1"],
+            &[],
+            "absolute URL",
+        ),
+        (
+            &["snapshot", "http://x/"],
+            &[("CDP_SUPERVISOR_BROWSER__DIALOG_POLCY", "auto_dismiss")],
+            "unknown config key",
+        ),
+    ];
+    for (args, env, needle) in cases {
+        let (code, out, err) = run(args, env);
+        assert_ne!(code, 0, "{args:?} should fail");
+        assert!(out.is_empty(), "{args:?} printed to stdout: {out}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line:\n{err}"
+        );
+        assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn credentials_in_a_cdp_url_never_reach_the_error() {
+    let (code, _, err) = run(
+        &[
+            "snapshot",
+            "http://x/",
+            "--cdp-url",
+            "http://alice:hunter2@127.0.0.1:1/?token=s3cret",
+        ],
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(!err.contains("hunter2") && !err.contains("s3cret"), "{err}");
+}
+
+#[test]
+fn snapshot_prints_the_snapshot_json_of_a_page() {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let site = rt
+        .block_on(cdp_supervisor::demo_site::SiteServer::start())
+        .unwrap();
+    let url = site.url("a.test", "/console-error");
+    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
+    let (code, out, err) = run(
+        &["snapshot", &url, "--settle-ms", "300"],
+        &[("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(v["url"], url);
+    for key in [
+        "title",
+        "pending_dialogs",
+        "recent_dialogs",
+        "frame_tree",
+        "console_errors",
+    ] {
+        assert!(v.get(key).is_some(), "{key} missing: {v}");
+    }
+    assert!(
+        v["console_errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"] == "boom"),
+        "{v}"
+    );
+}
+
+#[test]
+fn watch_json_writes_one_object_per_line_with_an_event_field() {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let site = rt
+        .block_on(cdp_supervisor::demo_site::SiteServer::start())
+        .unwrap();
+    let url = site.url("a.test", "/alert-on-load");
+    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
+    let mut child = Command::new(BIN)
+        .args(["watch", &url, "--json", "--policy", "auto_accept"])
+        .env("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut events = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until && !events.iter().any(|e: &String| e == "dialog_closed") {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            let v: serde_json::Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            events.push(v["event"].as_str().expect("event field").to_owned());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    for e in ["attached", "dialog_opened", "dialog_closed"] {
+        assert!(events.iter().any(|x| x == e), "no {e} in {events:?}");
+    }
+}
