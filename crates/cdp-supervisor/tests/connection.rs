@@ -48,7 +48,7 @@ async fn expect_closed_then_end(events: &mut EventStream) -> String {
                 );
                 return reason;
             }
-            Some(Incoming::Event { .. }) => continue,
+            Some(Incoming::Event { .. } | Incoming::Reply { .. }) => continue,
             None => panic!("the stream ended without Closed"),
         }
     }
@@ -462,4 +462,73 @@ async fn connect_to_a_refused_endpoint_is_an_error() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let err = Connection::connect(&mock.ws_url()).await.unwrap_err();
     assert!(err.to_string().contains("cannot connect"), "{err}");
+}
+
+#[tokio::test]
+async fn in_order_replies_come_on_the_stream_between_the_events_around_them() {
+    let mock = MockCdp::start().await;
+    mock.on(
+        "Page.getFrameTree",
+        Reply::result(json!({"frameTree": {}})).emit_first(
+            Some("S1"),
+            "Page.frameAttached",
+            json!({"n": 1}),
+        ),
+    );
+    let (conn, mut events) = Connection::connect(&mock.ws_url()).await.unwrap();
+    let id = conn.send_in_order(
+        Some(&SessionId::from("S1")),
+        "Page.getFrameTree",
+        json!({}),
+        Duration::from_secs(5),
+    );
+    // Chromium's order: the event it sent first, then the reply; then a later event.
+    match next(&mut events).await {
+        Some(Incoming::Event { method, .. }) => assert_eq!(method, "Page.frameAttached"),
+        other => panic!("expected the event first, got {other:?}"),
+    }
+    match next(&mut events).await {
+        Some(Incoming::Reply { id: got, result }) => {
+            assert_eq!(got, id);
+            assert_eq!(result.unwrap(), json!({"frameTree": {}}));
+        }
+        other => panic!("expected the reply second, got {other:?}"),
+    }
+    mock.emit(Some("S1"), "Page.frameNavigated", json!({}))
+        .await;
+    match next(&mut events).await {
+        Some(Incoming::Event { method, .. }) => assert_eq!(method, "Page.frameNavigated"),
+        other => panic!("expected the later event, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn in_order_commands_time_out_and_fail_on_disconnect_before_closed() {
+    let mock = MockCdp::start().await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let (conn, mut events) = Connection::connect(&mock.ws_url()).await.unwrap();
+    let late = conn.send_in_order(
+        None,
+        "Runtime.evaluate",
+        json!({}),
+        Duration::from_millis(100),
+    );
+    match next(&mut events).await {
+        Some(Incoming::Reply {
+            id,
+            result: Err(CommandError::Timeout { .. }),
+        }) => assert_eq!(id, late),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(conn.in_flight(), 0, "a timed-out command is forgotten");
+    let dropped = conn.send_in_order(None, "Runtime.evaluate", json!({}), Duration::from_secs(30));
+    mock.drop_connections(Disconnect::Reset).await;
+    match next(&mut events).await {
+        Some(Incoming::Reply {
+            id,
+            result: Err(CommandError::Disconnected { .. }),
+        }) => assert_eq!(id, dropped),
+        other => panic!("expected Disconnected before Closed, got {other:?}"),
+    }
+    expect_closed_then_end(&mut events).await;
 }

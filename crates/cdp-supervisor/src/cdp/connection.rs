@@ -78,9 +78,17 @@ pub enum CommandError {
     Disconnected { method: String, reason: String },
 }
 
-/// One message from the browser that is not a reply: an event, or the end of the connection.
+/// One message from the browser, in arrival order: an event, the reply to a
+/// command sent with [`Connection::send_in_order`], or the end of the connection.
 #[derive(Clone, Debug)]
 pub enum Incoming {
+    /// The outcome of the command `id` sent with [`Connection::send_in_order`]:
+    /// its result, a CDP error, its deadline, or the connection dropping
+    /// (always before [`Incoming::Closed`]).
+    Reply {
+        id: u64,
+        result: Result<Value, CommandError>,
+    },
     /// A CDP event; `session_id` is `None` for browser-level events.
     Event {
         session_id: Option<SessionId>,
@@ -91,14 +99,44 @@ pub enum Incoming {
     Closed { reason: String },
 }
 
-/// Events in arrival order, then one [`Incoming::Closed`], then the end of the stream.
+/// Events (and in-order replies) in arrival order, then one
+/// [`Incoming::Closed`], then the end of the stream.
 pub type EventStream = tokio::sync::mpsc::UnboundedReceiver<Incoming>;
 
 type ReplySender = oneshot::Sender<Result<Value, CommandError>>;
 
+/// Where a reply goes.
+enum ReplyTo {
+    /// The command's own [`PendingReply`] future.
+    Future(ReplySender),
+    /// The event stream, as [`Incoming::Reply`], in order with the events.
+    Stream,
+}
+
 struct Pending {
     method: String,
-    reply: ReplySender,
+    reply: ReplyTo,
+}
+
+impl Pending {
+    /// Delivers `result`; `events` is the stream, when still open.
+    fn deliver(
+        self,
+        id: u64,
+        result: Result<Value, CommandError>,
+        events: Option<&mpsc::UnboundedSender<Incoming>>,
+    ) {
+        match self.reply {
+            ReplyTo::Future(tx) => {
+                let _ = tx.send(result);
+            }
+            ReplyTo::Stream => {
+                if let Some(events) = events {
+                    let _ = events.send(Incoming::Reply { id, result });
+                }
+            }
+        }
+    }
 }
 
 struct State {
@@ -128,7 +166,7 @@ impl Shared {
     /// Marks the connection gone: fails every command in flight, ends the
     /// event stream with `Closed`, and stops both tasks. Idempotent.
     fn shutdown(&self, reason: String, send_close_frame: bool) {
-        let pending = {
+        {
             let mut state = self.lock();
             if state.closed.is_some() {
                 return;
@@ -140,19 +178,25 @@ impl Shared {
             {
                 let _ = outgoing.send(Message::Close(None));
             }
-            if let Some(events) = state.events.take() {
+            let events = state.events.take();
+            let mut pending: Vec<(u64, Pending)> = std::mem::take(&mut state.pending)
+                .into_iter()
+                .collect();
+            pending.sort_by_key(|(id, _)| *id);
+            // In-order replies fail on the stream before it says Closed.
+            for (id, p) in pending {
+                let error = CommandError::Disconnected {
+                    method: p.method.clone(),
+                    reason: reason.clone(),
+                };
+                p.deliver(id, Err(error), events.as_ref());
+            }
+            if let Some(events) = events {
                 let _ = events.send(Incoming::Closed {
                     reason: reason.clone(),
                 });
             }
-            std::mem::take(&mut state.pending)
         };
-        for (_, p) in pending {
-            let _ = p.reply.send(Err(CommandError::Disconnected {
-                method: p.method,
-                reason: reason.clone(),
-            }));
-        }
         if !send_close_frame {
             self.cancel.cancel();
         }
@@ -160,6 +204,41 @@ impl Shared {
 
     fn remove_pending(&self, id: u64) {
         self.lock().pending.remove(&id);
+    }
+
+    /// Queues a command frame and registers where its reply goes; `None`
+    /// when the connection is closed (the reason is returned instead).
+    fn queue(
+        &self,
+        session_id: Option<&SessionId>,
+        method: &str,
+        params: &Value,
+        reply: ReplyTo,
+    ) -> (u64, Result<(), (String, ReplyTo)>) {
+        let mut state = self.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let frame = message::encode_command(id, session_id, method, params);
+        let queued = match (&state.closed, &state.outgoing) {
+            (None, Some(outgoing)) => outgoing.send(Message::text(frame)).is_ok(),
+            _ => false,
+        };
+        if queued {
+            state.pending.insert(
+                id,
+                Pending {
+                    method: method.to_owned(),
+                    reply,
+                },
+            );
+            (id, Ok(()))
+        } else {
+            let reason = state
+                .closed
+                .clone()
+                .unwrap_or_else(|| "the connection is closed".into());
+            (id, Err((reason, reply)))
+        }
     }
 }
 
@@ -281,33 +360,13 @@ impl Connection {
         let shared = &self.owner.shared;
         let deadline = tokio::time::Instant::now() + timeout;
         let (reply_tx, reply_rx) = oneshot::channel();
-        let mut state = shared.lock();
-        let id = state.next_id;
-        state.next_id += 1;
-        let frame = message::encode_command(id, session_id, method, &params);
-        let queued = match (&state.closed, &state.outgoing) {
-            (None, Some(outgoing)) => outgoing.send(Message::text(frame)).is_ok(),
-            _ => false,
-        };
-        if queued {
-            state.pending.insert(
-                id,
-                Pending {
-                    method: method.to_owned(),
-                    reply: reply_tx,
-                },
-            );
-        } else {
-            let reason = state
-                .closed
-                .clone()
-                .unwrap_or_else(|| "the connection is closed".into());
+        let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Future(reply_tx));
+        if let Err((reason, ReplyTo::Future(reply_tx))) = queued {
             let _ = reply_tx.send(Err(CommandError::Disconnected {
                 method: method.to_owned(),
                 reason,
             }));
         }
-        drop(state);
         PendingReply {
             id,
             method: method.to_owned(),
@@ -318,6 +377,57 @@ impl Connection {
             shared: Arc::downgrade(shared),
             done: false,
         }
+    }
+
+    /// Queues a command like [`Connection::send`], but its outcome comes on
+    /// the [`EventStream`] as [`Incoming::Reply`] with the returned `id`, in
+    /// wire order with the events: a reply is never handled after an event
+    /// Chromium sent later (a stale `Page.getFrameTree` must not undo a newer
+    /// `frameNavigated`). Exactly one `Reply` comes per id: the result, a CDP
+    /// error, a `Timeout` after `timeout`, or `Disconnected` (before
+    /// `Closed`). Must run inside a tokio runtime (the deadline is a timer task).
+    pub fn send_in_order(
+        &self,
+        session_id: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> u64 {
+        let shared = &self.owner.shared;
+        let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Stream);
+        match queued {
+            Ok(()) => {
+                let weak = Arc::downgrade(shared);
+                tokio::spawn(async move {
+                    tokio::time::sleep(timeout).await;
+                    let Some(shared) = weak.upgrade() else { return };
+                    let state = shared.lock();
+                    let mut state = state;
+                    if let Some(p) = state.pending.remove(&id) {
+                        let error = CommandError::Timeout {
+                            method: p.method.clone(),
+                            after: timeout,
+                        };
+                        let events = state.events.clone();
+                        drop(state);
+                        p.deliver(id, Err(error), events.as_ref());
+                    }
+                });
+            }
+            Err((reason, _)) => {
+                // Closed already: the stream has ended or is about to; say it anyway.
+                if let Some(events) = &shared.lock().events {
+                    let _ = events.send(Incoming::Reply {
+                        id,
+                        result: Err(CommandError::Disconnected {
+                            method: method.to_owned(),
+                            reason,
+                        }),
+                    });
+                }
+            }
+        }
+        id
     }
 
     /// Closes the WebSocket (a close frame is sent): commands in flight fail
@@ -409,7 +519,11 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
 fn dispatch(shared: &Shared, text: &str) {
     match message::decode(text) {
         Ok(Decoded::Reply { id, outcome, .. }) => {
-            let Some(pending) = shared.lock().pending.remove(&id) else {
+            let (pending, events) = {
+                let mut state = shared.lock();
+                (state.pending.remove(&id), state.events.clone())
+            };
+            let Some(pending) = pending else {
                 tracing::debug!(
                     id,
                     "ignoring a reply for an unknown (or timed out) command id"
@@ -432,7 +546,7 @@ fn dispatch(shared: &Shared, text: &str) {
                     message: error.message,
                 }),
             };
-            let _ = pending.reply.send(result);
+            pending.deliver(id, result, events.as_ref());
         }
         Ok(Decoded::Event {
             session_id,

@@ -17,8 +17,6 @@ use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, ConnectionStatus, Pend
 use crate::supervisor::state::{
     self, DialogError, DialogRequest, Now, Notice, Output, Purpose, RouteError, State,
 };
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::future::Future;
@@ -249,7 +247,7 @@ impl Supervisor {
             ws_url: ws,
             conn: Some(conn),
             events: Some(events),
-            inflight: FuturesUnordered::new(),
+            inflight: HashMap::new(),
             tickets: HashMap::new(),
             next_ticket: 1,
             snapshot: snap_tx,
@@ -503,7 +501,6 @@ impl Supervisor {
     }
 }
 
-type Reply = (Option<SessionId>, Purpose, &'static str, Result<Value, CommandError>);
 type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
@@ -513,7 +510,9 @@ struct Driver {
     ws_url: String,
     conn: Option<Connection>,
     events: Option<EventStream>,
-    inflight: FuturesUnordered<BoxFuture<Reply>>,
+    /// Commands sent with `send_in_order`, by request id: their replies
+    /// come on the event stream, in wire order with the events.
+    inflight: HashMap<u64, (Option<SessionId>, Purpose, &'static str)>,
     tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
     next_ticket: u64,
     snapshot: watch::Sender<Arc<Snapshot>>,
@@ -563,28 +562,18 @@ impl Driver {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
-                ev = next_event(&mut self.events) => match ev {
-                    Some(Incoming::Event { session_id, method, params }) => {
-                        self.on_event(session_id, &method, params.get());
-                        // Drain a burst before publishing once.
-                        for _ in 0..EVENT_BURST {
-                            match self.events.as_mut().map(|e| e.try_recv()) {
-                                Some(Ok(Incoming::Event { session_id, method, params })) => {
-                                    self.on_event(session_id, &method, params.get())
-                                }
-                                Some(Ok(Incoming::Closed { reason })) => {
-                                    self.on_disconnect(&reason);
-                                    break;
-                                }
-                                _ => break,
-                            }
+                ev = next_event(&mut self.events) => {
+                    let mut next = ev;
+                    // Drain a burst before publishing once.
+                    for _ in 0..EVENT_BURST {
+                        if !self.on_incoming(next) {
+                            break;
+                        }
+                        match self.events.as_mut().map(|e| e.try_recv()) {
+                            Some(Ok(inc)) => next = Some(inc),
+                            _ => break,
                         }
                     }
-                    Some(Incoming::Closed { reason }) => self.on_disconnect(&reason),
-                    None => self.on_disconnect("the event stream ended"),
-                },
-                Some((session, purpose, method, result)) = self.inflight.next(), if !self.inflight.is_empty() => {
-                    self.on_reply(session, purpose, method, result);
                 }
                 Some(req) = self.requests.recv() => self.on_request(req),
                 _ = sleep_until(timeout) => self.state.handle_timeout(Now::system()),
@@ -627,6 +616,31 @@ impl Driver {
                 error: "the supervisor stopped".into(),
             }));
         }
+    }
+
+    /// Handles one message from the stream; `false` once the connection is gone.
+    fn on_incoming(&mut self, incoming: Option<Incoming>) -> bool {
+        match incoming {
+            Some(Incoming::Event {
+                session_id,
+                method,
+                params,
+            }) => self.on_event(session_id, &method, params.get()),
+            Some(Incoming::Reply { id, result }) => {
+                if let Some((session, purpose, method)) = self.inflight.remove(&id) {
+                    self.on_reply(session, purpose, method, result);
+                }
+            }
+            Some(Incoming::Closed { reason }) => {
+                self.on_disconnect(&reason);
+                return false;
+            }
+            None => {
+                self.on_disconnect("the event stream ended");
+                return false;
+            }
+        }
+        true
     }
 
     fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str) {
@@ -707,6 +721,7 @@ impl Driver {
         // In-flight replies fail on their own (Disconnected); the state
         // forgets dead sessions but keeps dialogs and their deadlines.
         self.state.connection_lost();
+        self.inflight.clear();
         self.tree_pending = 0;
         let _ = self.notices.send(connection_notice(ConnectionStatus::Reconnecting));
         self.failures = 0;
@@ -752,15 +767,14 @@ impl Driver {
                     if counts_for_tree(cmd.method) {
                         self.tree_pending += 1;
                     }
-                    let reply = conn.send(
+                    let id = conn.send_in_order(
                         cmd.session_id.as_ref(),
                         cmd.method,
                         cmd.params,
                         self.opts.command_timeout,
                     );
-                    let (session, purpose, method) = (cmd.session_id, cmd.purpose, cmd.method);
                     self.inflight
-                        .push(Box::pin(async move { (session, purpose, method, reply.await) }));
+                        .insert(id, (cmd.session_id, cmd.purpose, cmd.method));
                 }
                 out @ (Output::Notice(_) | Output::AnswerDone { .. }) => deliver.push(out),
             }

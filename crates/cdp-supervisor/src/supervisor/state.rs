@@ -1281,7 +1281,13 @@ impl State {
                 if refused {
                     d.view.answerable = false;
                 }
+                let dropped = matches!(&e, CommandError::Disconnected { .. });
                 match by {
+                    // The answer never reached Chromium: the watchdog or the
+                    // policy tries again as soon as we are re-attached.
+                    ClosedBy::Watchdog | ClosedBy::AutoPolicy if dropped => {
+                        d.deadline = Some(now.instant);
+                    }
                     ClosedBy::Watchdog => self.release(id, now),
                     _ => {
                         if by == ClosedBy::AutoPolicy && d.deadline.is_none() {
