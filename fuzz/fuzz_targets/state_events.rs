@@ -1,0 +1,389 @@
+//! Arbitrary sequences of CDP events, replies, agent requests, reconnects and
+//! time fed to the pure state machine. Checks: no panic, the caps hold, no
+//! frame listed twice, no route or listed session that is dead, every pending
+//! dialog with no answer in flight has a deadline.
+
+#![no_main]
+
+use cdp_supervisor::cdp::connection::CommandError;
+use cdp_supervisor::cdp::protocol::{Event, SessionId};
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::snapshot::ClosedBy;
+use cdp_supervisor::supervisor::state::{
+    CONSOLE_ERRORS_MAX, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogRequest,
+    FRAME_TREE_MAX_ENTRIES, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX,
+    SESSIONS_TRACKED_MAX, State,
+};
+use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+const FRAMES: u8 = 16;
+const SESSIONS: u8 = 8;
+
+#[derive(Arbitrary, Debug)]
+enum Params {
+    /// Well-formed params for the method, from small pools of ids.
+    Shaped {
+        s: u8,
+        f: u8,
+        p: u8,
+        kind: u8,
+        flag: bool,
+        text: u8,
+    },
+    /// Anything at all (goes through `Event::parse`).
+    Raw(String),
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Event {
+        session: Option<u8>,
+        method: u8,
+        params: Params,
+    },
+    Reply {
+        idx: u16,
+        kind: u8,
+    },
+    Answer {
+        accept: bool,
+        id: Option<u8>,
+        text: Option<String>,
+    },
+    Advance {
+        ms: u32,
+    },
+    HandleTimeout,
+    NavigationStarted {
+        watchdog: bool,
+    },
+    Reconnect {
+        session: u8,
+    },
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    policy: u8,
+    dialog_timeout_ms: u16,
+    ops: Vec<Op>,
+}
+
+const METHODS: &[&str] = &[
+    "Page.javascriptDialogOpening",
+    "Page.javascriptDialogClosed",
+    "Page.frameAttached",
+    "Page.frameNavigated",
+    "Page.frameDetached",
+    "Page.loadEventFired",
+    "Target.attachedToTarget",
+    "Target.detachedFromTarget",
+    "Target.targetInfoChanged",
+    "Target.targetDestroyed",
+    "Target.targetCrashed",
+    "Inspector.detached",
+    "Runtime.consoleAPICalled",
+    "Runtime.exceptionThrown",
+    "Network.requestWillBeSent",
+];
+
+fn session(i: u8) -> String {
+    format!("S{}", i % SESSIONS + 1)
+}
+
+fn frame(i: u8) -> String {
+    match i % FRAMES {
+        0 => "T1".into(),
+        n => format!("F{n}"),
+    }
+}
+
+fn long_text(n: u8) -> String {
+    // Now and then longer than the caps.
+    "x".repeat(usize::from(n) * 97)
+}
+
+fn shaped(method: &str, s: u8, f: u8, p: u8, kind: u8, flag: bool, text: u8) -> Value {
+    let kinds = ["alert", "confirm", "prompt", "beforeunload", "weird"];
+    let url = format!("https://h{}.test/p", f % 5);
+    match method {
+        "Page.javascriptDialogOpening" => json!({
+            "url": url, "message": long_text(text), "type": kinds[usize::from(kind) % kinds.len()],
+            "hasBrowserHandler": false, "defaultPrompt": "d",
+            "frameId": if flag { Value::String(frame(f)) } else { Value::Null },
+        }),
+        "Page.javascriptDialogClosed" => {
+            let mut v = json!({"result": flag, "userInput": "u"});
+            if kind % 2 == 0 {
+                v["frameId"] = json!(frame(f));
+            }
+            v
+        }
+        "Page.frameAttached" => json!({"frameId": frame(f), "parentFrameId": frame(p)}),
+        "Page.frameNavigated" => json!({"frame": {
+            "id": frame(f), "parentId": if f % FRAMES == 0 { Value::Null } else { json!(frame(p)) },
+            "url": url, "securityOrigin": "https://h.test", "loaderId": "L", "mimeType": "text/html",
+            "urlFragment": if flag { "#x" } else { "" },
+        }}),
+        "Page.frameDetached" => {
+            json!({"frameId": frame(f), "reason": if flag { "swap" } else { "remove" }})
+        }
+        "Target.attachedToTarget" => json!({
+            "sessionId": session(s),
+            "targetInfo": {"targetId": frame(f), "type": (["iframe", "page", "worker", "service_worker"][usize::from(kind) % 4]),
+                           "url": url, "title": "t", "attached": true},
+            "waitingForDebugger": flag,
+        }),
+        "Target.detachedFromTarget" => json!({"sessionId": session(s), "targetId": frame(f)}),
+        "Target.targetInfoChanged" => {
+            json!({"targetInfo": {"targetId": frame(f), "type": "page", "url": url, "title": long_text(text)}})
+        }
+        "Target.targetDestroyed" | "Target.targetCrashed" => json!({"targetId": frame(f)}),
+        "Runtime.consoleAPICalled" => json!({
+            "type": if flag { "error" } else { "assert" },
+            "args": [{"type": "string", "value": long_text(text)}, {"type": "number", "value": 1}],
+            "timestamp": 1.7e12,
+        }),
+        "Runtime.exceptionThrown" => json!({"timestamp": 1.7e12, "exceptionDetails": {
+            "exceptionId": 1, "text": long_text(text), "lineNumber": 0, "columnNumber": 0, "url": url,
+        }}),
+        _ => json!({}),
+    }
+}
+
+struct Run {
+    st: State,
+    now: Now,
+    in_flight: Vec<Command>,
+}
+
+impl Run {
+    fn collect(&mut self) {
+        while let Some(o) = self.st.poll_output() {
+            if let Output::Send(c) = o {
+                self.in_flight.push(c);
+            }
+        }
+    }
+
+    fn step(&mut self, op: Op) {
+        match op {
+            Op::Event {
+                session,
+                method,
+                params,
+            } => {
+                let method = METHODS[usize::from(method) % METHODS.len()];
+                let params = match params {
+                    Params::Shaped {
+                        s,
+                        f,
+                        p,
+                        kind,
+                        flag,
+                        text,
+                    } => shaped(method, s, f, p, kind, flag, text).to_string(),
+                    Params::Raw(r) => r,
+                };
+                let sid = session.map(|s| SessionId(session_name(s)));
+                let event = Event::parse(method, &params);
+                self.st.on_event(sid.as_ref(), event, self.now);
+            }
+            Op::Reply { idx, kind } => {
+                if self.in_flight.is_empty() {
+                    return;
+                }
+                let c = self
+                    .in_flight
+                    .remove(usize::from(idx) % self.in_flight.len());
+                let result = match kind % 4 {
+                    0 => Ok(ok_result(&c)),
+                    1 => Err(CommandError::Protocol {
+                        method: c.method.into(),
+                        code: -32602,
+                        message: "No dialog is showing".into(),
+                        data: None,
+                    }),
+                    2 => Err(CommandError::Timeout {
+                        method: c.method.into(),
+                        after: Duration::from_secs(10),
+                    }),
+                    _ => Ok(json!({"weird": [1, 2, 3]})),
+                };
+                self.st
+                    .on_reply(c.session_id.as_ref(), c.purpose, result, self.now);
+            }
+            Op::Answer { accept, id, text } => {
+                let req = DialogRequest {
+                    action: if accept {
+                        DialogAction::Accept
+                    } else {
+                        DialogAction::Dismiss
+                    },
+                    prompt_text: text,
+                    dialog_id: id.map(|n| format!("d-{}", n % 16)),
+                };
+                let _ = self.st.answer_dialog(req, 1);
+            }
+            Op::Advance { ms } => self.now = self.now.after(Duration::from_millis(u64::from(ms))),
+            Op::HandleTimeout => {
+                if self
+                    .st
+                    .poll_timeout()
+                    .is_some_and(|t| t <= self.now.instant)
+                {
+                    self.st.handle_timeout(self.now);
+                }
+            }
+            Op::NavigationStarted { watchdog } => {
+                let by = if watchdog {
+                    ClosedBy::Watchdog
+                } else {
+                    ClosedBy::Agent
+                };
+                self.st.navigation_started(by, self.now);
+            }
+            Op::Reconnect { session } => {
+                self.st.connection_lost();
+                for c in std::mem::take(&mut self.in_flight) {
+                    let e = CommandError::Disconnected {
+                        method: c.method.into(),
+                        reason: "fuzz".into(),
+                    };
+                    self.st
+                        .on_reply(c.session_id.as_ref(), c.purpose, Err(e), self.now);
+                }
+                self.st.attach_page(
+                    "T1".into(),
+                    SessionId(session_name(session)),
+                    "https://a.test/",
+                    "",
+                    self.now,
+                );
+            }
+        }
+        self.collect();
+    }
+
+    fn check(&self) {
+        let snap = self.st.snapshot();
+        assert!(snap.frame_tree.children.len() <= FRAME_TREE_MAX_ENTRIES);
+        assert!(snap.recent_dialogs.len() <= RECENT_DIALOGS_MAX);
+        assert!(snap.console_errors.len() <= CONSOLE_ERRORS_MAX);
+        assert!(self.st.session_ids().count() <= SESSIONS_TRACKED_MAX + 1);
+        for d in snap
+            .pending_dialogs
+            .iter()
+            .chain(snap.recent_dialogs.iter().map(|c| &c.dialog))
+        {
+            assert!(d.message.chars().count() <= DIALOG_MESSAGE_MAX_CHARS);
+        }
+        let ids: HashSet<_> = snap.pending_dialogs.iter().map(|d| &d.id).collect();
+        assert_eq!(ids.len(), snap.pending_dialogs.len(), "dialog listed twice");
+        let answering: HashSet<String> = self
+            .in_flight
+            .iter()
+            .filter_map(|c| match &c.purpose {
+                Purpose::Answer { dialog_id } => Some(dialog_id.clone()),
+                _ => None,
+            })
+            .collect();
+        if snap
+            .pending_dialogs
+            .iter()
+            .any(|d| !answering.contains(&d.id))
+        {
+            assert!(
+                self.st.poll_timeout().is_some(),
+                "a pending dialog with no answer in flight has no deadline"
+            );
+        }
+        let mut seen = HashSet::new();
+        if let Some(top) = &snap.frame_tree.top {
+            seen.insert(top.frame_id.clone());
+        }
+        for c in &snap.frame_tree.children {
+            assert!(
+                seen.insert(c.frame_id.clone()),
+                "frame {} listed twice",
+                c.frame_id
+            );
+            if let Some(s) = &c.session_id {
+                assert!(
+                    self.st.has_session(&SessionId(s.clone())),
+                    "lists dead session {s}"
+                );
+                assert!(c.is_oopif);
+            }
+        }
+        for f in 0..FRAMES {
+            if let Ok(s) = self.st.route_frame(&frame(f)) {
+                assert!(self.st.has_session(&s), "route to dead session {s}");
+            }
+        }
+        serde_json::to_vec(&snap).expect("snapshot serializes");
+    }
+}
+
+fn session_name(i: u8) -> String {
+    session(i)
+}
+
+/// A plausible successful result for the command.
+fn ok_result(c: &Command) -> Value {
+    match c.purpose {
+        Purpose::FrameTree => {
+            let own = c
+                .session_id
+                .as_ref()
+                .map(|s| s.as_str().trim_start_matches('S').to_owned())
+                .unwrap_or_default();
+            json!({"frameTree": {
+                "frame": {"id": if own == "1" { "T1".to_owned() } else { format!("F{own}") }, "url": "https://a.test/", "securityOrigin": "https://a.test", "loaderId": "L", "mimeType": "text/html"},
+                "childFrames": [
+                    {"frame": {"id": "F9", "parentId": "T1", "url": "about:srcdoc", "loaderId": "L", "mimeType": "text/html"}},
+                    {"frame": {"id": "F10", "url": "", "loaderId": "L", "mimeType": "text/html"},
+                     "childFrames": [{"frame": {"id": "F11", "url": "https://c.test/", "loaderId": "L", "mimeType": "text/html"}}]},
+                ],
+            }})
+        }
+        Purpose::PageLoaded => {
+            json!({"targetInfo": {"targetId": "T1", "type": "page", "title": "t", "url": "https://a.test/"}})
+        }
+        _ => json!({}),
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let policy = match input.policy % 3 {
+        0 => DialogPolicy::MustRespond,
+        1 => DialogPolicy::AutoDismiss,
+        _ => DialogPolicy::AutoAccept,
+    };
+    let mut run = Run {
+        st: State::new(Options {
+            policy,
+            dialog_timeout: Duration::from_millis(u64::from(input.dialog_timeout_ms)),
+            ..Default::default()
+        }),
+        now: Now::system(),
+        in_flight: Vec::new(),
+    };
+    run.st.attach_page(
+        "T1".into(),
+        SessionId("S1".into()),
+        "https://a.test/",
+        "",
+        run.now,
+    );
+    run.collect();
+    run.check();
+    for op in input.ops.into_iter().take(400) {
+        run.step(op);
+        run.check();
+    }
+});
