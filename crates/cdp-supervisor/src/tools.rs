@@ -12,6 +12,7 @@
 //! A failure the agent can act on is a [`ToolError`] whose text says what was
 //! wrong and what to do (an MCP tool result with `isError`).
 
+use crate::browser::provider::{BrowserProvider, Browserbase, ProviderSession};
 use crate::config::{CloudProvider, Config};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
@@ -21,8 +22,9 @@ use crate::supervisor::snapshot::PendingDialog;
 use crate::supervisor::state::{DialogAction, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Mutex as AsyncMutex;
 
 /// The tools that need a CDP endpoint (hidden when the backend has none).
 pub const CDP_ONLY_TOOLS: [&str; 2] = ["browser_dialog", "browser_cdp"];
@@ -70,6 +72,10 @@ pub struct AgentSession {
     task_id: String,
     config: Config,
     connected: Mutex<Option<(String, Option<String>)>>,
+    /// The cloud provider (`browser.cloud_provider`), when it has session support.
+    provider: Option<Arc<dyn BrowserProvider>>,
+    /// The provider session this task runs on, ended with the task.
+    provider_session: AsyncMutex<Option<ProviderSession>>,
 }
 
 #[derive(Deserialize)]
@@ -124,12 +130,25 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, Too
 impl AgentSession {
     /// A session for `task_id`, whose supervisors live in `registry`.
     pub fn new(registry: Registry, task_id: impl Into<String>, config: Config) -> AgentSession {
+        let provider: Option<Arc<dyn BrowserProvider>> = match config.browser.cloud_provider {
+            CloudProvider::Browserbase => Some(Arc::new(Browserbase::from_env())),
+            _ => None,
+        };
         AgentSession {
             registry,
             task_id: task_id.into(),
             config,
             connected: Mutex::new(None),
+            provider,
+            provider_session: AsyncMutex::new(None),
         }
+    }
+
+    /// The same, with this provider serving `browser.cloud_provider` (for
+    /// embedding another backend, and for tests).
+    pub fn with_provider(mut self, provider: Arc<dyn BrowserProvider>) -> AgentSession {
+        self.provider = Some(provider);
+        self
     }
 
     /// The task id.
@@ -171,7 +190,8 @@ impl AgentSession {
             }
             "browser_dialog" => {
                 let a: DialogArgs = parse(name, args)?;
-                self.browser_dialog(&a.action, a.prompt_text, a.dialog_id).await
+                self.browser_dialog(&a.action, a.prompt_text, a.dialog_id)
+                    .await
             }
             "browser_cdp" => {
                 let a: CdpArgs = parse(name, args)?;
@@ -222,18 +242,42 @@ impl AgentSession {
             None if b.cloud_provider == CloudProvider::Local => {
                 (Endpoint::Local(b.launch_options()), None)
             }
-            None => {
-                return Err(ToolError::new(format!(
-                    "browser.cloud_provider {} has no session support in this build; set browser.cdp_url to the provider's CDP URL",
-                    b.cloud_provider.as_str()
-                )));
-            }
+            None => (Endpoint::Url(self.provider_cdp_url().await?), None),
         };
         let desc = endpoint.describe();
         self.registry
             .get_or_start(&self.task_id, endpoint, self.options(target))
             .await
             .map_err(|e| ToolError::new(format!("cannot attach to {desc}: {e}")))
+    }
+
+    /// The CDP URL of this task's provider session, created on first use.
+    async fn provider_cdp_url(&self) -> Result<String, ToolError> {
+        let name = self.config.browser.cloud_provider.as_str();
+        let Some(provider) = &self.provider else {
+            return Err(ToolError::new(format!(
+                "browser.cloud_provider {name} has no session support in this build; set browser.cdp_url to the provider's CDP URL"
+            )));
+        };
+        let mut session = self.provider_session.lock().await;
+        if let Some(s) = session.as_ref() {
+            return Ok(s.cdp_url.clone());
+        }
+        let created = provider
+            .create_session(&self.task_id)
+            .await
+            .map_err(|e| ToolError::new(format!("cannot create a {name} browser session: {e}")))?;
+        let url = created.cdp_url.clone();
+        *session = Some(created);
+        Ok(url)
+    }
+
+    /// Ends this task's provider session, if any.
+    async fn end_provider_session(&self) {
+        let ended = self.provider_session.lock().await.take();
+        if let (Some(provider), Some(s)) = (&self.provider, ended) {
+            provider.close_session(&s.provider_session_id).await;
+        }
     }
 
     /// `browser_snapshot`: `{url, title, pending_dialogs, recent_dialogs,
@@ -394,12 +438,14 @@ impl AgentSession {
     pub async fn browser_disconnect(&self) -> Value {
         *self.connected.lock().expect("session lock") = None;
         let was = self.registry.stop(&self.task_id).await;
+        self.end_provider_session().await;
         json!({"disconnected": was})
     }
 
-    /// Ends the session: stops its supervisor and browser.
+    /// Ends the session: stops its supervisor and browser (a provider session too).
     pub async fn close(&self) {
         self.registry.stop(&self.task_id).await;
+        self.end_provider_session().await;
     }
 }
 
@@ -437,11 +483,26 @@ mod tests {
 
     #[test]
     fn bad_urls_and_methods_are_clear_errors() {
-        assert!(check_url("example.com").unwrap_err().message.contains("absolute"));
-        assert!(check_url("javascript:alert(1)").unwrap_err().message.contains("allowed"));
+        assert!(
+            check_url("example.com")
+                .unwrap_err()
+                .message
+                .contains("absolute")
+        );
+        assert!(
+            check_url("javascript:alert(1)")
+                .unwrap_err()
+                .message
+                .contains("allowed")
+        );
         assert!(check_url("http://a.test/").is_ok());
         assert!(check_method("Runtime.evaluate").is_ok());
-        assert!(check_method("evaluate").unwrap_err().message.contains("Domain.method"));
+        assert!(
+            check_method("evaluate")
+                .unwrap_err()
+                .message
+                .contains("Domain.method")
+        );
         assert!(check_method("A.b.c").is_err());
     }
 }

@@ -17,6 +17,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod provider;
+
 use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
