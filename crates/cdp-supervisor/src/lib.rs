@@ -23,8 +23,8 @@
 //! typing): that stays the agent's own CDP or the raw `browser_cdp` escape hatch.
 
 pub mod browser;
-pub mod cli;
 pub mod cdp;
+pub mod cli;
 pub mod config;
 pub mod demo_site;
 pub mod mcp;

@@ -46,7 +46,9 @@ fn demo_runs_to_the_end_and_shows_every_kind_of_answer() {
 
 #[test]
 fn user_errors_are_one_line_on_stderr_with_a_nonzero_exit() {
-    let cases: [(&[&str], &[(&str, &str)], &str); 6] = [
+    // (arguments, environment, what the error must name)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
         (&["watch", "--bogus"], &[], "--bogus"),
         (&["snapshot"], &[], "<URL>"),
         (&["watch", "--policy", "sometimes"], &[], "must_respond"),

@@ -179,9 +179,8 @@ impl Shared {
                 let _ = outgoing.send(Message::Close(None));
             }
             let events = state.events.take();
-            let mut pending: Vec<(u64, Pending)> = std::mem::take(&mut state.pending)
-                .into_iter()
-                .collect();
+            let mut pending: Vec<(u64, Pending)> =
+                std::mem::take(&mut state.pending).into_iter().collect();
             pending.sort_by_key(|(id, _)| *id);
             // In-order replies fail on the stream before it says Closed.
             for (id, p) in pending {

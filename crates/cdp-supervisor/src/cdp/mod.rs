@@ -7,6 +7,6 @@ pub mod endpoint;
 pub mod message;
 pub mod protocol;
 
-pub use connection::{CommandError, Connection, ConnectError, EventStream, Incoming, PendingReply};
-pub use endpoint::{redact_url, resolve_ws_url, EndpointError};
+pub use connection::{CommandError, ConnectError, Connection, EventStream, Incoming, PendingReply};
+pub use endpoint::{EndpointError, redact_url, resolve_ws_url};
 pub use protocol::{Event, FrameId, SessionId, TargetId};

@@ -333,11 +333,18 @@ pub enum Event {
     ConsoleApiCalled(ConsoleApiCalled),
     ExceptionThrown(ExceptionThrown),
     /// `Fetch.requestPaused`, params kept raw (only the dialog bridge reads them).
-    FetchRequestPaused { params: String },
+    FetchRequestPaused {
+        params: String,
+    },
     /// A method we know whose params did not parse; kept for the log.
-    Unparsed { method: String, error: String },
+    Unparsed {
+        method: String,
+        error: String,
+    },
     /// A method we do not act on.
-    Other { method: String },
+    Other {
+        method: String,
+    },
 }
 
 impl Event {
@@ -356,7 +363,11 @@ impl Event {
                 },
             }
         }
-        let params = if params.trim().is_empty() { "{}" } else { params };
+        let params = if params.trim().is_empty() {
+            "{}"
+        } else {
+            params
+        };
         match method {
             "Page.javascriptDialogOpening" => p(method, params, Event::DialogOpening),
             "Page.javascriptDialogClosed" => p(method, params, Event::DialogClosed),

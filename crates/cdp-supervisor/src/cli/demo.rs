@@ -87,7 +87,12 @@ async fn play(
     // Two tabs: the first page Chromium opened, and a new one.
     let (conn, _events) = Connection::connect(chromium.ws_url()).await?;
     let targets = conn
-        .send(None, "Target.getTargets", json!({}), DEFAULT_COMMAND_TIMEOUT)
+        .send(
+            None,
+            "Target.getTargets",
+            json!({}),
+            DEFAULT_COMMAND_TIMEOUT,
+        )
         .await?;
     let first_page = targets["targetInfos"]
         .as_array()
@@ -113,8 +118,18 @@ async fn play(
     auto_cfg.browser.dialog_policy = DialogPolicy::AutoAccept;
     let auto = AgentSession::new(registry.clone(), "demo-auto", auto_cfg);
 
-    tool(&agent, "browser_connect", json!({"cdp_url": http, "target_id": first_page})).await?;
-    tool(&auto, "browser_connect", json!({"cdp_url": http, "target_id": second_page})).await?;
+    tool(
+        &agent,
+        "browser_connect",
+        json!({"cdp_url": http, "target_id": first_page}),
+    )
+    .await?;
+    tool(
+        &auto,
+        "browser_connect",
+        json!({"cdp_url": http, "target_id": second_page}),
+    )
+    .await?;
     let agent_sup = agent.supervisor().await.map_err(|e| CliError(e.message))?;
     let auto_sup = auto.supervisor().await.map_err(|e| CliError(e.message))?;
     spawn_live_printer("agent", agent_sup.notices(), json_mode);
@@ -173,11 +188,9 @@ async fn play(
     }
 
     p.say("\nbrowser_cdp into the OOPIF (Runtime.evaluate document.title, frame_id of the b.test iframe):");
-    let oopif = tree
-        .children
-        .iter()
-        .find(|c| c.is_oopif)
-        .ok_or_else(|| CliError("the demo page has no OOPIF: Chromium did not isolate b.test".into()))?;
+    let oopif = tree.children.iter().find(|c| c.is_oopif).ok_or_else(|| {
+        CliError("the demo page has no OOPIF: Chromium did not isolate b.test".into())
+    })?;
     let r = tool(
         &agent,
         "browser_cdp",
@@ -209,7 +222,12 @@ async fn play(
     eval_top(&agent, "fireLater('confirm', 'Nobody answers this one')").await?;
     let d = wait_dialog(&agent, &mut seen).await?;
     let started = Instant::now();
-    let closed = wait_closed(&agent, &d.id, Duration::from_secs_f64(DEMO_WATCHDOG_S) + DIALOG_WAIT).await?;
+    let closed = wait_closed(
+        &agent,
+        &d.id,
+        Duration::from_secs_f64(DEMO_WATCHDOG_S) + DIALOG_WAIT,
+    )
+    .await?;
     p.say(format!(
         "  {} {} after {:.1} s",
         d.id,
@@ -239,7 +257,11 @@ async fn play(
 }
 
 fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("  {l}\n")).collect::<String>().trim_end().to_owned()
+    s.lines()
+        .map(|l| format!("  {l}\n"))
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
 }
 
 async fn tool(session: &AgentSession, name: &str, args: Value) -> Result<Value, CliError> {
@@ -262,7 +284,10 @@ async fn wait_dialog(
     session: &AgentSession,
     seen: &mut HashSet<String>,
 ) -> Result<PendingDialog, CliError> {
-    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let sup = session
+        .supervisor()
+        .await
+        .map_err(|e| CliError(e.message))?;
     let mut rx = sup.subscribe();
     let found = tokio::time::timeout(DIALOG_WAIT, async {
         loop {
@@ -297,7 +322,10 @@ async fn wait_closed(
     id: &str,
     within: Duration,
 ) -> Result<ClosedDialog, CliError> {
-    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let sup = session
+        .supervisor()
+        .await
+        .map_err(|e| CliError(e.message))?;
     let mut rx = sup.subscribe();
     tokio::time::timeout(within, async {
         loop {
@@ -317,11 +345,19 @@ async fn wait_closed(
     .await
     .ok()
     .flatten()
-    .ok_or_else(|| CliError(format!("dialog {id} did not close within {} s", within.as_secs())))
+    .ok_or_else(|| {
+        CliError(format!(
+            "dialog {id} did not close within {} s",
+            within.as_secs()
+        ))
+    })
 }
 
 async fn wait_recent(session: &AgentSession, count: usize) -> Result<(), CliError> {
-    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let sup = session
+        .supervisor()
+        .await
+        .map_err(|e| CliError(e.message))?;
     let mut rx = sup.subscribe();
     tokio::time::timeout(DIALOG_WAIT, async {
         while rx.borrow_and_update().recent_dialogs.len() < count {
@@ -357,7 +393,11 @@ fn frame_label(tree: &FrameTreeView, frame_id: Option<&str>) -> String {
 
 /// The frame name the demo pages record results under (`main`, `same`, `oopif`).
 fn page_frame_name(tree: &FrameTreeView, frame_id: Option<&str>) -> &'static str {
-    match tree.children.iter().find(|c| Some(c.frame_id.as_str()) == frame_id) {
+    match tree
+        .children
+        .iter()
+        .find(|c| Some(c.frame_id.as_str()) == frame_id)
+    {
         Some(c) if c.is_oopif => "oopif",
         Some(_) => "same",
         None => "main",
@@ -365,8 +405,15 @@ fn page_frame_name(tree: &FrameTreeView, frame_id: Option<&str>) -> &'static str
 }
 
 /// A table of every dialog of the tab: type, frame, who closed it, what the page received.
-async fn summarize(p: &Printer, session: &AgentSession, tree: &FrameTreeView) -> Result<(), CliError> {
-    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+async fn summarize(
+    p: &Printer,
+    session: &AgentSession,
+    tree: &FrameTreeView,
+) -> Result<(), CliError> {
+    let sup = session
+        .supervisor()
+        .await
+        .map_err(|e| CliError(e.message))?;
     // Results from iframes reach the top by postMessage; give them a moment.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = eval_top(session, "JSON.stringify(window.results)").await?;
@@ -382,13 +429,19 @@ async fn summarize(p: &Printer, session: &AgentSession, tree: &FrameTreeView) ->
     let snap = sup.snapshot();
     // The tree as it is now: an OOPIF's URL may have arrived after `tree` was taken.
     let now_tree = &snap.frame_tree;
-    let tree = if now_tree.children.len() >= tree.children.len() { now_tree } else { tree };
+    let tree = if now_tree.children.len() >= tree.children.len() {
+        now_tree
+    } else {
+        tree
+    };
     for c in &snap.recent_dialogs {
         let name = page_frame_name(tree, c.dialog.frame_id.as_deref());
         let received = results
             .iter()
             .enumerate()
-            .find(|(i, r)| !used[*i] && r["kind"] == c.dialog.dialog_type.as_str() && r["frame"] == name)
+            .find(|(i, r)| {
+                !used[*i] && r["kind"] == c.dialog.dialog_type.as_str() && r["frame"] == name
+            })
             .map(|(i, r)| {
                 used[i] = true;
                 r["value"].to_string()
@@ -427,7 +480,8 @@ fn spawn_live_printer(
                         let mut v = serde_json::to_value(&n).unwrap_or_default();
                         v["task"] = json!(label.trim());
                         println!("{v}");
-                    } else if matches!(n, Notice::DialogOpened { .. } | Notice::DialogClosed { .. }) {
+                    } else if matches!(n, Notice::DialogOpened { .. } | Notice::DialogClosed { .. })
+                    {
                         println!("  [{label} live] {}", render::notice_line(&n));
                     }
                 }

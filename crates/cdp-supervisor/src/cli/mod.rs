@@ -94,7 +94,12 @@ struct McpArgs {
     http: Option<String>,
     /// Bearer token HTTP clients must send (env CDP_MCP_TOKEN); required for a
     /// non-loopback --http bind (generated and printed once when missing).
-    #[arg(long, value_name = "TOKEN", env = "CDP_MCP_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CDP_MCP_TOKEN",
+        hide_env_values = true
+    )]
     token: Option<String>,
 }
 
@@ -215,7 +220,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Mcp(a) => {
             let config = load_config(path, &a.browser)?;
             match a.http {
-                None => crate::mcp::serve_stdio(config).await.map_err(CliError::from),
+                None => crate::mcp::serve_stdio(config)
+                    .await
+                    .map_err(CliError::from),
                 Some(addr) => {
                     let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
                         CliError(format!(

@@ -33,7 +33,10 @@ async fn watch_inner(
     url: Option<String>,
     json_mode: bool,
 ) -> Result<(), CliError> {
-    let sup = session.supervisor().await.map_err(|e| CliError(e.message))?;
+    let sup = session
+        .supervisor()
+        .await
+        .map_err(|e| CliError(e.message))?;
     let mut notices = sup.notices();
     let snap = sup.snapshot();
     emit(

@@ -13,9 +13,11 @@ use crate::cdp::connection::{
 use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::policy::DialogPolicy;
-use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot};
+use crate::supervisor::snapshot::{
+    ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
+};
 use crate::supervisor::state::{
-    self, DialogError, DialogRequest, Now, Notice, Output, Purpose, RouteError, State,
+    self, DialogError, DialogRequest, Notice, Now, Output, Purpose, RouteError, State,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -88,7 +90,10 @@ pub enum StartError {
     #[error(transparent)]
     Connect(#[from] ConnectError),
     #[error("no target {target_id:?} in the browser; page targets: {}", if pages.is_empty() { "none".to_owned() } else { pages.join(", ") })]
-    NoSuchTarget { target_id: String, pages: Vec<String> },
+    NoSuchTarget {
+        target_id: String,
+        pages: Vec<String>,
+    },
     #[error("attach failed: {0}")]
     Command(#[from] CommandError),
     #[error("attach to {url} did not finish within {}ms", after.as_millis())]
@@ -224,9 +229,9 @@ impl Supervisor {
         let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
             .await
             .map_err(|_| StartError::Timeout {
-                url: shown_url.clone(),
-                after: deadline,
-            })??;
+            url: shown_url.clone(),
+            after: deadline,
+        })??;
 
         let mut state = State::new(state::Options {
             policy: opts.policy,
@@ -234,7 +239,13 @@ impl Supervisor {
             dialog_bridge: opts.dialog_bridge,
             ..Default::default()
         });
-        state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
+        state.attach_page(
+            target.target_id,
+            session,
+            &target.url,
+            &target.title,
+            Now::system(),
+        );
         let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
         let (notice_tx, _) = broadcast::channel(NOTICE_CAPACITY);
         let (req_tx, req_rx) = mpsc::unbounded_channel();
@@ -397,8 +408,13 @@ impl Supervisor {
         timeout: Duration,
     ) -> Result<CallOutcome, CdpCallError> {
         let (conn, session) = self.route(frame_id).await?;
-        if matches!(method, "Page.navigate" | "Page.reload" | "Page.navigateToHistoryEntry") {
-            self.request(Request::NavigationStarted { by: ClosedBy::Agent })?;
+        if matches!(
+            method,
+            "Page.navigate" | "Page.reload" | "Page.navigateToHistoryEntry"
+        ) {
+            self.request(Request::NavigationStarted {
+                by: ClosedBy::Agent,
+            })?;
         }
         let reply = conn.send(Some(&session), method, params, timeout);
         match self.race_dialogs(reply).await {
@@ -429,8 +445,7 @@ impl Supervisor {
                     std::future::pending::<()>().await;
                 }
                 let s = snaps.borrow_and_update().clone();
-                if s
-                    .pending_dialogs
+                if s.pending_dialogs
                     .iter()
                     .any(|d| !before.contains(&d.id) && (!auto || !d.answerable))
                 {
@@ -459,18 +474,33 @@ impl Supervisor {
     /// most `timeout`. Returns promptly with the pending dialog when one
     /// opens first. A navigation error (`errorText`) is a
     /// [`CommandError::Protocol`] with code 0.
-    pub async fn navigate(&self, url: &str, timeout: Duration) -> Result<NavigateOutcome, CdpCallError> {
+    pub async fn navigate(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<NavigateOutcome, CdpCallError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut notices = self.notices();
         let (conn, session) = self.route(None).await?;
-        self.request(Request::NavigationStarted { by: ClosedBy::Agent })?;
-        let reply = conn.send(Some(&session), "Page.navigate", json!({"url": url}), timeout);
+        self.request(Request::NavigationStarted {
+            by: ClosedBy::Agent,
+        })?;
+        let reply = conn.send(
+            Some(&session),
+            "Page.navigate",
+            json!({"url": url}),
+            timeout,
+        );
         let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply)).await {
             Err(_) => return Ok(NavigateOutcome::LoadTimeout),
             Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
             Ok(Ok(r)) => r?,
         };
-        if let Some(err) = v.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+        if let Some(err) = v
+            .get("errorText")
+            .and_then(Value::as_str)
+            .filter(|e| !e.is_empty())
+        {
             return Err(CdpCallError::Command(CommandError::Protocol {
                 method: "Page.navigate".into(),
                 code: 0,
@@ -723,7 +753,9 @@ impl Driver {
         self.state.connection_lost();
         self.inflight.clear();
         self.tree_pending = 0;
-        let _ = self.notices.send(connection_notice(ConnectionStatus::Reconnecting));
+        let _ = self
+            .notices
+            .send(connection_notice(ConnectionStatus::Reconnecting));
         self.failures = 0;
         self.schedule_reconnect();
     }
@@ -843,7 +875,11 @@ fn http_of(ws: &str) -> Option<String> {
         "wss" => "https",
         _ => return None,
     };
-    Some(format!("{scheme}://{}:{}", u.host_str()?, u.port_or_known_default()?))
+    Some(format!(
+        "{scheme}://{}:{}",
+        u.host_str()?,
+        u.port_or_known_default()?
+    ))
 }
 
 /// Picks the page to supervise and attaches to it with a flatten session.
@@ -853,8 +889,13 @@ async fn pick_and_attach(
     timeout: Duration,
 ) -> Result<(TargetInfo, SessionId), StartError> {
     // Target.targetInfoChanged carries the page title.
-    conn.send(None, "Target.setDiscoverTargets", json!({"discover": true}), timeout)
-        .await?;
+    conn.send(
+        None,
+        "Target.setDiscoverTargets",
+        json!({"discover": true}),
+        timeout,
+    )
+    .await?;
     let targets = conn
         .send(None, "Target.getTargets", json!({}), timeout)
         .await?;
@@ -880,7 +921,12 @@ async fn pick_and_attach(
             Some(t) => (*t).clone(),
             None => {
                 let created = conn
-                    .send(None, "Target.createTarget", json!({"url": "about:blank"}), timeout)
+                    .send(
+                        None,
+                        "Target.createTarget",
+                        json!({"url": "about:blank"}),
+                        timeout,
+                    )
                     .await?;
                 TargetInfo {
                     target_id: TargetId(

@@ -160,7 +160,12 @@ impl Registry {
 
     /// The running supervisor of `task_id`, if any (waits for a start in progress).
     pub async fn get(&self, task_id: &str) -> Option<Supervisor> {
-        let slot = self.slots.lock().expect("registry lock").get(task_id).cloned()?;
+        let slot = self
+            .slots
+            .lock()
+            .expect("registry lock")
+            .get(task_id)
+            .cloned()?;
         let entry = slot.lock().await;
         entry
             .as_ref()
@@ -171,7 +176,13 @@ impl Registry {
     /// Stops `task_id`'s supervisor (and its local Chromium) and forgets it.
     /// Returns whether there was one.
     pub async fn stop(&self, task_id: &str) -> bool {
-        let Some(slot) = self.slots.lock().expect("registry lock").get(task_id).cloned() else {
+        let Some(slot) = self
+            .slots
+            .lock()
+            .expect("registry lock")
+            .get(task_id)
+            .cloned()
+        else {
             return false;
         };
         let mut entry = slot.lock().await;

@@ -490,7 +490,12 @@ impl State {
                 json!({"source": bridge::script(), "runImmediately": true}),
                 Purpose::Setup,
             );
-            self.send(s.clone(), "Fetch.enable", bridge::fetch_patterns(), Purpose::Setup);
+            self.send(
+                s.clone(),
+                "Fetch.enable",
+                bridge::fetch_patterns(),
+                Purpose::Setup,
+            );
         }
         if resume {
             self.send(
@@ -526,7 +531,9 @@ impl State {
         self.expire_navigation(now);
         match event {
             Event::DialogOpening(d) => self.on_dialog_opening(session_id, d, None, now),
-            Event::FetchRequestPaused { params } => self.on_request_paused(session_id, &params, now),
+            Event::FetchRequestPaused { params } => {
+                self.on_request_paused(session_id, &params, now)
+            }
             Event::DialogClosed(c) => self.on_dialog_closed(session_id, c, now),
             Event::FrameAttached(a) => {
                 let Some(s) = session_id else { return };
