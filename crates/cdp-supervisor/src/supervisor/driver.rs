@@ -278,11 +278,15 @@ impl Supervisor {
             driver.run(task_cancel).await;
             task_exited.cancel();
         });
+        // Until the handle exists, dropping this future (a caller's timeout)
+        // must stop the task too: nothing runs on after its owner is gone.
+        let guard = cancel.clone().drop_guard();
         // The frame tree is complete when every getFrameTree / setAutoAttach
         // sent so far has replied; a blocked page may never answer, so the
         // rest of the attach deadline bounds the wait.
         let left = deadline.saturating_sub(started.elapsed());
         let _ = tokio::time::timeout(left, tree_rx).await;
+        guard.disarm();
         Ok(Supervisor {
             shared: Arc::new(Shared {
                 requests: req_tx,
