@@ -118,14 +118,14 @@ fn shaped(method: &str, s: u8, f: u8, p: u8, kind: u8, flag: bool, text: u8) -> 
         }),
         "Page.javascriptDialogClosed" => {
             let mut v = json!({"result": flag, "userInput": "u"});
-            if kind % 2 == 0 {
+            if kind.is_multiple_of(2) {
                 v["frameId"] = json!(frame(f));
             }
             v
         }
         "Page.frameAttached" => json!({"frameId": frame(f), "parentFrameId": frame(p)}),
         "Page.frameNavigated" => json!({"frame": {
-            "id": frame(f), "parentId": if f % FRAMES == 0 { Value::Null } else { json!(frame(p)) },
+            "id": frame(f), "parentId": if f.is_multiple_of(FRAMES) { Value::Null } else { json!(frame(p)) },
             "url": url, "securityOrigin": "https://h.test", "loaderId": "L", "mimeType": "text/html",
             "urlFragment": if flag { "#x" } else { "" },
         }}),
