@@ -35,6 +35,33 @@ async fn regression_7_attach_to_a_tab_already_showing_an_alert_completes_and_say
     let _ = second.navigate(&h.url("a.test", "/blank"), WAIT).await;
     wait_snapshot(&second, "page released", |s| !s.page_blocked).await;
     second.stop().await;
-    let _ = Connection::connect; // keep the import honest
-    let _ = json!({});
+}
+
+/// When the supervised tab closes, the supervisor moves to another page (or
+/// a new one) so the agent's next navigate works instead of failing forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_the_supervised_tab_moves_to_another_page() {
+    let h = Harness::start(DialogPolicy::MustRespond).await;
+    h.goto("a.test", "/demo").await;
+    let old = h
+        .sup
+        .snapshot()
+        .frame_tree
+        .top
+        .clone()
+        .expect("top")
+        .frame_id;
+    let (conn, _events) = Connection::connect(h.chromium.ws_url())
+        .await
+        .expect("connect");
+    conn.send(None, "Target.closeTarget", json!({"targetId": old}), WAIT)
+        .await
+        .expect("close the tab");
+    let s = wait_snapshot(&h.sup, "another page", |s| {
+        s.frame_tree.top.as_ref().is_some_and(|t| t.frame_id != old)
+    })
+    .await;
+    assert!(s.pending_dialogs.is_empty());
+    h.goto("a.test", "/blank").await;
+    assert!(h.sup.snapshot().url.ends_with("/blank"));
 }

@@ -223,7 +223,8 @@ impl Supervisor {
             let ws = resolve_ws_url(cdp_url).await?;
             let (conn, events) = Connection::connect(&ws).await?;
             let (target, session) =
-                pick_and_attach(&conn, opts.target_id.as_deref(), opts.command_timeout).await?;
+                pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
+                    .await?;
             Ok::<_, StartError>((ws, conn, events, target, session))
         };
         let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
@@ -267,6 +268,7 @@ impl Supervisor {
             tree_pending: 0,
             tree_done: Some(tree_tx),
             reconnect: None,
+            reattach: None,
             failures: 0,
             shown_url: shown_url.clone(),
             _local: local,
@@ -556,6 +558,8 @@ struct Driver {
     tree_pending: usize,
     tree_done: Option<oneshot::Sender<()>>,
     reconnect: Option<Reconnect>,
+    /// Attaching to another page after ours closed (same connection).
+    reattach: Option<BoxFuture<Result<(TargetInfo, SessionId), StartError>>>,
     failures: u32,
     shown_url: String,
     /// A Chromium we launched: dropped (killed) with the driver.
@@ -576,8 +580,9 @@ async fn sleep_until(t: Option<Instant>) {
     }
 }
 
-async fn poll_reconnect(r: &mut Option<Reconnect>) -> Result<Attached, StartError> {
-    match r {
+/// Awaits the future in `slot`, or never when there is none.
+async fn poll_slot<T>(slot: &mut Option<BoxFuture<T>>) -> T {
+    match slot {
         Some(f) => f.await,
         None => std::future::pending().await,
     }
@@ -611,7 +616,17 @@ impl Driver {
                 }
                 Some(req) = self.requests.recv() => self.on_request(req),
                 _ = sleep_until(timeout) => self.state.handle_timeout(Now::system()),
-                r = poll_reconnect(&mut self.reconnect) => {
+                r = poll_slot(&mut self.reattach) => {
+                    self.reattach = None;
+                    match r {
+                        Ok((target, session)) => {
+                            tracing::info!(target_id = %target.target_id, "the page is gone; now supervising another");
+                            self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
+                        }
+                        Err(e) => tracing::warn!("the page is gone and no other could be attached: {e}"),
+                    }
+                }
+                r = poll_slot(&mut self.reconnect) => {
                     self.reconnect = None;
                     match r {
                         Ok((ws, conn, events, target, session)) => {
@@ -752,6 +767,7 @@ impl Driver {
         tracing::warn!(endpoint = %self.shown_url, "CDP connection dropped ({reason}); reconnecting");
         self.conn = None;
         self.events = None;
+        self.reattach = None;
         // In-flight replies fail on their own (Disconnected); the state
         // forgets dead sessions but keeps dialogs and their deadlines.
         self.state.connection_lost();
@@ -762,6 +778,20 @@ impl Driver {
             .send(connection_notice(ConnectionStatus::Reconnecting));
         self.failures = 0;
         self.schedule_reconnect();
+    }
+
+    /// Our page closed (or crashed) while the browser stays: supervise the
+    /// first other page, or a new one, so the agent's next call works.
+    fn schedule_reattach(&mut self) {
+        let (Some(conn), None) = (&self.conn, &self.reattach) else {
+            return;
+        };
+        let conn = conn.clone();
+        let timeout = self.opts.command_timeout;
+        let gone = self.state.top_target().map(|t| t.0.clone());
+        self.reattach = Some(Box::pin(async move {
+            pick_and_attach(&conn, None, gone.as_deref(), timeout).await
+        }));
     }
 
     fn schedule_reconnect(&mut self) {
@@ -779,7 +809,7 @@ impl Driver {
                     None => url.clone(),
                 };
                 let (conn, events) = Connection::connect(&ws).await?;
-                let (t, s) = pick_and_attach(&conn, target.as_deref(), timeout).await?;
+                let (t, s) = pick_and_attach(&conn, target.as_deref(), None, timeout).await?;
                 Ok((ws, conn, events, t, s))
             };
             tokio::time::timeout(attach_timeout, attempt)
@@ -831,6 +861,9 @@ impl Driver {
         for out in deliver {
             match out {
                 Output::Notice(n) => {
+                    if matches!(n, Notice::PageGone { .. }) {
+                        self.schedule_reattach();
+                    }
                     let _ = self.notices.send(n);
                 }
                 Output::AnswerDone { ticket, result } => {
@@ -890,6 +923,7 @@ fn http_of(ws: &str) -> Option<String> {
 async fn pick_and_attach(
     conn: &Connection,
     target_id: Option<&str>,
+    avoid: Option<&str>,
     timeout: Duration,
 ) -> Result<(TargetInfo, SessionId), StartError> {
     // Target.targetInfoChanged carries the page title.
@@ -907,7 +941,10 @@ async fn pick_and_attach(
         .get("targetInfos")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
+    let pages: Vec<&TargetInfo> = infos
+        .iter()
+        .filter(|t| t.target_type == "page" && Some(t.target_id.0.as_str()) != avoid)
+        .collect();
     let target = match target_id {
         Some(want) => match infos.iter().find(|t| t.target_id.0 == want) {
             Some(t) => (*t).clone(),
