@@ -61,9 +61,13 @@ id_type!(
 /// The kind of a native JS dialog (`Page.DialogType`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DialogType {
+    /// `alert()`: OK only.
     Alert,
+    /// `confirm()`: OK (true) or Cancel (false).
     Confirm,
+    /// `prompt()`: text (OK) or null (Cancel).
     Prompt,
+    /// `beforeunload`: leave (accept) or stay (dismiss).
     Beforeunload,
     /// A type this build does not know, kept verbatim.
     Other(String),
@@ -112,15 +116,19 @@ impl<'de> Deserialize<'de> for DialogType {
 #[serde(rename_all = "camelCase")]
 pub struct DialogOpening {
     #[serde(default)]
+    /// The URL of the document that opened it.
     pub url: String,
     /// The frame that opened the dialog (Chromium ≥ 127; older builds omit it).
     #[serde(default)]
     pub frame_id: Option<FrameId>,
     #[serde(default)]
+    /// The text shown (Chromium cuts it at 10 240 chars).
     pub message: String,
     #[serde(rename = "type")]
+    /// Which kind of dialog (`type`).
     pub dialog_type: DialogType,
     #[serde(default)]
+    /// The prompt's default text (`""` for other types).
     pub default_prompt: Option<String>,
 }
 
@@ -129,10 +137,13 @@ pub struct DialogOpening {
 #[serde(rename_all = "camelCase")]
 pub struct DialogClosed {
     #[serde(default)]
+    /// The frame whose dialog closed (Chromium ≥ 127).
     pub frame_id: Option<FrameId>,
     #[serde(default)]
+    /// Whether it was accepted.
     pub result: bool,
     #[serde(default)]
+    /// The text a prompt returned (`""` when dismissed or not a prompt).
     pub user_input: String,
 }
 
@@ -140,14 +151,19 @@ pub struct DialogClosed {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameInfo {
+    /// The frame id.
     pub id: FrameId,
     #[serde(default)]
+    /// The parent frame; `None` for a target's main frame.
     pub parent_id: Option<FrameId>,
     #[serde(default)]
+    /// The document URL, without the fragment.
     pub url: String,
     #[serde(default)]
+    /// The fragment (`#…`), when any.
     pub url_fragment: Option<String>,
     #[serde(default)]
+    /// The security origin (`scheme://host:port`, `"null"` for opaque ones).
     pub security_origin: Option<String>,
 }
 
@@ -155,8 +171,10 @@ pub struct FrameInfo {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameTree {
+    /// This frame.
     pub frame: FrameInfo,
     #[serde(default)]
+    /// Its child frames (same-process only: OOPIF subtrees live in their own sessions).
     pub child_frames: Vec<FrameTree>,
 }
 
@@ -164,7 +182,9 @@ pub struct FrameTree {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameAttached {
+    /// The new frame.
     pub frame_id: FrameId,
+    /// Its parent.
     pub parent_frame_id: FrameId,
 }
 
@@ -172,6 +192,7 @@ pub struct FrameAttached {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameNavigated {
+    /// The frame and its new document's URL.
     pub frame: FrameInfo,
 }
 
@@ -180,8 +201,10 @@ pub struct FrameNavigated {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameDetached {
+    /// The detached frame.
     pub frame_id: FrameId,
     #[serde(default)]
+    /// `"remove"` or `"swap"`.
     pub reason: Option<String>,
 }
 
@@ -189,14 +212,19 @@ pub struct FrameDetached {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetInfo {
+    /// The target id (for a page or OOPIF also its main frame id).
     pub target_id: TargetId,
     #[serde(rename = "type")]
+    /// `page`, `iframe`, `worker`, `browser_ui`…
     pub target_type: String,
     #[serde(default)]
+    /// The page title (the URL until the document sets one).
     pub title: String,
     #[serde(default)]
+    /// The current URL.
     pub url: String,
     #[serde(default)]
+    /// Whether some client is attached.
     pub attached: bool,
 }
 
@@ -204,9 +232,12 @@ pub struct TargetInfo {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttachedToTarget {
+    /// The new flatten-mode session.
     pub session_id: SessionId,
+    /// What it is attached to.
     pub target_info: TargetInfo,
     #[serde(default)]
+    /// Whether the target waits for `Runtime.runIfWaitingForDebugger`.
     pub waiting_for_debugger: bool,
 }
 
@@ -214,8 +245,10 @@ pub struct AttachedToTarget {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DetachedFromTarget {
+    /// The session that ended.
     pub session_id: SessionId,
     #[serde(default)]
+    /// Its target, when given.
     pub target_id: Option<TargetId>,
 }
 
@@ -223,6 +256,7 @@ pub struct DetachedFromTarget {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetInfoChanged {
+    /// The target's new info.
     pub target_info: TargetInfo,
 }
 
@@ -230,6 +264,7 @@ pub struct TargetInfoChanged {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetGone {
+    /// The target that went away.
     pub target_id: TargetId,
 }
 
@@ -238,6 +273,7 @@ pub struct TargetGone {
 #[serde(rename_all = "camelCase")]
 pub struct CallFrame {
     #[serde(default)]
+    /// The script URL (`""` for inline evaluation).
     pub url: String,
 }
 
@@ -246,6 +282,7 @@ pub struct CallFrame {
 #[serde(rename_all = "camelCase")]
 pub struct StackTrace {
     #[serde(default)]
+    /// Innermost first.
     pub call_frames: Vec<CallFrame>,
 }
 
@@ -254,12 +291,16 @@ pub struct StackTrace {
 #[serde(rename_all = "camelCase")]
 pub struct RemoteObject {
     #[serde(rename = "type", default)]
+    /// `string`, `number`, `object`…
     pub object_type: String,
     #[serde(default)]
+    /// The value, for primitives and `returnByValue`.
     pub value: Option<Value>,
     #[serde(default)]
+    /// `NaN`, `Infinity`, `-0`, bigints.
     pub unserializable_value: Option<String>,
     #[serde(default)]
+    /// How DevTools prints it (objects, errors).
     pub description: Option<String>,
 }
 
@@ -282,12 +323,16 @@ impl RemoteObject {
 #[serde(rename_all = "camelCase")]
 pub struct ConsoleApiCalled {
     #[serde(rename = "type")]
+    /// `log`, `error`, `assert`, `warning`…
     pub call_type: String,
     #[serde(default)]
+    /// The call's arguments.
     pub args: Vec<RemoteObject>,
     #[serde(default)]
+    /// When, in milliseconds since the Unix epoch.
     pub timestamp: Option<f64>,
     #[serde(default)]
+    /// Where it was called.
     pub stack_trace: Option<StackTrace>,
 }
 
@@ -296,10 +341,13 @@ pub struct ConsoleApiCalled {
 #[serde(rename_all = "camelCase")]
 pub struct ExceptionDetails {
     #[serde(default)]
+    /// The message (`"Uncaught"` …).
     pub text: String,
     #[serde(default)]
+    /// The script URL.
     pub url: Option<String>,
     #[serde(default)]
+    /// The thrown value.
     pub exception: Option<RemoteObject>,
 }
 
@@ -308,7 +356,9 @@ pub struct ExceptionDetails {
 #[serde(rename_all = "camelCase")]
 pub struct ExceptionThrown {
     #[serde(default)]
+    /// When, in milliseconds since the Unix epoch.
     pub timestamp: Option<f64>,
+    /// What was thrown, and where.
     pub exception_details: ExceptionDetails,
 }
 
@@ -316,33 +366,49 @@ pub struct ExceptionThrown {
 /// params. Everything else is [`Event::Other`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
+    /// `Page.javascriptDialogOpening`.
     DialogOpening(DialogOpening),
+    /// `Page.javascriptDialogClosed`.
     DialogClosed(DialogClosed),
+    /// `Page.frameAttached`.
     FrameAttached(FrameAttached),
+    /// `Page.frameNavigated`.
     FrameNavigated(FrameNavigated),
+    /// `Page.frameDetached`.
     FrameDetached(FrameDetached),
     /// `Page.loadEventFired` (on the session it arrives on).
     LoadEventFired,
+    /// `Target.attachedToTarget` (auto-attach or our own attach).
     AttachedToTarget(AttachedToTarget),
+    /// `Target.detachedFromTarget`.
     DetachedFromTarget(DetachedFromTarget),
+    /// `Target.targetInfoChanged`.
     TargetInfoChanged(TargetInfoChanged),
+    /// `Target.targetDestroyed`.
     TargetDestroyed(TargetGone),
+    /// `Target.targetCrashed`.
     TargetCrashed(TargetGone),
     /// `Inspector.detached`: the session's target is gone or taken over.
     InspectorDetached,
+    /// `Runtime.consoleAPICalled`.
     ConsoleApiCalled(ConsoleApiCalled),
+    /// `Runtime.exceptionThrown`.
     ExceptionThrown(ExceptionThrown),
     /// `Fetch.requestPaused`, params kept raw (only the dialog bridge reads them).
     FetchRequestPaused {
+        /// The raw params JSON.
         params: String,
     },
     /// A method we know whose params did not parse; kept for the log.
     Unparsed {
+        /// The CDP method.
         method: String,
+        /// Why its params did not parse.
         error: String,
     },
     /// A method we do not act on.
     Other {
+        /// The CDP method.
         method: String,
     },
 }
