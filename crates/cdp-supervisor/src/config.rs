@@ -43,6 +43,10 @@ pub const CONFIG_PATH_ENV: &str = "CDP_SUPERVISOR_CONFIG";
 /// path upper-cased with `__` between levels.
 pub const ENV_PREFIX: &str = "CDP_SUPERVISOR_";
 
+/// The largest `browser.dialog_timeout_s`: a year. Beyond it a deadline
+/// stops being a deadline (and very large values overflow a `Duration`).
+pub const DIALOG_TIMEOUT_MAX_S: f64 = 31_536_000.0;
+
 /// Default `browser.dialog_timeout_s`. DESIGN.md: the must_respond watchdog
 /// waits five minutes for the agent before dismissing.
 pub const DEFAULT_DIALOG_TIMEOUT_S: f64 = 300.0;
@@ -253,7 +257,7 @@ fn unknown_key(key: &str) -> ConfigError {
 
 const CDP_URL_ALLOWED: &str =
     "a ws://, wss://, http:// or https:// URL, or empty to launch local Chromium";
-const TIMEOUT_ALLOWED: &str = "a number of seconds > 0";
+const TIMEOUT_ALLOWED: &str = "a number of seconds > 0 and ≤ 31536000 (a year)";
 const ARGS_ALLOWED: &str = "a YAML/JSON list of strings, or whitespace-separated flags";
 
 impl Config {
@@ -426,7 +430,7 @@ impl Config {
                     .trim()
                     .parse::<f64>()
                     .ok()
-                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= DIALOG_TIMEOUT_MAX_S)
                     .ok_or_else(|| bad_value(key_path, value, TIMEOUT_ALLOWED))?;
             }
             "browser.chromium_path" => b.chromium_path = value.to_owned(),
@@ -623,7 +627,7 @@ mod tests {
 
     #[test]
     fn timeout_must_be_positive_finite_number() {
-        for bad in ["0", "-1", "abc", "NaN", "inf", ""] {
+        for bad in ["0", "-1", "abc", "NaN", "inf", "", "1e300", "31536001"] {
             let err = Config::default()
                 .set("browser.dialog_timeout_s", bad)
                 .unwrap_err();

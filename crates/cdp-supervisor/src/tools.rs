@@ -19,7 +19,7 @@ use crate::supervisor::driver::{
 };
 use crate::supervisor::registry::{Endpoint, Registry};
 use crate::supervisor::snapshot::PendingDialog;
-use crate::supervisor::state::{DialogAction, DialogRequest};
+use crate::supervisor::state::{self, DialogAction, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
@@ -217,7 +217,9 @@ impl AgentSession {
         let b = &self.config.browser;
         SupervisorOptions {
             policy: b.dialog_policy,
-            dialog_timeout: Duration::from_secs_f64(b.dialog_timeout_s),
+            // Config bounds it; a library caller's struct may not be.
+            dialog_timeout: Duration::try_from_secs_f64(b.dialog_timeout_s)
+                .unwrap_or(state::DEFAULT_DIALOG_TIMEOUT),
             target_id,
             // Browserbase's proxy answers native dialogs within ~10 ms (spec).
             dialog_bridge: b.cloud_provider == CloudProvider::Browserbase,

@@ -32,7 +32,17 @@ async fn regression_7_attach_to_a_tab_already_showing_an_alert_completes_and_say
     let s = wait_snapshot(&second, "page_blocked", |s| s.page_blocked).await;
     assert!(s.frame_tree.top.is_some(), "frame tree known: {s:?}");
     // Navigating releases it.
-    let _ = second.navigate(&h.url("a.test", "/blank"), WAIT).await;
+    let out = second
+        .navigate(&h.url("a.test", "/blank"), WAIT)
+        .await
+        .expect("navigate");
+    assert!(
+        matches!(
+            out,
+            cdp_supervisor::supervisor::driver::NavigateOutcome::Loaded
+        ),
+        "{out:?}"
+    );
     wait_snapshot(&second, "page released", |s| !s.page_blocked).await;
     second.stop().await;
 }
@@ -64,4 +74,42 @@ async fn closing_the_supervised_tab_moves_to_another_page() {
     assert!(s.pending_dialogs.is_empty());
     h.goto("a.test", "/blank").await;
     assert!(h.sup.snapshot().url.ends_with("/blank"));
+}
+
+/// A navigation away from a page whose load a dialog held up returns when
+/// the NEW page has loaded, never on the old page's late load event.
+#[tokio::test(flavor = "multi_thread")]
+async fn navigate_away_from_a_page_held_by_a_dialog_waits_for_the_new_load() {
+    let h = Harness::start(DialogPolicy::MustRespond).await;
+    h.site.add_page(
+        "/held",
+        r#"<!doctype html><title>held</title><iframe src="http://b.test:{port}/held-child"></iframe>"#,
+    );
+    h.site.add_page(
+        "/held-child",
+        r#"<!doctype html><title>child</title><script>confirm("hold the load");</script>"#,
+    );
+    for round in 0..3 {
+        let url = h.url("a.test", "/held");
+        let out = h.sup.navigate(&url, WAIT).await.expect("navigate");
+        assert!(
+            matches!(out, cdp_supervisor::supervisor::driver::NavigateOutcome::DialogPending(ref d) if !d.is_empty()),
+            "round {round}: {out:?}"
+        );
+        let target = h.url("a.test", &format!("/blank?round={round}"));
+        let out = h.sup.navigate(&target, WAIT).await.expect("navigate away");
+        assert!(
+            matches!(
+                out,
+                cdp_supervisor::supervisor::driver::NavigateOutcome::Loaded
+            ),
+            "round {round}: {out:?}"
+        );
+        let s = h.sup.snapshot();
+        assert_eq!(
+            s.url, target,
+            "round {round}: returned before the new page loaded"
+        );
+        assert!(s.pending_dialogs.is_empty(), "round {round}: {s:?}");
+    }
 }

@@ -165,6 +165,10 @@ pub struct FrameInfo {
     #[serde(default)]
     /// The security origin (`scheme://host:port`, `"null"` for opaque ones).
     pub security_origin: Option<String>,
+    /// The document's loader (`Page.navigate` answers the same id for the
+    /// navigation it started).
+    #[serde(default)]
+    pub loader_id: Option<String>,
 }
 
 /// `Page.FrameTree` (the result of `Page.getFrameTree` is `{frameTree: FrameTree}`).
@@ -206,6 +210,19 @@ pub struct FrameDetached {
     #[serde(default)]
     /// `"remove"` or `"swap"`.
     pub reason: Option<String>,
+}
+
+/// `Page.lifecycleEvent` (after `Page.setLifecycleEventsEnabled`): `name` is
+/// `init`, `DOMContentLoaded`, `load`… for the document of `loader_id`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleEvent {
+    /// The frame.
+    pub frame_id: FrameId,
+    /// The document the event is about.
+    pub loader_id: String,
+    /// Which moment of its life.
+    pub name: String,
 }
 
 /// `Target.TargetInfo`, the fields we keep.
@@ -378,6 +395,8 @@ pub enum Event {
     FrameDetached(FrameDetached),
     /// `Page.loadEventFired` (on the session it arrives on).
     LoadEventFired,
+    /// `Page.lifecycleEvent`.
+    Lifecycle(LifecycleEvent),
     /// `Target.attachedToTarget` (auto-attach or our own attach).
     AttachedToTarget(AttachedToTarget),
     /// `Target.detachedFromTarget`.
@@ -441,6 +460,7 @@ impl Event {
             "Page.frameNavigated" => p(method, params, Event::FrameNavigated),
             "Page.frameDetached" => p(method, params, Event::FrameDetached),
             "Page.loadEventFired" => Event::LoadEventFired,
+            "Page.lifecycleEvent" => p(method, params, Event::Lifecycle),
             "Target.attachedToTarget" => p(method, params, Event::AttachedToTarget),
             "Target.detachedFromTarget" => p(method, params, Event::DetachedFromTarget),
             "Target.targetInfoChanged" => p(method, params, Event::TargetInfoChanged),

@@ -131,7 +131,7 @@ pub fn notice_line(n: &Notice) -> String {
         Notice::PageBlocked => {
             "page blocked    by a dialog opened before we attached; navigate to release it".into()
         }
-        Notice::PageLoaded { url } => format!("page loaded     {url}"),
+        Notice::PageLoaded { url, .. } => format!("page loaded     {url}"),
         Notice::Connection { status } => format!(
             "connection      {}",
             serde_json::to_value(status)

@@ -39,6 +39,19 @@ pub const DEFAULT_ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a call on a page that a dialog already blocks waits before it
 /// returns with the pending dialog instead of its reply.
 pub const BLOCKED_CALL_GRACE: Duration = Duration::from_millis(500);
+/// What `navigate` heard while waiting for its load.
+enum Heard {
+    /// The load event of our navigation's document.
+    Ours,
+    /// A load event of some document, or time passed: ask the page.
+    Check,
+    /// Something else.
+    Nothing,
+}
+
+/// While `navigate` waits for its load event, how often it also asks the
+/// page directly (in case the event's document could not be told).
+const LOAD_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 /// Events handled before the snapshot is republished, when they arrive in a burst.
 const EVENT_BURST: usize = 256;
 /// Capacity of the notice channel for live watchers (a slow watcher skips, never blocks).
@@ -462,10 +475,13 @@ impl Supervisor {
         let grace = async {
             if blocked_at_start {
                 tokio::time::sleep(BLOCKED_CALL_GRACE).await;
-                self.snapshot().pending_dialogs.clone()
-            } else {
-                std::future::pending().await
+                let s = self.snapshot();
+                // Released meanwhile: nothing blocks the call any more.
+                if !s.pending_dialogs.is_empty() || s.page_blocked {
+                    return s.pending_dialogs.clone();
+                }
             }
+            std::future::pending().await
         };
         tokio::select! {
             // A result already there wins over a dialog that opened after it.
@@ -474,6 +490,34 @@ impl Supervisor {
             d = new_dialog => Err(d),
             d = grace => Err(d),
         }
+    }
+
+    /// Whether the top frame shows the document of `loader`, fully loaded
+    /// (`Page.getFrameTree` and `document.readyState`; a short deadline).
+    async fn loaded(&self, conn: &Connection, session: &SessionId, loader: &str) -> bool {
+        let quick = Duration::from_secs(2);
+        let tree = conn
+            .send(Some(session), "Page.getFrameTree", json!({}), quick)
+            .await;
+        let ours = tree
+            .ok()
+            .and_then(|t| t.pointer("/frameTree/frame/loaderId").cloned())
+            .is_some_and(|l| l.as_str() == Some(loader));
+        if !ours {
+            return false;
+        }
+        let state = conn
+            .send(
+                Some(session),
+                "Runtime.evaluate",
+                json!({"expression": "document.readyState", "returnByValue": true}),
+                quick,
+            )
+            .await;
+        state
+            .ok()
+            .and_then(|v| v.pointer("/result/value").cloned())
+            .is_some_and(|v| v == "complete")
     }
 
     /// Navigates the page (`Page.navigate`) and waits for its load event, at
@@ -515,15 +559,31 @@ impl Supervisor {
             }));
         }
         // A same-document navigation has no load event.
-        if v.get("loaderId").is_none() {
+        let Some(loader) = v.get("loaderId").and_then(Value::as_str).map(str::to_owned) else {
             return Ok(NavigateOutcome::Loaded);
-        }
+        };
+        tracing::debug!(%loader, %url, "Page.navigate committed a navigation; waiting for its load");
         let load = async {
             loop {
-                match notices.recv().await {
-                    Ok(Notice::PageLoaded { .. }) => return,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+                // The load event names our document's loader; the page being
+                // left may still finish loading (once its dialog is
+                // released), and a load whose commit our events missed (a
+                // new tab's first navigation, a page attached while
+                // blocked) is found by asking every LOAD_CHECK_INTERVAL.
+                let heard = tokio::select! {
+                    n = notices.recv() => match n {
+                        Ok(Notice::PageLoaded { loader_id, .. })
+                            if loader_id.as_deref() == Some(loader.as_str()) => Heard::Ours,
+                        Ok(Notice::PageLoaded { .. }) => Heard::Check,
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Heard::Nothing,
+                        Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                    },
+                    _ = tokio::time::sleep(LOAD_CHECK_INTERVAL) => Heard::Check,
+                };
+                match heard {
+                    Heard::Ours => return,
+                    Heard::Check if self.loaded(&conn, &session, &loader).await => return,
+                    Heard::Check | Heard::Nothing => {}
                 }
             }
         };
@@ -890,8 +950,14 @@ impl Driver {
     }
 }
 
+/// The commands an attach waits for (a blocked page's `Page.enable` ends
+/// the wait through `page_blocked` instead): once they replied, the frame
+/// tree is complete and the page's events flow.
 fn counts_for_tree(method: &str) -> bool {
-    matches!(method, "Page.getFrameTree" | "Target.setAutoAttach")
+    matches!(
+        method,
+        "Page.getFrameTree" | "Target.setAutoAttach" | "Page.enable"
+    )
 }
 
 fn connection_notice(status: ConnectionStatus) -> Notice {

@@ -144,8 +144,8 @@ pub enum Purpose {
     /// `Page.navigate` of the top frame to release a page a dialog keeps blocked.
     Release,
     /// `Target.getTargetInfo` of the page after its load event: the title,
-    /// then [`Notice::PageLoaded`].
-    PageLoaded,
+    /// then [`Notice::PageLoaded`] for the document of `loader_id`.
+    PageLoaded { loader_id: Option<String> },
 }
 
 /// A CDP command the driver must send (and never wait for in its event loop).
@@ -189,6 +189,10 @@ pub enum Notice {
     /// The top frame finished loading (`Page.loadEventFired` on the page session).
     PageLoaded {
         url: String,
+        /// The loader of the document that loaded (`Page.Frame.loaderId`),
+        /// when known: `browser_navigate` waits for its own navigation's.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        loader_id: Option<String>,
     },
     /// The supervisor's CDP connection changed state (sent by the driver).
     Connection {
@@ -339,6 +343,8 @@ pub struct State {
     page_blocked: bool,
     page_blocked_release: Option<Instant>,
     navigation_by: Option<(ClosedBy, Instant)>,
+    /// The top document's loader (`Page.Frame.loaderId`).
+    top_loader: Option<String>,
 }
 
 impl State {
@@ -364,6 +370,7 @@ impl State {
             page_blocked: false,
             page_blocked_release: None,
             navigation_by: None,
+            top_loader: None,
         }
     }
 
@@ -431,13 +438,14 @@ impl State {
         self.top_session = Some(session_id.clone());
         let top = FrameId(target_id.0.clone());
         self.top_frame = Some(top.clone());
+        self.top_loader = None;
         self.sessions
             .insert(session_id.clone(), Session { target_id });
         self.upsert_frame(&top, None, Some(url), &session_id, true);
         if !title.is_empty() {
             self.title = title.to_owned();
         }
-        self.page_enable_deadline = Some(now.instant + self.opts.page_enable_grace);
+        self.page_enable_deadline = now.instant.checked_add(self.opts.page_enable_grace);
         self.setup_session(&session_id, false);
     }
 
@@ -481,6 +489,17 @@ impl State {
             Purpose::PageEnable
         };
         self.send(s.clone(), "Page.enable", json!({}), enable_purpose);
+        if !resume {
+            // Lifecycle events name their document's loader: which document
+            // a load event is about, even when Chromium skips frameNavigated
+            // (a new tab's first navigation can).
+            self.send(
+                s.clone(),
+                "Page.setLifecycleEventsEnabled",
+                json!({"enabled": true}),
+                Purpose::Setup,
+            );
+        }
         if self.opts.dialog_bridge {
             // After Page.enable: the script takes effect only while the Page
             // domain is enabled; before the resume: the first document gets it.
@@ -569,8 +588,18 @@ impl State {
                         None,
                         "Target.getTargetInfo",
                         json!({ "targetId": target }),
-                        Purpose::PageLoaded,
+                        Purpose::PageLoaded {
+                            loader_id: self.top_loader.clone(),
+                        },
                     );
+                }
+            }
+            Event::Lifecycle(l) => {
+                if session_id.is_some()
+                    && session_id == self.top_session.as_ref()
+                    && Some(&l.frame_id) == self.top_frame.as_ref()
+                {
+                    self.top_loader = Some(l.loader_id);
                 }
             }
             Event::AttachedToTarget(a) => self.on_attached(session_id, a),
@@ -810,6 +839,9 @@ impl State {
             _ => frame.url.clone(),
         };
         let is_top = Some(&frame.id) == self.top_frame.as_ref();
+        if is_top && frame.loader_id.is_some() {
+            self.top_loader = frame.loader_id.clone();
+        }
         self.upsert_frame(
             &frame.id,
             frame.parent_id.as_ref(),
@@ -900,6 +932,10 @@ impl State {
                 child_frames,
             } = node;
             let id = frame.id.clone();
+            // Replies come in wire order with events: this is the current document.
+            if Some(&id) == self.top_frame.as_ref() && frame.loader_id.is_some() {
+                self.top_loader = frame.loader_id.clone();
+            }
             let parent = frame.parent_id.clone().or(parent);
             let url = match &frame.url_fragment {
                 Some(frag) if !frag.is_empty() => format!("{}{}", frame.url, frag),
@@ -1027,7 +1063,8 @@ impl State {
             frame_id,
             session_id: Some(session.clone()),
             deadline: match auto {
-                None => Some(now.instant + self.opts.dialog_timeout),
+                // A timeout too large for the clock is no deadline at all.
+                None => now.instant.checked_add(self.opts.dialog_timeout),
                 Some(_) => None,
             },
             answering: None,
@@ -1240,17 +1277,29 @@ impl State {
                 }
             }
             Purpose::Answer { dialog_id } => self.on_answer_reply(&dialog_id, result, now),
-            Purpose::PageLoaded => {
-                if let Some(title) = result
-                    .ok()
-                    .as_ref()
-                    .and_then(|v| v.pointer("/targetInfo/title"))
-                    .and_then(Value::as_str)
+            Purpose::PageLoaded { loader_id } => {
+                let info = result.ok();
+                let field = |k: &str| {
+                    info.as_ref()
+                        .and_then(|v| v.pointer(&format!("/targetInfo/{k}")))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                if let Some(title) = field("title") {
+                    self.title = title;
+                }
+                // The page's URL as the browser has it, in case its commit
+                // event never reached us (a new tab's first navigation).
+                if let (Some(url), Some(top)) = (field("url"), self.top_frame.clone())
+                    && let Some(f) = self.frames.get_mut(&top)
+                    && f.url != url
+                    && !url.is_empty()
                 {
-                    self.title = title.to_owned();
+                    f.origin = origin_of(&url);
+                    f.url = url;
                 }
                 let url = self.top_url().to_owned();
-                self.notice(Notice::PageLoaded { url });
+                self.notice(Notice::PageLoaded { url, loader_id });
             }
         }
     }
@@ -1299,7 +1348,7 @@ impl State {
                     _ => {
                         if by == ClosedBy::AutoPolicy && d.deadline.is_none() {
                             // The policy could not answer it; the watchdog will release the page.
-                            d.deadline = Some(now.instant + self.opts.dialog_timeout);
+                            d.deadline = now.instant.checked_add(self.opts.dialog_timeout);
                         }
                         if let Some(ticket) = ticket {
                             let error = if refused {
@@ -1411,7 +1460,7 @@ impl State {
                     DialogPolicy::MustRespond => self.opts.dialog_timeout,
                     _ => Duration::ZERO,
                 };
-                self.page_blocked_release = Some(now.instant + wait);
+                self.page_blocked_release = now.instant.checked_add(wait);
                 self.notice(Notice::PageBlocked);
             }
         }

@@ -20,8 +20,16 @@ use std::time::Duration;
 /// How long a test waits for something Chromium does in milliseconds.
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// Panics (never skips) when Chromium is missing.
+/// Panics (never skips) when Chromium is missing. Also turns on logs when
+/// `TEST_LOG` is set (an `EnvFilter`, e.g. `cdp_supervisor=trace`).
 pub fn require_chromium() {
+    if let Ok(filter) = std::env::var("TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .with_ansi(false)
+            .try_init();
+    }
     if let Err(e) = find_chromium(None) {
         panic!("this end-to-end test needs Chromium and none was found: {e}");
     }
