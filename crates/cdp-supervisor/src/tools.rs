@@ -19,7 +19,7 @@ use crate::supervisor::driver::{
 };
 use crate::supervisor::registry::{Endpoint, Registry};
 use crate::supervisor::snapshot::PendingDialog;
-use crate::supervisor::state::{self, DialogAction, DialogRequest};
+use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
@@ -291,7 +291,12 @@ impl AgentSession {
             Some(s) if self.config.has_cdp() => {
                 serde_json::to_value(&*s.snapshot()).expect("snapshot serializes")
             }
-            _ => json!({"url": "", "title": ""}),
+            // Gated (no CDP backend): the page, without the supervisor's fields.
+            Some(s) => {
+                let snap = s.snapshot();
+                json!({"url": snap.url, "title": snap.title})
+            }
+            None => json!({"url": "", "title": ""}),
         }
     }
 
@@ -354,7 +359,13 @@ impl AgentSession {
                 dialog_id,
             })
             .await
-            .map_err(|e| ToolError::new(e.to_string()))?;
+            .map_err(|e| match e {
+                // Blocked by a dialog we never saw (opened before we attached).
+                DialogError::NoDialog if s.snapshot().page_blocked => ToolError::new(
+                    "no dialog is known, but the page is blocked by one that opened before the supervisor attached (page_blocked: true); Chromium will not answer it: only navigating releases the page (call browser_navigate, e.g. to the current URL)",
+                ),
+                e => ToolError::new(e.to_string()),
+            })?;
         Ok(json!({
             "answered": closed,
             "pending_dialogs": s.snapshot().pending_dialogs,
@@ -431,6 +442,7 @@ impl AgentSession {
             "title": snap.title,
             "pending_dialogs": snap.pending_dialogs,
             "frame_tree": snap.frame_tree,
+            "page_blocked": snap.page_blocked,
         }))
     }
 
@@ -451,7 +463,9 @@ impl AgentSession {
     }
 }
 
-fn check_url(url: &str) -> Result<(), ToolError> {
+/// Checks a URL `browser_navigate` accepts: absolute, with scheme http,
+/// https, file, about or data.
+pub fn check_url(url: &str) -> Result<(), ToolError> {
     const ALLOWED: &str = "http, https, file, about, data";
     let parsed = url::Url::parse(url).map_err(|e| {
         ToolError::new(format!(

@@ -548,3 +548,36 @@ fn a_frame_parent_cycle_does_not_hang_detach() {
     assert!(h.st.route_frame("F3").is_err());
     assert!(h.st.route_frame("F5").is_err());
 }
+
+/// A capped tree keeps the frames `browser_cdp(frame_id)` can reach: 40
+/// same-process frames first in the document, then two OOPIFs (one nested
+/// in a same-process frame) — both OOPIFs and the nested one's parent are
+/// listed, parents before children, 30 in all.
+#[test]
+fn a_capped_tree_keeps_the_oopifs_and_their_parents() {
+    let mut h = H::attached(MustRespond);
+    for i in 0..40 {
+        h.frame_attached("S1", &format!("F{i}"), "T1");
+    }
+    h.frame_attached("S1", "HOST", "T1");
+    h.frame_attached("S1", "O1", "T1");
+    h.attach_oopif("S1", "O1", "S-O1", "https://b.test/1");
+    h.frame_attached("S1", "O2", "HOST");
+    h.attach_oopif("S1", "O2", "S-O2", "https://c.test/2");
+    let t = h.snap().frame_tree;
+    assert_eq!(t.children.len(), FRAME_TREE_MAX_ENTRIES);
+    assert!(t.truncated);
+    let ids: Vec<&str> = t.children.iter().map(|c| c.frame_id.as_str()).collect();
+    for must in ["O1", "O2", "HOST"] {
+        assert!(ids.contains(&must), "{must} missing from {ids:?}");
+    }
+    let pos = |id: &str| ids.iter().position(|x| *x == id).unwrap();
+    assert!(pos("HOST") < pos("O2"), "parents first: {ids:?}");
+    assert!(
+        t.children
+            .iter()
+            .filter(|c| c.is_oopif)
+            .all(|c| c.session_id.is_some())
+    );
+    assert_eq!(ids[0], "F0", "then the rest in document order");
+}

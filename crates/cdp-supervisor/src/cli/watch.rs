@@ -10,6 +10,10 @@ use serde_json::json;
 use std::io::Write;
 use tokio::sync::broadcast::error::RecvError;
 
+fn gave_up() -> CliError {
+    CliError("the CDP endpoint went away and did not come back; the supervisor gave up".into())
+}
+
 fn emit(json_mode: bool, value: serde_json::Value, human: String) {
     let mut out = std::io::stdout().lock();
     let _ = if json_mode {
@@ -22,6 +26,9 @@ fn emit(json_mode: bool, value: serde_json::Value, human: String) {
 
 /// `watch [URL]`: attach or launch, navigate if asked, print notices until Ctrl-C.
 pub async fn watch(config: Config, url: Option<String>, json_mode: bool) -> Result<(), CliError> {
+    if let Some(u) = &url {
+        crate::tools::check_url(u).map_err(|e| CliError(e.message))?;
+    }
     let session = AgentSession::new(Registry::new(), "watch", config);
     let result = watch_inner(&session, url, json_mode).await;
     session.close().await;
@@ -64,14 +71,14 @@ async fn watch_inner(
                     emit(json_mode, json!({"event": "navigated", "result": v}),
                         format!("navigated       {} ({})", v["url"].as_str().unwrap_or(""), v["status"].as_str().unwrap_or("")));
                 }
-                stop = next_notice(&mut notices, json_mode) => if stop { return Ok(()) },
+                stop = next_notice(&mut notices, json_mode) => if stop { return Err(gave_up()) },
                 _ = tokio::signal::ctrl_c() => return Ok(()),
             }
         }
     }
     loop {
         tokio::select! {
-            stop = next_notice(&mut notices, json_mode) => if stop { return Ok(()) },
+            stop = next_notice(&mut notices, json_mode) => if stop { return Err(gave_up()) },
             _ = tokio::signal::ctrl_c() => return Ok(()),
         }
     }

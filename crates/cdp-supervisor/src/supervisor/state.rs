@@ -850,7 +850,7 @@ impl State {
             true,
         );
         if let Some(f) = self.frames.get_mut(&frame.id)
-            && let Some(origin) = frame.security_origin.filter(|o| !o.is_empty())
+            && let Some(origin) = frame.security_origin.filter(|o| is_origin(o))
         {
             f.origin = origin;
         }
@@ -948,7 +948,7 @@ impl State {
             self.upsert_frame(&id, parent.as_ref(), url, session, true);
             if let Some(f) = self.frames.get_mut(&id)
                 && url.is_some()
-                && let Some(origin) = frame.security_origin.filter(|o| !o.is_empty())
+                && let Some(origin) = frame.security_origin.filter(|o| is_origin(o))
             {
                 f.origin = origin;
             }
@@ -1559,6 +1559,7 @@ impl State {
             v.sort_by_key(|(_, f)| f.seq);
         }
         // Depth-first from the top, parents before children.
+        let mut order: Vec<&FrameId> = Vec::new();
         let mut visited: HashSet<&FrameId> = HashSet::new();
         let mut stack: Vec<(&FrameId, usize)> = vec![(top_id, 0)];
         visited.insert(top_id);
@@ -1574,17 +1575,52 @@ impl State {
                     stack.push((cid, d));
                 }
             }
-            if id == top_id {
-                continue;
+            if id != top_id {
+                order.push(id);
             }
-            let f = &self.frames[id];
-            if view.children.len() == FRAME_TREE_MAX_ENTRIES {
-                view.truncated = true;
+        }
+        let keep: HashSet<&FrameId> = if order.len() <= FRAME_TREE_MAX_ENTRIES {
+            order.iter().copied().collect()
+        } else {
+            view.truncated = true;
+            self.frames_to_show(&order, top_id)
+        };
+        view.children = order
+            .into_iter()
+            .filter(|id| keep.contains(id))
+            .map(|id| self.child_view(id, &self.frames[id], top_id))
+            .collect();
+        view
+    }
+
+    /// Which [`FRAME_TREE_MAX_ENTRIES`] of `order` (depth-first, parents
+    /// first) a capped tree shows: the OOPIFs first, with their ancestors,
+    /// since they are what `browser_cdp(frame_id)` can reach; then the rest
+    /// in document order. Every shown frame's parent is shown too.
+    fn frames_to_show<'a>(&self, order: &[&'a FrameId], top_id: &FrameId) -> HashSet<&'a FrameId> {
+        let index: HashMap<&FrameId, &'a FrameId> = order.iter().map(|id| (*id, *id)).collect();
+        let mut keep: HashSet<&'a FrameId> = HashSet::new();
+        for id in order.iter().filter(|id| self.frames[**id].is_oopif) {
+            let mut chain = Vec::new();
+            let mut cur = Some(*id);
+            while let Some(c) = cur.filter(|c| *c != top_id && !keep.contains(c)) {
+                chain.push(c);
+                cur = self.frames[c]
+                    .parent
+                    .as_ref()
+                    .and_then(|p| index.get(p).copied());
+            }
+            if keep.len() + chain.len() <= FRAME_TREE_MAX_ENTRIES {
+                keep.extend(chain);
+            }
+        }
+        for id in order {
+            if keep.len() == FRAME_TREE_MAX_ENTRIES {
                 break;
             }
-            view.children.push(self.child_view(id, f, top_id));
+            keep.insert(id);
         }
-        view
+        keep
     }
 
     fn child_view(&self, id: &FrameId, f: &Frame, top_id: &FrameId) -> ChildFrame {
@@ -1615,6 +1651,12 @@ fn cut(s: String, max_chars: usize) -> String {
         Some((i, _)) => s[..i].to_owned(),
         None => s,
     }
+}
+
+/// Whether Chromium's `securityOrigin` is a real one: it says `"://"` for
+/// frames with no committed document (`about:blank`, `about:srcdoc` children).
+fn is_origin(o: &str) -> bool {
+    !o.is_empty() && o != "://"
 }
 
 /// The origin of a URL as the web spells it (`scheme://host[:port]`), `"null"`
