@@ -618,8 +618,9 @@ mod tests {
             }
         }
 
-        #[tokio::test]
-        async fn demo_dialogs_from_main_and_oopif_are_recorded() {
+        /// A site, a Chromium of its own, a raw CDP client and a new tab
+        /// attached (flatten) with the Page domain on: `(site, chromium, cdp, session_id)`.
+        async fn open_page() -> (SiteServer, LocalChromium, RawCdp, String) {
             let site = SiteServer::start().await.unwrap();
             let chromium = LocalChromium::launch(&LaunchOptions {
                 extra_args: vec![host_resolver_arg().to_owned()],
@@ -635,7 +636,6 @@ mod tests {
                 next_id: 0,
                 events: Vec::new(),
             };
-
             let target = cdp
                 .call("Target.createTarget", json!({"url": "about:blank"}), None)
                 .await["targetId"]
@@ -650,8 +650,15 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .to_owned();
+            cdp.call("Page.enable", json!({}), Some(session.as_str()))
+                .await;
+            (site, chromium, cdp, session)
+        }
+
+        #[tokio::test]
+        async fn demo_dialogs_from_main_and_oopif_are_recorded() {
+            let (site, chromium, mut cdp, session) = open_page().await;
             let s = Some(session.as_str());
-            cdp.call("Page.enable", json!({}), s).await;
             cdp.call(
                 "Page.navigate",
                 json!({"url": site.url("a.test", "/demo")}),
@@ -736,37 +743,8 @@ mod tests {
 
         #[tokio::test]
         async fn alert_on_load_and_nested_oopifs() {
-            let site = SiteServer::start().await.unwrap();
-            let chromium = LocalChromium::launch(&LaunchOptions {
-                extra_args: vec![host_resolver_arg().to_owned()],
-                ..LaunchOptions::default()
-            })
-            .await
-            .unwrap_or_else(|e| panic!("this test needs Chromium: {e}"));
-            let (ws, _) = tokio_tungstenite::connect_async(chromium.ws_url())
-                .await
-                .unwrap();
-            let mut cdp = RawCdp {
-                ws,
-                next_id: 0,
-                events: Vec::new(),
-            };
-            let target = cdp
-                .call("Target.createTarget", json!({"url": "about:blank"}), None)
-                .await["targetId"]
-                .clone();
-            let session = cdp
-                .call(
-                    "Target.attachToTarget",
-                    json!({"targetId": target, "flatten": true}),
-                    None,
-                )
-                .await["sessionId"]
-                .as_str()
-                .unwrap()
-                .to_owned();
+            let (site, chromium, mut cdp, session) = open_page().await;
             let s = Some(session.as_str());
-            cdp.call("Page.enable", json!({}), s).await;
 
             // The alert opens during load; the page finishes once it is answered.
             cdp.call(
