@@ -22,6 +22,8 @@
 //! What it deliberately does not do: drive the page for the agent (clicks,
 //! typing): that stays the agent's own CDP or the raw `browser_cdp` escape hatch.
 
+#![warn(missing_docs)]
+
 pub mod browser;
 pub mod cdp;
 pub mod cli;

@@ -75,13 +75,17 @@ pub enum McpError {
     /// The HTTP address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// The OS error (address in use, permission denied…).
         source: std::io::Error,
     },
     /// A non-loopback bind without a token, and no randomness to make one.
     #[error("cannot generate a bearer token for {addr} ({source}); pass --token")]
     Token {
+        /// The non-loopback address that needs a token.
         addr: SocketAddr,
+        /// Why `/dev/urandom` could not be read.
         source: std::io::Error,
     },
     /// The MCP handshake failed (the client sent no valid `initialize`).

@@ -48,6 +48,7 @@ pub const CDP_MAX_TIMEOUT_S: f64 = 300.0;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
+    /// One line for the agent: what failed and what to do about it.
     pub message: String,
 }
 

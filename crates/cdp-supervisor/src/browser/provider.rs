@@ -34,10 +34,20 @@ pub struct ProviderSession {
 pub enum ProviderError {
     /// Credentials are missing (the spec's `ValueError`).
     #[error("{provider}: {what} is not set")]
-    MissingCredentials { provider: String, what: String },
+    MissingCredentials {
+        /// The provider's name, e.g. `browserbase`.
+        provider: String,
+        /// The missing setting, e.g. `BROWSERBASE_API_KEY`.
+        what: String,
+    },
     /// The provider's API failed or answered something unusable (the spec's `RuntimeError`).
     #[error("{provider}: {reason}")]
-    Api { provider: String, reason: String },
+    Api {
+        /// The provider's name, e.g. `browserbase`.
+        provider: String,
+        /// What failed: the request error or HTTP status (with the start of the body), or an unusable answer; URLs redacted.
+        reason: String,
+    },
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -48,15 +48,30 @@ pub const MAX_MESSAGE_SIZE: usize = 256 << 20;
 pub enum ConnectError {
     /// TCP connect or the WebSocket handshake failed.
     #[error("cannot connect to {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    Unreachable {
+        /// The WebSocket URL, redacted.
+        url: String,
+        /// What failed: tungstenite's error, or the HTTP status of a refused handshake.
+        reason: String,
+    },
     /// The text is not a WebSocket URL tungstenite can use.
     #[error(
         "bad CDP WebSocket URL {url:?}: {reason}; expected ws://host:port/devtools/browser/<id>"
     )]
-    BadUrl { url: String, reason: String },
+    BadUrl {
+        /// The text given, redacted.
+        url: String,
+        /// What tungstenite found wrong with it.
+        reason: String,
+    },
     /// No handshake within [`CONNECT_TIMEOUT`].
     #[error("cannot connect to {url}: no WebSocket handshake within {}s", after.as_secs())]
-    Timeout { url: String, after: Duration },
+    Timeout {
+        /// The WebSocket URL, redacted.
+        url: String,
+        /// How long we waited (always [`CONNECT_TIMEOUT`]).
+        after: Duration,
+    },
 }
 
 /// Why a command got no result.
@@ -65,17 +80,34 @@ pub enum CommandError {
     /// The browser answered with a CDP error object.
     #[error("{method}: CDP error {code}: {message}")]
     Protocol {
+        /// The CDP method of the command, e.g. `Page.navigate`.
         method: String,
+        /// The CDP error code (JSON-RPC style, e.g. `-32000`); `0` when the
+        /// failure is not a CDP error object (an unreadable `result`, a
+        /// `Page.navigate` `errorText`).
         code: i64,
+        /// The CDP error message.
         message: String,
+        /// The error's `data`: its text when a JSON string, else the raw JSON;
+        /// `None` when absent or `null`.
         data: Option<String>,
     },
     /// No reply within the deadline.
     #[error("{method}: no reply within {}ms", after.as_millis())]
-    Timeout { method: String, after: Duration },
+    Timeout {
+        /// The CDP method of the command.
+        method: String,
+        /// The command's deadline, counted from when it was sent.
+        after: Duration,
+    },
     /// The connection dropped (or was closed) before the reply came.
     #[error("{method}: the CDP connection dropped before the reply ({reason})")]
-    Disconnected { method: String, reason: String },
+    Disconnected {
+        /// The CDP method of the command.
+        method: String,
+        /// Why the connection is gone (close frame, socket error, `close()`, drop).
+        reason: String,
+    },
 }
 
 /// One message from the browser, in arrival order: an event, the reply to a
@@ -86,17 +118,25 @@ pub enum Incoming {
     /// its result, a CDP error, its deadline, or the connection dropping
     /// (always before [`Incoming::Closed`]).
     Reply {
+        /// The id [`Connection::send_in_order`] returned.
         id: u64,
+        /// The command's `result` object, or why there is none.
         result: Result<Value, CommandError>,
     },
     /// A CDP event; `session_id` is `None` for browser-level events.
     Event {
+        /// The `sessionId` the event came on (flatten mode).
         session_id: Option<SessionId>,
+        /// The CDP event name, e.g. `Page.javascriptDialogOpening`.
         method: String,
+        /// The event's `params`, undecoded.
         params: Box<serde_json::value::RawValue>,
     },
     /// The connection is gone; no more messages follow.
-    Closed { reason: String },
+    Closed {
+        /// Why: close frame (with its code), socket error, `close()`, or every handle dropped.
+        reason: String,
+    },
 }
 
 /// Events (and in-order replies) in arrival order, then one

@@ -23,27 +23,60 @@ const ALLOWED_FORMS: &str = "use http://host:port, http://host:port/json/version
 pub enum EndpointError {
     /// The text is not a URL, or has no host.
     #[error("bad CDP URL {url:?}: {reason}; {ALLOWED_FORMS}")]
-    BadUrl { url: String, reason: String },
+    BadUrl {
+        /// The text given (trimmed), redacted.
+        url: String,
+        /// The URL parser's complaint, or "it has no host".
+        reason: String,
+    },
     /// The scheme is not one of `http`, `https`, `ws`, `wss`.
     #[error("bad CDP URL {url:?}: scheme {scheme:?} is not supported; {ALLOWED_FORMS}")]
-    UnsupportedScheme { url: String, scheme: String },
+    UnsupportedScheme {
+        /// The URL given, redacted.
+        url: String,
+        /// The scheme found, e.g. `ftp`.
+        scheme: String,
+    },
     /// An `http(s)` URL with a path other than `/` or `/json/version`.
     #[error(
         "bad CDP URL {url:?}: an http(s) URL must have no path or the path /json/version; {ALLOWED_FORMS}"
     )]
-    UnsupportedPath { url: String },
+    UnsupportedPath {
+        /// The URL given, redacted.
+        url: String,
+    },
     /// Nothing answered at the address (connection refused, DNS failure…).
     #[error("cannot reach the CDP endpoint {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    Unreachable {
+        /// The `/json/version` URL asked, redacted.
+        url: String,
+        /// The HTTP client's cause chain (never the URL itself).
+        reason: String,
+    },
     /// The endpoint did not answer within [`VERSION_REQUEST_TIMEOUT`].
     #[error("the CDP endpoint {url} did not answer within {}s", after.as_secs())]
-    Timeout { url: String, after: Duration },
+    Timeout {
+        /// The `/json/version` URL asked, redacted.
+        url: String,
+        /// How long we waited (always [`VERSION_REQUEST_TIMEOUT`]).
+        after: Duration,
+    },
     /// `/json/version` answered with a non-success HTTP status.
     #[error("the CDP endpoint {url} answered HTTP {status}")]
-    HttpStatus { url: String, status: u16 },
+    HttpStatus {
+        /// The `/json/version` URL asked, redacted.
+        url: String,
+        /// The HTTP status code, e.g. `404`.
+        status: u16,
+    },
     /// The body is not JSON, or has no string `webSocketDebuggerUrl`.
     #[error("the CDP endpoint {url} gave no webSocketDebuggerUrl: {reason}")]
-    NoWebSocketUrl { url: String, reason: String },
+    NoWebSocketUrl {
+        /// The `/json/version` URL asked, redacted.
+        url: String,
+        /// What was wrong with the body: not JSON, no field, or not a non-empty string.
+        reason: String,
+    },
 }
 
 /// Query parameter names (lower-cased, matched as substrings) whose values are secrets.

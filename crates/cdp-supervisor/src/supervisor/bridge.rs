@@ -61,10 +61,15 @@ pub fn fetch_patterns() -> Value {
 pub struct BridgeDialog {
     /// `Fetch.requestPaused.requestId`: what the answer fulfills.
     pub request_id: String,
+    /// The frame that made the request (`Fetch.requestPaused.frameId`).
     pub frame_id: Option<String>,
+    /// `alert`, `confirm` or `prompt` (the script does not bridge `beforeunload`).
     pub dialog_type: DialogType,
+    /// The dialog's text, cut by the script at 10 240 UTF-16 units.
     pub message: String,
+    /// The prompt's default text (`""` when none).
     pub default_prompt: String,
+    /// The calling document's `location.href`.
     pub url: String,
 }
 
@@ -104,7 +109,10 @@ pub enum PausedKind {
     Dialog(BridgeDialog),
     /// Some other request (or a bridge request we cannot read): let it go
     /// with `Fetch.continueRequest{requestId}` — never leave a request paused.
-    Other { request_id: String },
+    Other {
+        /// `Fetch.requestPaused.requestId`.
+        request_id: String,
+    },
     /// Not even a request id: nothing to do.
     Unreadable,
 }

@@ -98,19 +98,33 @@ impl Default for SupervisorOptions {
 /// Why a supervisor could not start. Returned at once, before any retry.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The CDP URL could not be resolved to a WebSocket URL.
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
+    /// The WebSocket could not be opened.
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    /// [`SupervisorOptions::target_id`] names no target (`Target.getTargets`).
     #[error("no target {target_id:?} in the browser; page targets: {}", if pages.is_empty() { "none".to_owned() } else { pages.join(", ") })]
     NoSuchTarget {
+        /// The target id asked for.
         target_id: String,
+        /// The browser's page targets, each as `<target_id> (<url>)`.
         pages: Vec<String>,
     },
+    /// A CDP command of the attach failed (`Target.getTargets`,
+    /// `Target.createTarget`, `Target.attachToTarget`, …).
     #[error("attach failed: {0}")]
     Command(#[from] CommandError),
+    /// The attach did not finish within [`SupervisorOptions::attach_timeout`].
     #[error("attach to {url} did not finish within {}ms", after.as_millis())]
-    Timeout { url: String, after: Duration },
+    Timeout {
+        /// The CDP URL, redacted.
+        url: String,
+        /// The attach deadline.
+        after: Duration,
+    },
+    /// Local Chromium could not be launched ([`Supervisor::start_local`]); the launch error as text.
     #[error("{0}")]
     Launch(String),
 }
@@ -118,10 +132,13 @@ pub enum StartError {
 /// Why a routed CDP call (`browser_cdp`) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CdpCallError {
+    /// The `frame_id` cannot take a CDP call (unknown, same-process, or no page).
     #[error(transparent)]
     Route(#[from] RouteError),
+    /// The command itself failed: CDP error, deadline, or disconnect.
     #[error(transparent)]
     Command(#[from] CommandError),
+    /// No CDP connection now (reconnecting, or the supervisor stopped); why, in words.
     #[error("the supervisor is not connected ({0})")]
     NotConnected(String),
 }

@@ -58,10 +58,12 @@ pub struct PendingDialog {
 /// One dialog that has closed (`recent_dialogs[]`, the last 20).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedDialog {
+    /// The dialog as it was pending (its fields are inlined in the JSON).
     #[serde(flatten)]
     pub dialog: PendingDialog,
     /// When it closed, Unix seconds.
     pub closed_at: f64,
+    /// Who closed it.
     pub closed_by: ClosedBy,
     /// Whether it was accepted (`Page.javascriptDialogClosed.result`), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,17 +76,25 @@ pub struct ClosedDialog {
 /// The top frame (`frame_tree.top`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopFrame {
+    /// The main frame's id (the page target's id).
     pub frame_id: String,
+    /// Its URL, fragment included.
     pub url: String,
+    /// `scheme://host[:port]` (`Page.Frame.securityOrigin`, else from the
+    /// URL); `"null"` for opaque origins, `""` when unknown.
     pub origin: String,
 }
 
 /// A frame below the top (`frame_tree.children[]`, flat, parents first).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChildFrame {
+    /// The frame's id (for an OOPIF, also its target id).
     pub frame_id: String,
+    /// Its URL, fragment included; `""` before its first commit.
     pub url: String,
+    /// As [`TopFrame::origin`].
     pub origin: String,
+    /// Its parent; the top frame's id when the parent is unknown.
     pub parent_frame_id: String,
     /// A cross-origin iframe in its own process, with its own CDP session.
     pub is_oopif: bool,
@@ -96,8 +106,11 @@ pub struct ChildFrame {
 /// `frame_tree`: at most 30 children and OOPIF depth 2; `truncated` when a cap cut.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameTreeView {
+    /// The main frame; `None` before the page is attached.
     pub top: Option<TopFrame>,
+    /// Every other frame, depth-first, parents before children.
     pub children: Vec<ChildFrame>,
+    /// Some frames are left out (a cap, or more frames than the supervisor tracks).
     pub truncated: bool,
 }
 
@@ -106,7 +119,10 @@ pub struct FrameTreeView {
 pub struct ConsoleError {
     /// `error`, `assert` or `exception`.
     pub level: String,
+    /// The call's arguments joined by spaces, or the exception's
+    /// description; cut at 4 096 chars.
     pub text: String,
+    /// The script URL (top of the stack, or the exception's), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// When, Unix seconds.
@@ -117,6 +133,7 @@ pub struct ConsoleError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConnectionStatus {
+    /// The CDP connection is up.
     #[default]
     Connected,
     /// The connection dropped; the supervisor is reconnecting (fields show the last known state).
@@ -132,12 +149,17 @@ pub struct Snapshot {
     pub url: String,
     /// The page's title (`Target.targetInfoChanged`).
     pub title: String,
+    /// The dialogs open now, oldest first.
     pub pending_dialogs: Vec<PendingDialog>,
+    /// The last 20 closed dialogs, oldest first.
     pub recent_dialogs: Vec<ClosedDialog>,
+    /// The frames, capped at 30 children and OOPIF depth 2.
     pub frame_tree: FrameTreeView,
+    /// The last 50 console errors and uncaught exceptions, oldest first.
     pub console_errors: Vec<ConsoleError>,
     /// The page was already blocked by a dialog we never saw (it opened
     /// before we attached): only navigating the page releases it.
     pub page_blocked: bool,
+    /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
 }

@@ -80,7 +80,9 @@ pub const NAVIGATION_ATTRIBUTION_WINDOW: Duration = Duration::from_secs(30);
 /// for the times shown to the agent (Unix seconds).
 #[derive(Clone, Copy, Debug)]
 pub struct Now {
+    /// The monotonic clock, for deadlines (watchdog, `Page.enable` grace).
     pub instant: Instant,
+    /// Wall-clock time in Unix seconds, for `opened_at` / `closed_at` / `at`.
     pub unix_s: f64,
 }
 
@@ -108,6 +110,7 @@ impl Now {
 /// The state machine's settings.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// What to do when a dialog opens (config `browser.dialog_policy`).
     pub policy: DialogPolicy,
     /// The must_respond watchdog (config `browser.dialog_timeout_s`).
     pub dialog_timeout: Duration,
@@ -140,12 +143,18 @@ pub enum Purpose {
     /// `Page.getFrameTree` on a session.
     FrameTree,
     /// `Page.handleJavaScriptDialog` for dialog `dialog_id`.
-    Answer { dialog_id: String },
+    Answer {
+        /// The dialog answered (`d-N`).
+        dialog_id: String,
+    },
     /// `Page.navigate` of the top frame to release a page a dialog keeps blocked.
     Release,
     /// `Target.getTargetInfo` of the page after its load event: the title,
     /// then [`Notice::PageLoaded`] for the document of `loader_id`.
-    PageLoaded { loader_id: Option<String> },
+    PageLoaded {
+        /// The loader of the document whose load event fired, when known.
+        loader_id: Option<String>,
+    },
 }
 
 /// A CDP command the driver must send (and never wait for in its event loop).
@@ -153,8 +162,11 @@ pub enum Purpose {
 pub struct Command {
     /// `None`: the browser-level session.
     pub session_id: Option<SessionId>,
+    /// The CDP method, e.g. `Page.handleJavaScriptDialog`.
     pub method: &'static str,
+    /// The command's `params` object.
     pub params: Value,
+    /// What the reply means; hand it back to [`State::on_reply`].
     pub purpose: Purpose,
 }
 
@@ -162,32 +174,53 @@ pub struct Command {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Notice {
+    /// A dialog opened (`Page.javascriptDialogOpening`, or the dialog bridge).
     DialogOpened {
+        /// The dialog, as `pending_dialogs[]` shows it.
         dialog: PendingDialog,
     },
+    /// A dialog closed, by whoever: see its `closed_by`.
     DialogClosed {
+        /// The dialog, as `recent_dialogs[]` shows it.
         dialog: ClosedDialog,
     },
+    /// A frame below the top became known (`Page.frameAttached`,
+    /// `Page.frameNavigated`, a `Page.getFrameTree` reply, or an OOPIF's
+    /// `Target.attachedToTarget`).
     FrameAttached {
+        /// The new frame's id.
         frame_id: String,
+        /// Its parent, when known.
         parent_frame_id: Option<String>,
+        /// Whether it is an OOPIF (its own target and session).
         is_oopif: bool,
     },
+    /// A frame committed a new document (`Page.frameNavigated`).
     FrameNavigated {
+        /// The frame's id (the top frame's too).
         frame_id: String,
+        /// The new URL, fragment included.
         url: String,
+        /// Whether it is an OOPIF.
         is_oopif: bool,
     },
+    /// A frame went away (`Page.frameDetached`, its OOPIF session detached,
+    /// or the page's session went).
     FrameDetached {
+        /// The frame's id.
         frame_id: String,
     },
+    /// A `console.error` / `console.assert` call (`Runtime.consoleAPICalled`)
+    /// or an uncaught exception (`Runtime.exceptionThrown`).
     ConsoleError {
+        /// The entry, as `console_errors[]` shows it.
         error: ConsoleError,
     },
     /// The page was blocked by a dialog opened before we attached.
     PageBlocked,
     /// The top frame finished loading (`Page.loadEventFired` on the page session).
     PageLoaded {
+        /// The top frame's URL once loaded (as `Target.getTargetInfo` has it).
         url: String,
         /// The loader of the document that loaded (`Page.Frame.loaderId`),
         /// when known: `browser_navigate` waits for its own navigation's.
@@ -196,10 +229,12 @@ pub enum Notice {
     },
     /// The supervisor's CDP connection changed state (sent by the driver).
     Connection {
+        /// The new state.
         status: crate::supervisor::snapshot::ConnectionStatus,
     },
     /// The supervised page's session is gone (tab closed or crashed).
     PageGone {
+        /// Which target detached, in words.
         reason: String,
     },
 }
@@ -207,11 +242,15 @@ pub enum Notice {
 /// What [`State::poll_output`] yields.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
+    /// A CDP command to send now; feed its reply to [`State::on_reply`].
     Send(Command),
+    /// Something for live watchers.
     Notice(Notice),
     /// The agent's answer `ticket` (from [`State::answer_dialog`]) finished.
     AnswerDone {
+        /// The ticket given to [`State::answer_dialog`].
         ticket: u64,
+        /// The closed dialog, or why the answer failed.
         result: Result<ClosedDialog, DialogError>,
     },
 }
@@ -219,7 +258,9 @@ pub enum Output {
 /// `accept` or `dismiss`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DialogAction {
+    /// OK / leave the page (`Page.handleJavaScriptDialog` with `accept: true`).
     Accept,
+    /// Cancel / stay on the page (`accept: false`).
     Dismiss,
 }
 
@@ -237,6 +278,7 @@ impl DialogAction {
 /// An agent's answer to a dialog (`browser_dialog`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DialogRequest {
+    /// Accept or dismiss.
     pub action: DialogAction,
     /// The text for a `prompt()`; accepting without it answers with the default text.
     pub prompt_text: Option<String>,
@@ -247,37 +289,71 @@ pub struct DialogRequest {
 /// Why an answer to a dialog failed. The texts are what the agent reads.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum DialogError {
+    /// No dialog is pending.
     #[error("no dialog is open; read pending_dialogs in browser_snapshot before answering")]
     NoDialog,
+    /// Several dialogs are pending and no `dialog_id` was given.
     #[error("{} dialogs are open; pass dialog_id, one of: {}", candidates.len(), candidates.join(", "))]
-    Ambiguous { candidates: Vec<String> },
+    Ambiguous {
+        /// The pending dialogs, each as `d-N (type "first 40 chars")`.
+        candidates: Vec<String>,
+    },
+    /// `dialog_id` names no pending dialog.
     #[error("unknown dialog_id {id:?}; pending dialogs: {}", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
-    UnknownId { id: String, known: Vec<String> },
+    UnknownId {
+        /// The `dialog_id` given.
+        id: String,
+        /// The ids of the pending dialogs.
+        known: Vec<String>,
+    },
+    /// The action is neither `accept` nor `dismiss` (the text given).
     #[error("action {0:?} is not allowed; allowed: accept, dismiss")]
     BadAction(String),
+    /// Chromium refuses to answer this dialog (`-32602 "No dialog is
+    /// showing"`) while its frame stays blocked: see [`PendingDialog::answerable`].
     #[error(
         "dialog {id} cannot be answered: Chromium says no dialog is showing, yet its frame stays blocked; only navigating the page releases it (call browser_navigate, e.g. to the current URL)"
     )]
-    NotAnswerable { id: String },
+    NotAnswerable {
+        /// The dialog's id.
+        id: String,
+    },
+    /// An answer to this dialog (the agent's, the policy's or the watchdog's) is in flight.
     #[error("dialog {id} is already being answered")]
-    AlreadyAnswering { id: String },
+    AlreadyAnswering {
+        /// The dialog's id.
+        id: String,
+    },
+    /// `Page.handleJavaScriptDialog` failed for another reason.
     #[error("answering dialog {id} failed: {error}")]
-    Cdp { id: String, error: String },
+    Cdp {
+        /// The dialog's id.
+        id: String,
+        /// The [`CommandError`], as text.
+        error: String,
+    },
 }
 
 /// Why a frame cannot take a routed CDP call.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum RouteError {
+    /// No frame has this id.
     #[error("unknown frame_id {frame_id:?}; known frames: {}", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
     UnknownFrame {
+        /// The `frame_id` given.
         frame_id: String,
+        /// The known frame ids, oldest first, at most [`FRAME_TREE_MAX_ENTRIES`].
         known: Vec<String>,
     },
+    /// The frame lives in its parent's process and has no session of its own.
     #[error("frame {frame_id} is a same-process iframe with no CDP session of its own; run Runtime.evaluate without frame_id{} and reach it through the iframe element's contentWindow / contentDocument", host.as_ref().map(|h| format!(" (or with frame_id {h}, the OOPIF that hosts it)")).unwrap_or_default())]
     SameProcess {
+        /// The `frame_id` given.
         frame_id: String,
+        /// The OOPIF whose session holds it, when not the page's.
         host: Option<String>,
     },
+    /// No page session is attached (not yet, or the tab went).
     #[error("no page is attached")]
     NoPage,
 }
