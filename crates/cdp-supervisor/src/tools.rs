@@ -18,7 +18,7 @@ use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::registry::{Endpoint, Registry};
-use crate::supervisor::snapshot::PendingDialog;
+use crate::supervisor::snapshot::{ClosedBy, PendingDialog};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -367,6 +367,15 @@ impl AgentSession {
                 ),
                 e => ToolError::new(e.to_string()),
             })?;
+        if closed.closed_by != ClosedBy::Agent {
+            // Someone else (another client, a proxy) answered it first: our
+            // answer did not count, and the agent must not think it did.
+            return Err(ToolError::new(format!(
+                "dialog {} was closed by someone else (closed_by: {}) before this answer reached it; see recent_dialogs",
+                closed.dialog.id,
+                closed.closed_by.as_str()
+            )));
+        }
         Ok(json!({
             "answered": closed,
             "pending_dialogs": s.snapshot().pending_dialogs,
