@@ -35,6 +35,9 @@ use tokio_util::sync::CancellationToken;
 /// Default deadline of a command (issue: "a deadline on every command (default 10 s)").
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The WebSocket read buffer of one connection (see [`Connection::connect`]).
+pub const READ_BUFFER_SIZE: usize = 16 << 10;
+
 /// Deadline of the WebSocket handshake in [`Connection::connect`].
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -325,6 +328,10 @@ impl Connection {
     pub async fn connect(ws_url: &str) -> Result<(Connection, EventStream), ConnectError> {
         let redacted = redact_url(ws_url);
         let config = WebSocketConfig::default()
+            // Eagerly allocated per connection (tungstenite's default is
+            // 128 KiB): thousands of supervisors per process must stay cheap,
+            // and a large message grows its own buffer anyway.
+            .read_buffer_size(READ_BUFFER_SIZE)
             .max_message_size(Some(MAX_MESSAGE_SIZE))
             .max_frame_size(Some(MAX_MESSAGE_SIZE));
         let handshake = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true);
