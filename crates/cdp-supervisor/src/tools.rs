@@ -235,6 +235,7 @@ impl AgentSession {
             return Ok(s);
         }
         let connected = self.connected.lock().expect("session lock").clone();
+        let connected_url = connected.as_ref().map(|(u, _)| u.clone());
         let b = &self.config.browser;
         let (endpoint, target) = match connected {
             Some((url, target)) => (Endpoint::Url(url), target),
@@ -248,10 +249,18 @@ impl AgentSession {
             None => (Endpoint::Url(self.provider_cdp_url().await?), None),
         };
         let desc = endpoint.describe();
+        let chosen = connected_url.is_some();
         self.registry
             .get_or_start(&self.task_id, endpoint, self.options(target))
             .await
-            .map_err(|e| ToolError::new(format!("cannot attach to {desc}: {e}")))
+            .map_err(|e| {
+                let hint = if chosen {
+                    "; browser_connect to another browser, or browser_disconnect to go back to the configured one"
+                } else {
+                    ""
+                };
+                ToolError::new(format!("cannot attach to {desc}: {e}{hint}"))
+            })
     }
 
     /// The CDP URL of this task's provider session, created on first use.

@@ -216,3 +216,43 @@ async fn socket_cut_by_a_proxy_the_supervisor_reconnects_and_the_oopif_is_back_w
     sup.stop().await;
     drop(chromium);
 }
+
+/// When the Chromium we launched dies, there is no endpoint to wait for: the
+/// supervisor gives up at once (default backoff, no 15 s of retries) and
+/// leaves the registry, so the next call starts a fresh browser.
+#[tokio::test(flavor = "multi_thread")]
+async fn our_own_chromium_dying_ends_the_supervisor_at_once() {
+    let registry = Registry::new();
+    let sup = registry
+        .get_or_start(
+            "local-dies",
+            Endpoint::Local(launch_options()),
+            options(DialogPolicy::MustRespond, Duration::from_secs(300)),
+        )
+        .await
+        .expect("launch and attach");
+    let port: u16 = sup
+        .endpoint()
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .expect("port in the endpoint");
+    let dir = user_data_dir_of_port(port).expect("our Chromium's user-data-dir");
+    let started = Instant::now();
+    for pid in processes_with(&dir) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    tokio::time::timeout(Duration::from_secs(5), sup.exited())
+        .await
+        .expect("gave up within 5 s");
+    let took = started.elapsed();
+    eprintln!("own Chromium killed → supervisor ended in {took:?}");
+    let until = Instant::now() + Duration::from_secs(2);
+    while !registry.task_ids().is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(registry.task_ids().is_empty(), "registry entry left behind");
+}

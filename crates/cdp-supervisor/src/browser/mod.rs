@@ -327,6 +327,15 @@ impl LocalChromium {
         self.pid
     }
 
+    /// Whether the browser process has exited (it crashed, or was killed):
+    /// then its endpoint will never come back.
+    pub fn has_exited(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
     /// The temporary user-data-dir; deleted on shutdown or drop.
     pub fn user_data_dir(&self) -> &Path {
         &self.user_data_path

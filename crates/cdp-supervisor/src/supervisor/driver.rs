@@ -39,6 +39,10 @@ pub const DEFAULT_ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a call on a page that a dialog already blocks waits before it
 /// returns with the pending dialog instead of its reply.
 pub const BLOCKED_CALL_GRACE: Duration = Duration::from_millis(500);
+/// While reconnecting to a Chromium we launched, how often we check that
+/// it is still alive.
+const LOCAL_EXIT_CHECK: Duration = Duration::from_millis(200);
+
 /// What `navigate` heard while waiting for its load.
 enum Heard {
     /// The load event of our navigation's document.
@@ -301,7 +305,7 @@ impl Supervisor {
             reattach: None,
             failures: 0,
             shown_url: shown_url.clone(),
-            _local: local,
+            local,
         };
         driver.flush();
         let task_cancel = cancel.clone();
@@ -640,7 +644,7 @@ struct Driver {
     failures: u32,
     shown_url: String,
     /// A Chromium we launched: dropped (killed) with the driver.
-    _local: Option<LocalChromium>,
+    local: Option<LocalChromium>,
 }
 
 async fn next_event(events: &mut Option<EventStream>) -> Option<Incoming> {
@@ -692,6 +696,15 @@ impl Driver {
                     }
                 }
                 Some(req) = self.requests.recv() => self.on_request(req),
+                // The Chromium we launched is dead: its endpoint will never
+                // come back, so there is nothing to wait for.
+                _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
+                    if self.local.as_mut().is_some_and(LocalChromium::has_exited) {
+                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
+                        let _ = self.notices.send(connection_notice(ConnectionStatus::Closed));
+                        break;
+                    }
+                }
                 _ = sleep_until(timeout) => self.state.handle_timeout(Now::system()),
                 r = poll_slot(&mut self.reattach) => {
                     self.reattach = None;

@@ -515,6 +515,8 @@ impl State {
         let top = FrameId(target_id.0.clone());
         self.top_frame = Some(top.clone());
         self.top_loader = None;
+        // A fresh tree (after a reconnect, the last one seen was kept until now).
+        self.frames.clear();
         self.sessions
             .insert(session_id.clone(), Session { target_id });
         self.upsert_frame(&top, None, Some(url), &session_id, true);
@@ -525,12 +527,14 @@ impl State {
         self.setup_session(&session_id, false);
     }
 
-    /// Forgets every session and frame (the connection dropped), keeping
-    /// dialogs, their watchdogs, recent dialogs and console errors. Call
-    /// [`State::attach_page`] again once re-attached.
+    /// Forgets every session (the connection dropped), keeping dialogs,
+    /// their watchdogs, recent dialogs, console errors and the last frame
+    /// tree (none of it routable) for the snapshot. Call
+    /// [`State::attach_page`] again once re-attached: it starts a fresh tree.
     pub fn connection_lost(&mut self) {
+        // Frames stay as last seen, for the snapshot while reconnecting;
+        // with no live session none of them is routable.
         self.sessions.clear();
-        self.frames.clear();
         self.top_session = None;
         self.page_enable_deadline = None;
         for d in &mut self.dialogs {
