@@ -270,18 +270,7 @@ async fn watchdog_fires_on_time_across_a_reconnect() {
 async fn in_flight_commands_fail_at_once_when_the_connection_drops() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
     mock.on("Runtime.evaluate", Reply::never());
-    let call = {
-        let sup = sup.clone();
-        tokio::spawn(async move {
-            sup.cdp(
-                "Runtime.evaluate",
-                json!({"expression": "1"}),
-                None,
-                Duration::from_secs(30),
-            )
-            .await
-        })
-    };
+    let call = spawn_evaluate(&sup, Duration::from_secs(30));
     nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
     let dropped = Instant::now();
     mock.drop_connections(Disconnect::Reset).await;
@@ -304,12 +293,7 @@ async fn in_flight_commands_fail_at_once_when_the_connection_drops() {
 #[tokio::test]
 async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Target.attachedToTarget",
-        oopif_attached("S7", "F3", "https://b.test/ad"),
-    )
-    .await;
+    emit_oopif(&mock, "S1", "S7", "F3", "https://b.test/ad").await;
     wait_snapshot(&sup, "OOPIF", |s| {
         s.frame_tree
             .children

@@ -159,12 +159,7 @@ async fn dialog_closed_remotely_is_recorded_as_remote() {
 #[tokio::test]
 async fn frame_attached_is_listed_as_same_process_without_a_session() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameAttached",
-        json!({"frameId": "F2", "parentFrameId": "T1"}),
-    )
-    .await;
+    emit_frame_attached(&mock, "S1", "F2", "T1").await;
     mock.emit(
         Some("S1"),
         "Page.frameNavigated",
@@ -192,25 +187,10 @@ async fn frame_attached_is_listed_as_same_process_without_a_session() {
 #[tokio::test]
 async fn frame_detached_leaves_the_tree() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameAttached",
-        json!({"frameId": "F2", "parentFrameId": "T1"}),
-    )
-    .await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameAttached",
-        json!({"frameId": "F3", "parentFrameId": "F2"}),
-    )
-    .await;
+    emit_frame_attached(&mock, "S1", "F2", "T1").await;
+    emit_frame_attached(&mock, "S1", "F3", "F2").await;
     wait_snapshot(&sup, "two frames", |s| s.frame_tree.children.len() == 2).await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameDetached",
-        json!({"frameId": "F2", "reason": "remove"}),
-    )
-    .await;
+    emit_frame_detached(&mock, "S1", "F2", "remove").await;
     // Its subtree goes with it.
     wait_snapshot(&sup, "no frames", |s| s.frame_tree.children.is_empty()).await;
 }
@@ -238,48 +218,18 @@ async fn assert_oopif_listed_once(sup: &cdp_supervisor::supervisor::driver::Supe
 #[tokio::test]
 async fn oopif_swap_detached_before_attached_is_listed_once_with_its_session() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameAttached",
-        json!({"frameId": "F3", "parentFrameId": "T1"}),
-    )
-    .await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameDetached",
-        json!({"frameId": "F3", "reason": "swap"}),
-    )
-    .await;
-    mock.emit(
-        Some("S1"),
-        "Target.attachedToTarget",
-        oopif_attached("S7", "F3", "https://b.test/ad"),
-    )
-    .await;
+    emit_frame_attached(&mock, "S1", "F3", "T1").await;
+    emit_frame_detached(&mock, "S1", "F3", "swap").await;
+    emit_oopif(&mock, "S1", "S7", "F3", "https://b.test/ad").await;
     assert_oopif_listed_once(&sup).await;
 }
 
 #[tokio::test]
 async fn oopif_swap_detached_after_attached_is_listed_once_with_its_session() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameAttached",
-        json!({"frameId": "F3", "parentFrameId": "T1"}),
-    )
-    .await;
-    mock.emit(
-        Some("S1"),
-        "Target.attachedToTarget",
-        oopif_attached("S7", "F3", "https://b.test/ad"),
-    )
-    .await;
-    mock.emit(
-        Some("S1"),
-        "Page.frameDetached",
-        json!({"frameId": "F3", "reason": "swap"}),
-    )
-    .await;
+    emit_frame_attached(&mock, "S1", "F3", "T1").await;
+    emit_oopif(&mock, "S1", "S7", "F3", "https://b.test/ad").await;
+    emit_frame_detached(&mock, "S1", "F3", "swap").await;
     assert_oopif_listed_once(&sup).await;
     // Routed to its own session.
     let out = sup
@@ -302,12 +252,7 @@ async fn child_target_attached_is_resumed_without_waiting_and_detached_leaves_th
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
     mock.on_session("S7", "Page.enable", Reply::never());
     mock.on_session("S7", "Runtime.enable", Reply::never());
-    mock.emit(
-        Some("S1"),
-        "Target.attachedToTarget",
-        oopif_attached("S7", "F3", "https://b.test/ad"),
-    )
-    .await;
+    emit_oopif(&mock, "S1", "S7", "F3", "https://b.test/ad").await;
     nth_command(&mock, "Runtime.runIfWaitingForDebugger", Some("S7"), 1).await;
     let auto = nth_command(&mock, "Target.setAutoAttach", Some("S7"), 1).await;
     assert_eq!(auto.params["flatten"], true);
@@ -329,19 +274,9 @@ async fn child_target_attached_is_resumed_without_waiting_and_detached_leaves_th
 #[tokio::test]
 async fn nested_child_is_listed_under_its_oopif_with_its_own_session() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Target.attachedToTarget",
-        oopif_attached("S7", "F3", "https://b.test/ad"),
-    )
-    .await;
+    emit_oopif(&mock, "S1", "S7", "F3", "https://b.test/ad").await;
     nth_command(&mock, "Target.setAutoAttach", Some("S7"), 1).await;
-    mock.emit(
-        Some("S7"),
-        "Target.attachedToTarget",
-        oopif_attached("S8", "F4", "https://c.test/inner"),
-    )
-    .await;
+    emit_oopif(&mock, "S7", "S8", "F4", "https://c.test/inner").await;
     nth_command(&mock, "Runtime.runIfWaitingForDebugger", Some("S8"), 1).await;
     nth_command(&mock, "Target.setAutoAttach", Some("S8"), 1).await;
     let s = wait_snapshot(&sup, "F4 under F3", |s| {
@@ -490,24 +425,14 @@ async fn events_for_unknown_sessions_are_ignored() {
         dialog_opening("X1", "alert", "ghost"),
     )
     .await;
-    mock.emit(
-        Some("S99"),
-        "Page.frameAttached",
-        json!({"frameId": "X2", "parentFrameId": "T1"}),
-    )
-    .await;
+    emit_frame_attached(&mock, "S99", "X2", "T1").await;
     mock.emit(
         Some("S99"),
         "Page.frameNavigated",
         navigated("X3", Some("T1"), "https://x.test/"),
     )
     .await;
-    mock.emit(
-        Some("S99"),
-        "Target.attachedToTarget",
-        oopif_attached("S98", "X4", "https://x.test/"),
-    )
-    .await;
+    emit_oopif(&mock, "S99", "S98", "X4", "https://x.test/").await;
     mock.emit(
         None,
         "Target.detachedFromTarget",
@@ -603,18 +528,7 @@ async fn command_never_answered_times_out_per_its_timeout_while_dialogs_are_answ
     let (mock, sup) = attached(DialogPolicy::AutoDismiss).await;
     mock.on("Runtime.evaluate", Reply::never());
     let started = Instant::now();
-    let call = {
-        let sup = sup.clone();
-        tokio::spawn(async move {
-            sup.cdp(
-                "Runtime.evaluate",
-                json!({"expression": "1"}),
-                None,
-                Duration::from_millis(800),
-            )
-            .await
-        })
-    };
+    let call = spawn_evaluate(&sup, Duration::from_millis(800));
     nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
     mock.emit(
         Some("S1"),

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use cdp_mock::{Command, MockCdp};
-use cdp_supervisor::supervisor::driver::{Supervisor, SupervisorOptions};
+use cdp_supervisor::supervisor::driver::{
+    CallOutcome, CdpCallError, Supervisor, SupervisorOptions,
+};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::Snapshot;
 use serde_json::{Value, json};
@@ -162,4 +164,52 @@ pub fn frame_tree(url: &str, children: &[(&str, &str)]) -> Value {
         "frame": {"id": "T1", "url": url, "loaderId": "L", "securityOrigin": cdp_supervisor::supervisor::state::origin_of(url), "mimeType": "text/html"},
         "childFrames": kids,
     }})
+}
+
+/// Plays `Page.frameAttached{frameId, parentFrameId}` on `session`.
+pub async fn emit_frame_attached(mock: &MockCdp, session: &str, frame_id: &str, parent: &str) {
+    mock.emit(
+        Some(session),
+        "Page.frameAttached",
+        json!({"frameId": frame_id, "parentFrameId": parent}),
+    )
+    .await;
+}
+
+/// Plays `Page.frameDetached{frameId, reason}` on `session`.
+pub async fn emit_frame_detached(mock: &MockCdp, session: &str, frame_id: &str, reason: &str) {
+    mock.emit(
+        Some(session),
+        "Page.frameDetached",
+        json!({"frameId": frame_id, "reason": reason}),
+    )
+    .await;
+}
+
+/// Plays the auto-attach of OOPIF `frame_id` as `session` under `parent`.
+pub async fn emit_oopif(mock: &MockCdp, parent: &str, session: &str, frame_id: &str, url: &str) {
+    mock.emit(
+        Some(parent),
+        "Target.attachedToTarget",
+        oopif_attached(session, frame_id, url),
+    )
+    .await;
+}
+
+/// Starts `Runtime.evaluate("1")` through the supervisor in its own task
+/// (the mock may never answer it).
+pub fn spawn_evaluate(
+    sup: &Supervisor,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<Result<CallOutcome, CdpCallError>> {
+    let sup = sup.clone();
+    tokio::spawn(async move {
+        sup.cdp(
+            "Runtime.evaluate",
+            json!({"expression": "1"}),
+            None,
+            timeout,
+        )
+        .await
+    })
 }
