@@ -15,6 +15,10 @@ use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedDialog, PendingDialog, Snapshot};
 use cdp_supervisor::supervisor::state::{DialogAction, DialogError, DialogRequest};
 use serde_json::{Value, json};
+
+#[path = "../snapshot_wait/mod.rs"]
+mod snapshot_wait;
+pub use snapshot_wait::wait_snapshot_for;
 use std::time::Duration;
 
 /// How long a test waits for something Chromium does in milliseconds.
@@ -170,26 +174,7 @@ pub async fn wait_snapshot(
     what: &str,
     f: impl Fn(&Snapshot) -> bool,
 ) -> Snapshot {
-    let mut rx = sup.subscribe();
-    let r = tokio::time::timeout(WAIT, async {
-        loop {
-            let s = rx.borrow_and_update().clone();
-            if f(&s) {
-                return (*s).clone();
-            }
-            if rx.changed().await.is_err() {
-                panic!("supervisor ended while waiting for {what}");
-            }
-        }
-    })
-    .await;
-    match r {
-        Ok(s) => s,
-        Err(_) => panic!(
-            "timed out waiting for {what}; snapshot: {}",
-            serde_json::to_string_pretty(&*sup.snapshot()).unwrap()
-        ),
-    }
+    wait_snapshot_for(sup, what, WAIT, f).await
 }
 
 /// Whether a process with this pid is still alive (not a zombie).

@@ -11,6 +11,10 @@ use cdp_supervisor::supervisor::driver::{
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::Snapshot;
 use serde_json::{Value, json};
+
+#[path = "../snapshot_wait/mod.rs"]
+mod snapshot_wait;
+pub use snapshot_wait::wait_snapshot_for;
 use std::time::Duration;
 
 /// How long a scenario waits for something the supervisor does at once.
@@ -47,39 +51,6 @@ pub async fn wait_snapshot(
     f: impl Fn(&Snapshot) -> bool,
 ) -> Snapshot {
     wait_snapshot_for(sup, what, WAIT, f).await
-}
-
-pub async fn wait_snapshot_for(
-    sup: &Supervisor,
-    what: &str,
-    limit: Duration,
-    f: impl Fn(&Snapshot) -> bool,
-) -> Snapshot {
-    let mut rx = sup.subscribe();
-    let r = tokio::time::timeout(limit, async {
-        loop {
-            let s = rx.borrow_and_update().clone();
-            if f(&s) {
-                return (*s).clone();
-            }
-            if rx.changed().await.is_err() {
-                let s = rx.borrow().clone();
-                return if f(&s) {
-                    (*s).clone()
-                } else {
-                    panic!("supervisor ended while waiting for {what}")
-                };
-            }
-        }
-    })
-    .await;
-    match r {
-        Ok(s) => s,
-        Err(_) => panic!(
-            "timed out waiting for {what}; snapshot: {}",
-            serde_json::to_string_pretty(&*sup.snapshot()).unwrap()
-        ),
-    }
 }
 
 /// Waits for the `n`-th command (1-based) named `method` on `session`; panics after [`WAIT`].
