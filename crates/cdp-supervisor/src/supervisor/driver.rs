@@ -128,9 +128,9 @@ pub enum StartError {
         /// The attach deadline.
         after: Duration,
     },
-    /// Local Chromium could not be launched ([`Supervisor::start_local`]); the launch error as text.
-    #[error("{0}")]
-    Launch(String),
+    /// Local Chromium could not be launched ([`Supervisor::start_local`]).
+    #[error(transparent)]
+    Launch(#[from] crate::browser::LaunchError),
 }
 
 /// Why a routed CDP call (`browser_cdp`) failed.
@@ -237,9 +237,7 @@ impl Supervisor {
         launch: &crate::browser::LaunchOptions,
         opts: SupervisorOptions,
     ) -> Result<Supervisor, StartError> {
-        let chromium = LocalChromium::launch(launch)
-            .await
-            .map_err(|e| StartError::Launch(e.to_string()))?;
+        let chromium = LocalChromium::launch(launch).await?;
         let url = chromium.ws_url().to_owned();
         Self::start_inner(&url, opts, Some(chromium)).await
     }
