@@ -354,6 +354,13 @@ impl MockCdp {
     }
 
     async fn send_to(&self, index: Option<usize>, message: Message) {
+        self.to_open(index, |ack| Out::Send(message.clone(), Some(ack)))
+            .await;
+    }
+
+    /// Queues `out(ack)` on every open connection (or only `index`) and
+    /// waits until each has acted on it.
+    async fn to_open(&self, index: Option<usize>, out: impl Fn(oneshot::Sender<()>) -> Out) {
         let acks: Vec<oneshot::Receiver<()>> = {
             let state = self.inner.lock();
             state
@@ -363,10 +370,7 @@ impl MockCdp {
                 .filter(|(i, slot)| slot.open && index.is_none_or(|want| want == *i))
                 .filter_map(|(_, slot)| {
                     let (ack, done) = oneshot::channel();
-                    slot.out
-                        .send(Out::Send(message.clone(), Some(ack)))
-                        .ok()
-                        .map(|()| done)
+                    slot.out.send(out(ack)).ok().map(|()| done)
                 })
                 .collect()
         };
@@ -386,22 +390,7 @@ impl MockCdp {
     }
 
     async fn drop_where(&self, index: Option<usize>, how: Disconnect) {
-        let acks: Vec<oneshot::Receiver<()>> = {
-            let state = self.inner.lock();
-            state
-                .connections
-                .iter()
-                .enumerate()
-                .filter(|(i, slot)| slot.open && index.is_none_or(|want| want == *i))
-                .filter_map(|(_, slot)| {
-                    let (ack, done) = oneshot::channel();
-                    slot.out.send(Out::Drop(how, ack)).ok().map(|()| done)
-                })
-                .collect()
-        };
-        for done in acks {
-            let _ = done.await;
-        }
+        self.to_open(index, |ack| Out::Drop(how, ack)).await;
     }
 
     /// `true`: stop listening, so new connections (HTTP or WebSocket) are
