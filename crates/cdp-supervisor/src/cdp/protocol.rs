@@ -171,6 +171,16 @@ pub struct FrameInfo {
     pub loader_id: Option<String>,
 }
 
+impl FrameInfo {
+    /// The URL with its fragment (`url` + `urlFragment`), as the page shows it.
+    pub fn full_url(&self) -> String {
+        match &self.url_fragment {
+            Some(frag) if !frag.is_empty() => format!("{}{}", self.url, frag),
+            _ => self.url.clone(),
+        }
+    }
+}
+
 /// `Page.FrameTree` (the result of `Page.getFrameTree` is `{frameTree: FrameTree}`).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -914,10 +914,7 @@ impl State {
     }
 
     fn on_frame_navigated(&mut self, session: &SessionId, frame: FrameInfo, now: Now) {
-        let url = match &frame.url_fragment {
-            Some(frag) if !frag.is_empty() => format!("{}{}", frame.url, frag),
-            _ => frame.url.clone(),
-        };
+        let url = frame.full_url();
         let is_top = Some(&frame.id) == self.top_frame.as_ref();
         if is_top && frame.loader_id.is_some() {
             self.top_loader = frame.loader_id.clone();
@@ -1017,13 +1014,9 @@ impl State {
                 self.top_loader = frame.loader_id.clone();
             }
             let parent = frame.parent_id.clone().or(parent);
-            let url = match &frame.url_fragment {
-                Some(frag) if !frag.is_empty() => format!("{}{}", frame.url, frag),
-                _ => frame.url.clone(),
-            };
-            // The reply may be handled after newer frame events (the driver
-            // polls events first): an empty URL (an OOPIF not yet committed)
-            // never blanks one they reported, nor its origin ("://").
+            let url = frame.full_url();
+            // An OOPIF not yet committed answers an empty URL: it never
+            // blanks one that frame events reported, nor its origin.
             let url = Some(url.as_str()).filter(|u| !u.is_empty());
             self.upsert_frame(&id, parent.as_ref(), url, session, true);
             if let Some(f) = self.frames.get_mut(&id)
