@@ -532,3 +532,35 @@ async fn in_order_commands_time_out_and_fail_on_disconnect_before_closed() {
     }
     expect_closed_then_end(&mut events).await;
 }
+
+/// Review: every in-order command spawned a deadline task that slept its
+/// whole timeout (10 s by default) even after the reply came; a busy
+/// supervisor held thousands of them.
+#[tokio::test]
+async fn regression_in_order_reply_ends_its_deadline_task() {
+    let mock = MockCdp::start().await;
+    let (conn, mut events) = Connection::connect(&mock.ws_url()).await.unwrap();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    for _ in 0..20 {
+        let id = conn.send_in_order(None, "Browser.getVersion", json!({}), Duration::from_secs(30));
+        match next(&mut events).await {
+            Some(Incoming::Reply { id: got, .. }) => assert_eq!(got, id),
+            other => panic!("expected the reply, got {other:?}"),
+        }
+    }
+    // An aborted task is gone once the runtime has run its cancellation.
+    let mut alive = metrics.num_alive_tasks();
+    for _ in 0..100 {
+        if alive <= before {
+            break;
+        }
+        tokio::task::yield_now().await;
+        alive = metrics.num_alive_tasks();
+    }
+    assert!(
+        alive <= before,
+        "{} deadline tasks outlive their replies",
+        alive - before
+    );
+}

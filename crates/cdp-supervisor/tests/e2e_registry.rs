@@ -153,7 +153,8 @@ async fn stop_with_local_endpoint_leaves_no_chromium_process() {
     loop {
         let left: Vec<u32> = procs.iter().copied().filter(|p| alive(*p)).collect();
         let by_dir = processes_with(&dir);
-        if left.is_empty() && by_dir.is_empty() {
+        // The user-data-dir is removed off the runtime, just after the processes die.
+        if left.is_empty() && by_dir.is_empty() && !std::path::Path::new(&dir).exists() {
             break;
         }
         assert!(

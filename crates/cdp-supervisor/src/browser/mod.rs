@@ -356,23 +356,25 @@ impl LocalChromium {
         }
         self.stderr_task.abort();
         if let Some(dir) = self.user_data_dir.take() {
-            remove_dir(dir);
+            // Its retries sleep: not on a tokio worker.
+            let _ = tokio::task::spawn_blocking(move || remove_dir(dir)).await;
         }
     }
 
     fn kill_group(&self) {
         #[cfg(unix)]
         if let (Some(pid), Some(_)) = (self.pid, &self.child) {
-            // `libc` is not a dependency; `kill(1)` with a negative pid
-            // signals the whole group (POSIX).
-            let group = format!("-{pid}");
-            let result = std::process::Command::new("kill")
-                .args(["-s", "KILL", "--", &group])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-            if let Err(e) = result {
-                tracing::warn!("cannot run kill(1) on Chromium's process group {pid}: {e}");
+            // A negative pid signals the whole group (POSIX): the renderers
+            // and helpers Chromium started die with it.
+            let Ok(group) = libc::pid_t::try_from(pid) else {
+                return;
+            };
+            // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+            if unsafe { libc::kill(-group, libc::SIGKILL) } != 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    tracing::warn!("cannot kill Chromium's process group {pid}: {e}");
+                }
             }
         }
     }
@@ -381,26 +383,47 @@ impl LocalChromium {
 impl Drop for LocalChromium {
     fn drop(&mut self) {
         self.kill_group();
-        if let Some(mut child) = self.child.take() {
-            let _ = child.start_kill();
-            // SIGKILL takes effect within milliseconds; reap it here so no
-            // zombie outlives the handle (tokio would reap it only later).
-            for _ in 0..100 {
-                if !matches!(child.try_wait(), Ok(None)) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
         self.stderr_task.abort();
-        if let Some(dir) = self.user_data_dir.take() {
-            remove_dir(dir);
+        let child = self.child.take();
+        let dir = self.user_data_dir.take();
+        if child.is_none() && dir.is_none() {
+            return;
+        }
+        // Reaping the killed Chromium and removing its user-data-dir can
+        // take up to a second of waiting: never on a tokio worker (this drop
+        // runs inside a supervisor's task), so on a thread of its own.
+        let cleanup = move || {
+            if let Some(mut child) = child {
+                let _ = child.start_kill();
+                reap(&mut child);
+            }
+            if let Some(dir) = dir {
+                remove_dir(dir);
+            }
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("chromium-cleanup".into())
+            .spawn(cleanup)
+        {
+            tracing::warn!("cannot start the Chromium clean-up thread ({e}); Chromium was killed, its user-data-dir is left behind");
         }
     }
 }
 
+/// How long the clean-up thread waits for a killed Chromium to be reapable.
+const REAP_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits (on the clean-up thread, never a tokio worker) until the killed
+/// child can be reaped, so no zombie outlives the handle.
+fn reap(child: &mut tokio::process::Child) {
+    let until = std::time::Instant::now() + REAP_WAIT;
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Deletes the user-data-dir. Dying renderers may still be flushing files into
-/// it, so a failed removal is retried briefly.
+/// it, so a failed removal is retried briefly (on the clean-up thread).
 fn remove_dir(dir: tempfile::TempDir) {
     let path = dir.keep();
     for attempt in 0..10 {

@@ -99,6 +99,13 @@ async fn drop_kills_group_and_removes_dir() {
     let dir = chromium.user_data_dir().to_path_buf();
     drop(chromium);
     wait_group_gone(pid).await;
+    // The clean-up runs on a thread of its own, off the runtime.
+    for _ in 0..100 {
+        if !dir.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(!dir.exists(), "user-data-dir {} left behind", dir.display());
 }
 

@@ -159,6 +159,9 @@ enum ReplyTo {
 struct Pending {
     method: String,
     reply: ReplyTo,
+    /// The deadline task of an in-order command: aborted once the reply is
+    /// delivered, so no timer outlives its command.
+    timer: Option<tokio::task::AbortHandle>,
 }
 
 impl Pending {
@@ -169,6 +172,9 @@ impl Pending {
         result: Result<Value, CommandError>,
         events: Option<&mpsc::UnboundedSender<Incoming>>,
     ) {
+        if let Some(timer) = self.timer {
+            timer.abort();
+        }
         match self.reply {
             ReplyTo::Future(tx) => {
                 let _ = tx.send(result);
@@ -271,6 +277,7 @@ impl Shared {
                 Pending {
                     method: method.to_owned(),
                     reply,
+                    timer: None,
                 },
             );
             (id, Ok(()))
@@ -444,7 +451,7 @@ impl Connection {
         match queued {
             Ok(()) => {
                 let weak = Arc::downgrade(shared);
-                tokio::spawn(async move {
+                let timer = tokio::spawn(async move {
                     tokio::time::sleep(timeout).await;
                     let Some(shared) = weak.upgrade() else { return };
                     let state = shared.lock();
@@ -459,6 +466,11 @@ impl Connection {
                         p.deliver(id, Err(error), events.as_ref());
                     }
                 });
+                match shared.lock().pending.get_mut(&id) {
+                    Some(p) => p.timer = Some(timer.abort_handle()),
+                    // Replied (or failed) already: the deadline has nothing to guard.
+                    None => timer.abort(),
+                }
             }
             Err((reason, _)) => {
                 // Closed already: the stream has ended or is about to; say it anyway.
