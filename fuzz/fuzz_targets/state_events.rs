@@ -5,14 +5,12 @@
 
 #![no_main]
 
-use cdp_supervisor::cdp::connection::CommandError;
 use cdp_supervisor::cdp::protocol::{Event, SessionId};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
-use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     CONSOLE_ERRORS_MAX, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogRequest,
-    FRAME_TREE_MAX_ENTRIES, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX,
-    SESSIONS_TRACKED_MAX, State,
+    FRAME_TREE_MAX_ENTRIES, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError,
+    SESSIONS_TRACKED_MAX, State, Target,
 };
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
@@ -159,6 +157,7 @@ struct Run {
     st: State,
     now: Now,
     in_flight: Vec<Command>,
+    calls: u64,
 }
 
 impl Run {
@@ -202,20 +201,20 @@ impl Run {
                     .remove(usize::from(idx) % self.in_flight.len());
                 let result = match kind % 4 {
                     0 => Ok(ok_result(&c)),
-                    1 => Err(CommandError::Protocol {
-                        method: c.method.into(),
+                    1 => Err(ReplyError::Protocol {
                         code: -32602,
                         message: "No dialog is showing".into(),
                         data: None,
                     }),
-                    2 => Err(CommandError::Timeout {
-                        method: c.method.into(),
+                    2 => Err(ReplyError::Timeout {
                         after: Duration::from_secs(10),
+                    }),
+                    3 if idx % 2 == 0 => Err(ReplyError::Lost {
+                        reason: "fuzz: not sent".into(),
                     }),
                     _ => Ok(json!({"weird": [1, 2, 3]})),
                 };
-                self.st
-                    .on_reply(c.session_id.as_ref(), c.purpose, result, self.now);
+                self.st.on_reply(&c.target, c.purpose, result, self.now);
             }
             Op::Answer { accept, id, text } => {
                 let req = DialogRequest {
@@ -240,22 +239,28 @@ impl Run {
                 }
             }
             Op::NavigationStarted { watchdog } => {
-                let by = if watchdog {
-                    ClosedBy::Watchdog
+                let method = if watchdog {
+                    "Runtime.evaluate"
                 } else {
-                    ClosedBy::Agent
+                    "Page.navigate"
                 };
-                self.st.navigation_started(by, self.now);
+                self.calls += 1;
+                let target = Target::Session(SessionId(session_name(0)));
+                self.st.send_agent(
+                    self.calls,
+                    target,
+                    method,
+                    json!({"url": "https://a.test/next"}),
+                    Duration::from_secs(30),
+                );
             }
             Op::Reconnect { session } => {
                 self.st.connection_lost();
                 for c in std::mem::take(&mut self.in_flight) {
-                    let e = CommandError::Disconnected {
-                        method: c.method.into(),
+                    let e = ReplyError::Lost {
                         reason: "fuzz".into(),
                     };
-                    self.st
-                        .on_reply(c.session_id.as_ref(), c.purpose, Err(e), self.now);
+                    self.st.on_reply(&c.target, c.purpose, Err(e), self.now);
                 }
                 self.st.attach_page(
                     "T1".into(),
@@ -292,10 +297,18 @@ impl Run {
                 _ => None,
             })
             .collect();
-        if snap
-            .pending_dialogs
-            .iter()
-            .any(|d| !answering.contains(&d.id))
+        let releasing = self.in_flight.iter().any(|c| c.purpose == Purpose::Release);
+        for id in self.st.dialogs_in_flight() {
+            assert!(
+                answering.contains(id) || releasing,
+                "dialog {id} is being answered with no command in flight for it"
+            );
+        }
+        if !releasing
+            && snap
+                .pending_dialogs
+                .iter()
+                .any(|d| !answering.contains(&d.id))
         {
             assert!(
                 self.st.poll_timeout().is_some(),
@@ -338,8 +351,8 @@ fn ok_result(c: &Command) -> Value {
     match c.purpose {
         Purpose::FrameTree => {
             let own = c
-                .session_id
-                .as_ref()
+                .target
+                .session()
                 .map(|s| s.as_str().trim_start_matches('S').to_owned())
                 .unwrap_or_default();
             json!({"frameTree": {
@@ -351,7 +364,7 @@ fn ok_result(c: &Command) -> Value {
                 ],
             }})
         }
-        Purpose::PageLoaded => {
+        Purpose::PageLoaded { .. } => {
             json!({"targetInfo": {"targetId": "T1", "type": "page", "title": "t", "url": "https://a.test/"}})
         }
         _ => json!({}),
@@ -372,6 +385,7 @@ fuzz_target!(|input: Input| {
         }),
         now: Now::system(),
         in_flight: Vec::new(),
+        calls: 0,
     };
     run.st.attach_page(
         "T1".into(),

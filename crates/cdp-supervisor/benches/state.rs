@@ -4,7 +4,7 @@
 //! `cargo bench -p cdp-supervisor --bench state`.
 
 use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
-use cdp_supervisor::supervisor::state::{Now, Options, Purpose, State};
+use cdp_supervisor::supervisor::state::{Now, Options, Purpose, State, Target};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
@@ -16,8 +16,18 @@ fn attached() -> (State, Now, SessionId) {
     let s1 = SessionId::from("S1");
     st.attach_page(TargetId::from("T1"), s1.clone(), "https://a.test/", "", now);
     let tree = json!({"frameTree": {"frame": {"id": "T1", "url": "https://a.test/", "securityOrigin": "https://a.test"}}});
-    st.on_reply(Some(&s1), Purpose::FrameTree, Ok(tree), now);
-    st.on_reply(Some(&s1), Purpose::PageEnable, Ok(json!({})), now);
+    st.on_reply(
+        &Target::Session(s1.clone()),
+        Purpose::FrameTree,
+        Ok(tree),
+        now,
+    );
+    st.on_reply(
+        &Target::Session(s1.clone()),
+        Purpose::PageEnable,
+        Ok(json!({})),
+        now,
+    );
     while st.poll_output().is_some() {}
     (st, now, s1)
 }
@@ -101,7 +111,7 @@ fn frame_churn(c: &mut Criterion) {
             for (s, attach, tree, _) in &oopif_steps {
                 st.on_event(Some(&SessionId::from("S1")), attach.clone(), now);
                 st.on_reply(
-                    Some(&SessionId::from(*s)),
+                    &Target::Session(SessionId::from(*s)),
                     Purpose::FrameTree,
                     Ok(tree.clone()),
                     now,

@@ -543,7 +543,12 @@ async fn regression_in_order_reply_ends_its_deadline_task() {
     let metrics = tokio::runtime::Handle::current().metrics();
     let before = metrics.num_alive_tasks();
     for _ in 0..20 {
-        let id = conn.send_in_order(None, "Browser.getVersion", json!({}), Duration::from_secs(30));
+        let id = conn.send_in_order(
+            None,
+            "Browser.getVersion",
+            json!({}),
+            Duration::from_secs(30),
+        );
         match next(&mut events).await {
             Some(Incoming::Reply { id: got, .. }) => assert_eq!(got, id),
             other => panic!("expected the reply, got {other:?}"),

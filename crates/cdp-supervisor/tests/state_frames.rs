@@ -22,7 +22,7 @@ use DialogPolicy::{AutoDismiss, MustRespond};
 fn attach_enables_domains_auto_attaches_and_asks_for_the_tree() {
     let mut h = H::new(MustRespond);
     let cmds = h.attach_page(&top_tree(&[]));
-    let methods: Vec<_> = cmds.iter().map(|c| c.method).collect();
+    let methods: Vec<_> = cmds.iter().map(|c| c.method.as_str()).collect();
     for m in [
         "Page.getFrameTree",
         "Runtime.enable",
@@ -31,7 +31,7 @@ fn attach_enables_domains_auto_attaches_and_asks_for_the_tree() {
     ] {
         assert!(methods.contains(&m), "{methods:?}");
     }
-    assert!(cmds.iter().all(|c| c.session_id == Some(sid("S1"))));
+    assert!(cmds.iter().all(|c| c.target == on("S1")));
     let aa = cmds
         .iter()
         .find(|c| c.method == "Target.setAutoAttach")
@@ -106,17 +106,14 @@ fn oopif_target_is_an_oopif_child_with_its_session() {
     assert_eq!(c.origin, "https://b.test");
     assert!(h.st.has_session(&sid("S2")));
     // The child session: auto-attach (flatten, paused) and then resumed.
-    let on_child: Vec<_> = cmds
-        .iter()
-        .filter(|c| c.session_id == Some(sid("S2")))
-        .collect();
+    let on_child: Vec<_> = cmds.iter().filter(|c| c.target == on("S2")).collect();
     let aa = on_child
         .iter()
         .find(|c| c.method == "Target.setAutoAttach")
         .expect("auto-attach on the child");
     assert_eq!(aa.params["flatten"], json!(true));
     assert_eq!(aa.params["waitForDebuggerOnStart"], json!(true));
-    let methods: Vec<_> = on_child.iter().map(|c| c.method).collect();
+    let methods: Vec<_> = on_child.iter().map(|c| c.method.as_str()).collect();
     let resume = methods
         .iter()
         .position(|m| *m == "Runtime.runIfWaitingForDebugger")
@@ -417,7 +414,7 @@ fn page_blocked_is_released_by_the_watchdog_after_dialog_timeout() {
         .collect();
     assert_eq!(nav.len(), 1);
     assert_eq!(nav[0].params, json!({"url": PAGE_URL}));
-    assert_eq!(nav[0].session_id, Some(sid("S1")));
+    assert_eq!(nav[0].target, on("S1"));
     h.frame_navigated("S1", "T1", None, PAGE_URL);
     assert!(!h.snap().page_blocked);
 }
@@ -580,4 +577,125 @@ fn a_capped_tree_keeps_the_oopifs_and_their_parents() {
             .all(|c| c.session_id.is_some())
     );
     assert_eq!(ids[0], "F0", "then the rest in document order");
+}
+
+// ---- issue 8: frame parents, stale frames, OOPIFs at attach ------------------
+
+/// `Target.attachedToTarget` for OOPIF `frame_id` under `parent_session`,
+/// its target info naming `parent_frame` (as Chromium does).
+fn oopif_attached_under(
+    h: &mut H,
+    parent_session: &str,
+    frame_id: &str,
+    session: &str,
+    parent_frame: Option<&str>,
+) {
+    let mut info = json!({"targetId": frame_id, "type": "iframe", "title": "", "url": "https://c.test/",
+                          "attached": true, "canAccessOpener": false, "browserContextId": "B1"});
+    if let Some(p) = parent_frame {
+        info["parentFrameId"] = json!(p);
+    }
+    let p = json!({"sessionId": session, "targetInfo": info, "waitingForDebugger": true});
+    h.ev(
+        Some(parent_session),
+        "Target.attachedToTarget",
+        &p.to_string(),
+    );
+    h.drain();
+}
+
+fn parent_of(h: &H, frame_id: &str) -> String {
+    h.snap()
+        .frame_tree
+        .children
+        .iter()
+        .find(|c| c.frame_id == frame_id)
+        .map(|c| c.parent_frame_id.clone())
+        .unwrap_or_else(|| panic!("no frame {frame_id}: {:?}", h.child_ids()))
+}
+
+/// Defect 4 (issue 8): an OOPIF nested in a same-process iframe, attached
+/// late (no `frameAttached`), was filed under the top frame.
+#[test]
+fn regression_15_oopif_in_a_same_process_iframe_takes_its_parent_from_target_info() {
+    let mut h = H::new(MustRespond);
+    h.attach_page(&top_tree(&[("F1", "about:srcdoc")]));
+    oopif_attached_under(&mut h, "S1", "F2", "S2", Some("F1"));
+    assert_eq!(parent_of(&h, "F2"), "F1");
+}
+
+/// Defect 4 (issue 8): the OOPIF's own tree reply names its parent and
+/// corrects a guess made before it.
+#[test]
+fn regression_15_oopif_own_tree_reply_corrects_its_parent() {
+    let mut h = H::new(MustRespond);
+    h.attach_page(&top_tree(&[("F1", "about:srcdoc")]));
+    oopif_attached_under(&mut h, "S1", "F2", "S2", None);
+    h.reply_ok(
+        "S2",
+        Purpose::FrameTree,
+        json!({"frameTree": {"frame": frame("F2", Some("F1"), "https://c.test/")}}),
+    );
+    assert_eq!(parent_of(&h, "F2"), "F1");
+}
+
+/// Defect 4 (issue 8): `truncated: true` survived a reconnect.
+#[test]
+fn regression_12_truncated_does_not_survive_a_reconnect() {
+    let mut h = H::attached(MustRespond);
+    for i in 0..=cdp_supervisor::supervisor::state::FRAMES_TRACKED_MAX {
+        h.frame_attached("S1", &format!("F{i}"), "T1");
+    }
+    assert!(h.snap().frame_tree.truncated);
+    h.st.connection_lost();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    assert!(!h.snap().frame_tree.truncated);
+}
+
+/// Defect 6 (issue 8): navigating the page five times left every earlier
+/// document's same-site iframe in `frame_tree` (Chromium need not send
+/// `frameDetached` for each).
+#[test]
+fn regression_new_top_document_drops_the_old_documents_frames() {
+    let mut h = H::new(MustRespond);
+    h.attach_page(&top_tree(&[("F1", "https://a.test/same")]));
+    h.attach_oopif("S1", "O1", "S2", "https://b.test/");
+    for n in 0..5 {
+        let mut top = frame("T1", None, PAGE_URL);
+        top["loaderId"] = json!(format!("L-new-{n}"));
+        let p = json!({"frame": top, "type": "Navigation"});
+        h.ev(Some("S1"), "Page.frameNavigated", &p.to_string());
+        let kid = format!("N{n}");
+        h.frame_attached("S1", &kid, "T1");
+        h.frame_navigated("S1", &kid, Some("T1"), "https://a.test/same");
+        assert_eq!(h.child_ids(), [kid.as_str()], "after navigation {n}");
+    }
+}
+
+/// Defect 7 (issue 8): attaching to a loaded page, an existing OOPIF's
+/// auto-attach came before the page's `getFrameTree` reply, which lists
+/// that frame too; the reply took the frame back from its OOPIF session and
+/// the tree lost the OOPIF for good.
+#[test]
+fn regression_9_oopif_attached_before_the_page_tree_reply_stays_an_oopif() {
+    let mut h = H::new(MustRespond);
+    h.st.attach_page("T1".into(), sid("S1"), PAGE_URL, "", h.now);
+    h.drain();
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.reply_ok(
+        "S1",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[("F2", "https://b.test/")])}),
+    );
+    let kids = h.snap().frame_tree.children;
+    assert_eq!(kids.len(), 1, "{kids:?}");
+    assert!(kids[0].is_oopif, "{kids:?}");
+    assert_eq!(kids[0].session_id.as_deref(), Some("S2"));
+    assert_eq!(h.st.route_frame("F2"), Ok(sid("S2")));
 }

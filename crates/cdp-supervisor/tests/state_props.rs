@@ -1,15 +1,15 @@
-//! Property test: random CDP event sequences never break the state machine's
-//! invariants (no panic, a live watchdog for every unanswered dialog, caps,
-//! no duplicate frames, no route to a dead session).
+//! Property test: random CDP event sequences, with a driver that may lose
+//! any command (not sent, or dropped with the connection), never break the
+//! state machine's invariants (no panic, a live watchdog for every
+//! unanswered dialog, no dialog "being answered" once every command has its
+//! reply, caps, no duplicate frames, no route to a dead session).
 
 mod state_support;
 
-use cdp_supervisor::cdp::connection::CommandError;
 use cdp_supervisor::supervisor::policy::DialogPolicy;
-use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     CONSOLE_ERRORS_MAX, Command, DialogAction, FRAME_TREE_MAX_ENTRIES, Output, Purpose,
-    RECENT_DIALOGS_MAX,
+    RECENT_DIALOGS_MAX, Target,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -25,6 +25,8 @@ enum ReplyKind {
     Ok,
     Refused,
     Timeout,
+    /// The driver could not send it, or the connection dropped before its reply.
+    Lost,
 }
 
 #[derive(Clone, Debug)]
@@ -75,7 +77,8 @@ enum Op {
     },
     HandleTimeout,
     Console,
-    NavigationStarted,
+    /// The agent's `Page.navigate` of the top frame, through the core.
+    AgentNavigate,
     Reconnect,
 }
 
@@ -91,12 +94,12 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (s.clone(), 1..SESSIONS, 1..=FRAMES).prop_map(|(parent, child, f)| Op::TargetAttach { parent, child, f }),
         1 => (1..SESSIONS).prop_map(|s| Op::TargetDetach { s }),
         3 => (any::<bool>(), proptest::option::of(1u8..6), any::<bool>()).prop_map(|(accept, id, text)| Op::Answer { accept, id, text }),
-        4 => (any::<usize>(), prop_oneof![Just(ReplyKind::Ok), Just(ReplyKind::Refused), Just(ReplyKind::Timeout)])
+        4 => (any::<usize>(), prop_oneof![Just(ReplyKind::Ok), Just(ReplyKind::Refused), Just(ReplyKind::Timeout), Just(ReplyKind::Lost)])
             .prop_map(|(idx, kind)| Op::Reply { idx, kind }),
         2 => (0u16..400).prop_map(|secs| Op::Advance { secs }),
         2 => Just(Op::HandleTimeout),
         1 => Just(Op::Console),
-        1 => Just(Op::NavigationStarted),
+        1 => Just(Op::AgentNavigate),
         1 => Just(Op::Reconnect),
     ]
 }
@@ -120,6 +123,8 @@ struct Model {
     /// The frame each live child session reports as its own (target id == frame id).
     session_frame: HashMap<String, String>,
     page_session: String,
+    /// The agent's calls so far.
+    calls: u64,
 }
 
 impl Model {
@@ -194,7 +199,7 @@ impl Model {
                 }
                 let c = self.in_flight.remove(idx % self.in_flight.len());
                 let r = match kind {
-                    ReplyKind::Ok => Ok(match (&c.purpose, &c.session_id) {
+                    ReplyKind::Ok => Ok(match (&c.purpose, c.target.session()) {
                         (Purpose::FrameTree, Some(s)) => {
                             let own = self
                                 .session_frame
@@ -210,9 +215,10 @@ impl Model {
                         _ => json!({}),
                     }),
                     ReplyKind::Refused => Err(no_dialog_showing()),
-                    ReplyKind::Timeout => Err(timeout_err(c.method)),
+                    ReplyKind::Timeout => Err(timeout_err(&c.method)),
+                    ReplyKind::Lost => Err(lost()),
                 };
-                h.reply(c.session_id.as_ref().map(|s| s.as_str()), c.purpose, r);
+                h.st.on_reply(&c.target, c.purpose, r, h.now);
             }
             Op::Advance { secs } => h.advance(Duration::from_secs(u64::from(*secs))),
             Op::HandleTimeout => h.st.handle_timeout(h.now),
@@ -220,16 +226,22 @@ impl Model {
                 let p = json!({"type": "error", "args": [{"type": "string", "value": "e"}], "timestamp": 1.7e12});
                 h.ev(Some(&ps), "Runtime.consoleAPICalled", &p.to_string());
             }
-            Op::NavigationStarted => h.st.navigation_started(ClosedBy::Agent, h.now),
+            Op::AgentNavigate => {
+                self.calls += 1;
+                h.st.send_agent(
+                    self.calls,
+                    Target::Session(sid(&ps)),
+                    "Page.navigate",
+                    json!({"url": "https://a.test/next"}),
+                    Duration::from_secs(30),
+                );
+            }
             Op::Reconnect => {
                 h.st.connection_lost();
-                // In-flight commands fail at once on a disconnect.
+                // The driver contract: every command in flight gets its one
+                // reply, an error, on a disconnect.
                 for c in std::mem::take(&mut self.in_flight) {
-                    let e = CommandError::Disconnected {
-                        method: c.method.to_owned(),
-                        reason: "test".into(),
-                    };
-                    h.reply(c.session_id.as_ref().map(|s| s.as_str()), c.purpose, Err(e));
+                    h.st.on_reply(&c.target, c.purpose, Err(lost()), h.now);
                 }
                 self.session_frame.clear();
                 self.page_session = if self.page_session == "S1" {
@@ -258,15 +270,26 @@ impl Model {
                 _ => None,
             })
             .collect();
-        let unanswered = snap
-            .pending_dialogs
-            .iter()
-            .any(|d| !answering.contains(&d.id));
+        let releasing = self.in_flight.iter().any(|c| c.purpose == Purpose::Release);
+        let unanswered = !releasing
+            && snap
+                .pending_dialogs
+                .iter()
+                .any(|d| !answering.contains(&d.id));
         if unanswered {
             prop_assert!(
                 st.poll_timeout().is_some(),
                 "a pending dialog with no answer in flight has no deadline: {:?}",
                 snap.pending_dialogs
+            );
+        }
+        // Defect 1's class: a dialog "being answered" with no command left
+        // to answer for it would wait forever (no watchdog, no answer).
+        for id in st.dialogs_in_flight() {
+            prop_assert!(
+                answering.contains(id) || releasing,
+                "dialog {} is being answered, yet no command for it is in flight",
+                id
             );
         }
         let ids: HashSet<_> = snap.pending_dialogs.iter().map(|d| &d.id).collect();
@@ -307,6 +330,7 @@ fn run(policy: DialogPolicy, ops: &[Op]) -> Result<(), TestCaseError> {
         in_flight: Vec::new(),
         session_frame: HashMap::new(),
         page_session: "S1".into(),
+        calls: 0,
     };
     m.collect();
     m.check()?;

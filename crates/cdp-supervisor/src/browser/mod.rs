@@ -405,7 +405,9 @@ impl Drop for LocalChromium {
             .name("chromium-cleanup".into())
             .spawn(cleanup)
         {
-            tracing::warn!("cannot start the Chromium clean-up thread ({e}); Chromium was killed, its user-data-dir is left behind");
+            tracing::warn!(
+                "cannot start the Chromium clean-up thread ({e}); Chromium was killed, its user-data-dir is left behind"
+            );
         }
     }
 }

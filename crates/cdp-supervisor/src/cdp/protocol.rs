@@ -86,6 +86,24 @@ impl DialogType {
     }
 }
 
+impl fmt::Display for DialogType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for DialogType {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for DialogType {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 impl From<&str> for DialogType {
     fn from(s: &str) -> Self {
         match s {
@@ -253,6 +271,11 @@ pub struct TargetInfo {
     #[serde(default)]
     /// Whether some client is attached.
     pub attached: bool,
+    #[serde(default)]
+    /// For an OOPIF: the frame that holds it (`targetInfo.parentFrameId`);
+    /// the only word on its parent for a client attaching after load, when
+    /// no `frameAttached` comes for an OOPIF nested in a same-process iframe.
+    pub parent_frame_id: Option<FrameId>,
 }
 
 /// `Target.attachedToTarget`.
@@ -389,6 +412,18 @@ pub struct ExceptionThrown {
     pub exception_details: ExceptionDetails,
 }
 
+/// `Page.frameRequestedNavigation` / `frameStartedNavigating` /
+/// `frameScheduledNavigation`, the fields we keep.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigationRequested {
+    /// The frame that will navigate.
+    pub frame_id: FrameId,
+    #[serde(default)]
+    /// The navigation's loader (`frameStartedNavigating` only).
+    pub loader_id: Option<String>,
+}
+
 /// A CDP event the supervisor understands, parsed from its method name and
 /// params. Everything else is [`Event::Other`].
 #[derive(Clone, Debug, PartialEq)]
@@ -423,6 +458,10 @@ pub enum Event {
     ConsoleApiCalled(ConsoleApiCalled),
     /// `Runtime.exceptionThrown`.
     ExceptionThrown(ExceptionThrown),
+    /// A frame is about to navigate (`Page.frameRequestedNavigation`,
+    /// `Page.frameStartedNavigating`, `Page.frameScheduledNavigation`): lets
+    /// the core tie a navigation to the command in flight that caused it.
+    NavigationRequested(NavigationRequested),
     /// `Fetch.requestPaused`, params kept raw (only the dialog bridge reads them).
     FetchRequestPaused {
         /// The raw params JSON.
@@ -479,6 +518,9 @@ impl Event {
             "Inspector.detached" => Event::InspectorDetached,
             "Runtime.consoleAPICalled" => p(method, params, Event::ConsoleApiCalled),
             "Runtime.exceptionThrown" => p(method, params, Event::ExceptionThrown),
+            "Page.frameRequestedNavigation"
+            | "Page.frameStartedNavigating"
+            | "Page.frameScheduledNavigation" => p(method, params, Event::NavigationRequested),
             "Fetch.requestPaused" => Event::FetchRequestPaused {
                 params: params.to_owned(),
             },

@@ -13,11 +13,10 @@ use crate::cdp::connection::{
 use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::policy::DialogPolicy;
-use crate::supervisor::snapshot::{
-    ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
-};
+use crate::supervisor::snapshot::{ClosedDialog, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{
-    self, DialogError, DialogRequest, Notice, Now, Output, Purpose, RouteError, State,
+    self, DialogError, DialogRequest, Notice, Now, Output, Purpose, ReplyError, RouteError, State,
+    Target,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -168,6 +167,29 @@ pub enum NavigateOutcome {
     LoadTimeout,
 }
 
+/// Why an agent's command sent through the driver ([`Supervisor::send_agent`]) has no result.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentCallError {
+    /// The command failed: CDP error, deadline, or the connection dropped
+    /// (or was not there) before its reply.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// The supervisor has stopped.
+    #[error("the supervisor has stopped")]
+    Stopped,
+}
+
+impl From<AgentCallError> for CdpCallError {
+    fn from(e: AgentCallError) -> CdpCallError {
+        match e {
+            AgentCallError::Command(c) => CdpCallError::Command(c),
+            AgentCallError::Stopped => {
+                CdpCallError::NotConnected("the supervisor has stopped".into())
+            }
+        }
+    }
+}
+
 enum Request {
     Answer {
         req: DialogRequest,
@@ -177,8 +199,12 @@ enum Request {
         frame_id: Option<String>,
         reply: oneshot::Sender<Result<(Connection, SessionId), CdpCallError>>,
     },
-    NavigationStarted {
-        by: ClosedBy,
+    Agent {
+        target: Target,
+        method: String,
+        params: Value,
+        timeout: Duration,
+        reply: oneshot::Sender<Result<Value, ReplyError>>,
     },
 }
 
@@ -193,6 +219,7 @@ struct Shared {
     attach_time: Duration,
     id: u64,
     policy: DialogPolicy,
+    command_timeout: Duration,
 }
 
 static NEXT_SUPERVISOR_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -250,6 +277,7 @@ impl Supervisor {
         let started = Instant::now();
         let shown_url = redact_url(cdp_url);
         let policy = opts.policy;
+        let command_timeout = opts.command_timeout;
         let deadline = opts.attach_timeout;
         let attach = async {
             let ws = resolve_ws_url(cdp_url).await?;
@@ -293,6 +321,7 @@ impl Supervisor {
             events: Some(events),
             inflight: HashMap::new(),
             tickets: HashMap::new(),
+            calls: HashMap::new(),
             next_ticket: 1,
             snapshot: snap_tx,
             notices: notice_tx.clone(),
@@ -309,8 +338,10 @@ impl Supervisor {
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
         let task = tokio::spawn(async move {
+            // Cancelled however the task ends, a panic included: a dead
+            // supervisor never reports itself running.
+            let _exited = task_exited.drop_guard();
             driver.run(task_cancel).await;
-            task_exited.cancel();
         });
         // Until the handle exists, dropping this future (a caller's timeout)
         // must stop the task too: nothing runs on after its owner is gone.
@@ -333,6 +364,7 @@ impl Supervisor {
                 attach_time: started.elapsed(),
                 id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 policy,
+                command_timeout,
             }),
         })
     }
@@ -413,13 +445,57 @@ impl Supervisor {
             reply: tx,
         })
         .map_err(|_| stopped())?;
-        match tokio::time::timeout(DEFAULT_COMMAND_TIMEOUT + Duration::from_secs(1), rx).await {
+        // The answer's command has the configured deadline; its reply (or
+        // its error) always comes back, and the second is for the hand-off.
+        let wait = self.shared.command_timeout + Duration::from_secs(1);
+        match tokio::time::timeout(wait, rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(stopped()),
             Err(_) => Err(DialogError::Cdp {
                 id: req.dialog_id.unwrap_or_default(),
                 error: "no reply from Chromium in time".into(),
             }),
+        }
+    }
+
+    /// Sends an agent's CDP command through the driver and the core
+    /// ([`State::send_agent`]): in wire order with the core's own commands
+    /// and events, so the core knows which navigations (and so which closed
+    /// dialogs) the agent caused. Resolves with Chromium's result or why
+    /// there is none — within `timeout` (plus a second for the hand-off),
+    /// also when the supervisor stops or the connection drops.
+    pub(crate) fn send_agent(
+        &self,
+        target: Target,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Value, AgentCallError>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let method = method.to_owned();
+        let sent = self
+            .shared
+            .requests
+            .send(Request::Agent {
+                target,
+                method: method.clone(),
+                params,
+                timeout,
+                reply: tx,
+            })
+            .is_ok();
+        async move {
+            if !sent {
+                return Err(AgentCallError::Stopped);
+            }
+            match tokio::time::timeout(timeout + Duration::from_secs(1), rx).await {
+                Ok(Ok(r)) => r.map_err(|e| AgentCallError::Command(command_error(&method, e))),
+                Ok(Err(_)) => Err(AgentCallError::Stopped),
+                Err(_) => Err(AgentCallError::Command(CommandError::Timeout {
+                    method,
+                    after: timeout,
+                })),
+            }
         }
     }
 
@@ -445,16 +521,8 @@ impl Supervisor {
         frame_id: Option<&str>,
         timeout: Duration,
     ) -> Result<CallOutcome, CdpCallError> {
-        let (conn, session) = self.route(frame_id).await?;
-        if matches!(
-            method,
-            "Page.navigate" | "Page.reload" | "Page.navigateToHistoryEntry"
-        ) {
-            self.request(Request::NavigationStarted {
-                by: ClosedBy::Agent,
-            })?;
-        }
-        let reply = conn.send(Some(&session), method, params, timeout);
+        let (_conn, session) = self.route(frame_id).await?;
+        let reply = self.send_agent(Target::Session(session), method, params, timeout);
         match self.race_dialogs(reply).await {
             Ok(r) => Ok(CallOutcome::Reply(r?)),
             Err(d) => Ok(CallOutcome::DialogPending(d)),
@@ -551,11 +619,8 @@ impl Supervisor {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut notices = self.notices();
         let (conn, session) = self.route(None).await?;
-        self.request(Request::NavigationStarted {
-            by: ClosedBy::Agent,
-        })?;
-        let reply = conn.send(
-            Some(&session),
+        let reply = self.send_agent(
+            Target::Session(session.clone()),
             "Page.navigate",
             json!({"url": url}),
             timeout,
@@ -581,7 +646,7 @@ impl Supervisor {
         let Some(loader) = v.get("loaderId").and_then(Value::as_str).map(str::to_owned) else {
             return Ok(NavigateOutcome::Loaded);
         };
-        tracing::debug!(%loader, %url, "Page.navigate committed a navigation; waiting for its load");
+        tracing::debug!(%loader, url = %redact_url(url), "Page.navigate committed a navigation; waiting for its load");
         let load = async {
             loop {
                 // The load event names our document's loader; the page being
@@ -627,8 +692,10 @@ struct Driver {
     events: Option<EventStream>,
     /// Commands sent with `send_in_order`, by request id: their replies
     /// come on the event stream, in wire order with the events.
-    inflight: HashMap<u64, (Option<SessionId>, Purpose, &'static str)>,
+    inflight: HashMap<u64, (Target, Purpose, String)>,
     tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
+    /// The agent's commands ([`Supervisor::send_agent`]) by call number.
+    calls: HashMap<u64, oneshot::Sender<Result<Value, ReplyError>>>,
     next_ticket: u64,
     snapshot: watch::Sender<Arc<Snapshot>>,
     notices: broadcast::Sender<Notice>,
@@ -747,6 +814,11 @@ impl Driver {
         self.conn = None;
         self.events = None;
         self.publish(ConnectionStatus::Closed);
+        for (_, tx) in self.calls.drain() {
+            let _ = tx.send(Err(ReplyError::Lost {
+                reason: "the supervisor stopped".into(),
+            }));
+        }
         for (_, tx) in self.tickets.drain() {
             let _ = tx.send(Err(DialogError::Cdp {
                 id: String::new(),
@@ -764,8 +836,8 @@ impl Driver {
                 params,
             }) => self.on_event(session_id, &method, params.get()),
             Some(Incoming::Reply { id, result }) => {
-                if let Some((session, purpose, method)) = self.inflight.remove(&id) {
-                    self.on_reply(session, purpose, method, result);
+                if let Some((target, purpose, method)) = self.inflight.remove(&id) {
+                    self.on_reply(target, purpose, &method, result.map_err(reply_error));
                 }
             }
             Some(Incoming::Closed { reason }) => {
@@ -791,10 +863,10 @@ impl Driver {
 
     fn on_reply(
         &mut self,
-        session: Option<SessionId>,
+        target: Target,
         purpose: Purpose,
-        method: &'static str,
-        result: Result<Value, CommandError>,
+        method: &str,
+        result: Result<Value, ReplyError>,
     ) {
         if let Err(e) = &result {
             tracing::debug!(%method, "command failed: {e}");
@@ -802,8 +874,7 @@ impl Driver {
         if counts_for_tree(method) {
             self.tree_pending = self.tree_pending.saturating_sub(1);
         }
-        self.state
-            .on_reply(session.as_ref(), purpose, result, Now::system());
+        self.state.on_reply(&target, purpose, result, Now::system());
     }
 
     fn on_request(&mut self, req: Request) {
@@ -844,7 +915,20 @@ impl Driver {
                 };
                 let _ = reply.send(r);
             }
-            Request::NavigationStarted { by } => self.state.navigation_started(by, Now::system()),
+            Request::Agent {
+                target,
+                method,
+                params,
+                timeout,
+                reply,
+            } => {
+                let call = self.next_ticket;
+                self.next_ticket += 1;
+                self.calls.insert(call, reply);
+                // Without a connection the flush feeds the core its error at once.
+                self.state
+                    .send_agent(call, target, &method, params, timeout);
+            }
         }
     }
 
@@ -856,10 +940,18 @@ impl Driver {
         self.conn = None;
         self.events = None;
         self.reattach = None;
-        // In-flight replies fail on their own (Disconnected); the state
-        // forgets dead sessions but keeps dialogs and their deadlines.
+        // The state forgets dead sessions but keeps dialogs and their
+        // deadlines; every command still in flight gets its one reply now
+        // (the driver contract): their stream is gone with the connection.
         self.state.connection_lost();
-        self.inflight.clear();
+        let mut lost: Vec<(u64, (Target, Purpose, String))> = self.inflight.drain().collect();
+        lost.sort_by_key(|(id, _)| *id);
+        for (_, (target, purpose, method)) in lost {
+            let e = ReplyError::Lost {
+                reason: reason.to_owned(),
+            };
+            self.on_reply(target, purpose, &method, Err(e));
+        }
         self.tree_pending = 0;
         let _ = self
             .notices
@@ -917,20 +1009,31 @@ impl Driver {
         while let Some(out) = self.state.poll_output() {
             match out {
                 Output::Send(cmd) => {
-                    let Some(conn) = &self.conn else { continue };
-                    if counts_for_tree(cmd.method) {
+                    let Some(conn) = &self.conn else {
+                        // Not sent: its one reply is this error (the driver
+                        // contract); the core decides what to do again.
+                        let e = ReplyError::Lost {
+                            reason: "not connected; reconnecting".into(),
+                        };
+                        self.state
+                            .on_reply(&cmd.target, cmd.purpose, Err(e), Now::system());
+                        continue;
+                    };
+                    if counts_for_tree(&cmd.method) {
                         self.tree_pending += 1;
                     }
                     let id = conn.send_in_order(
-                        cmd.session_id.as_ref(),
-                        cmd.method,
+                        cmd.target.session(),
+                        &cmd.method,
                         cmd.params,
-                        self.opts.command_timeout,
+                        cmd.timeout.unwrap_or(self.opts.command_timeout),
                     );
                     self.inflight
-                        .insert(id, (cmd.session_id, cmd.purpose, cmd.method));
+                        .insert(id, (cmd.target, cmd.purpose, cmd.method));
                 }
-                out @ (Output::Notice(_) | Output::AnswerDone { .. }) => deliver.push(out),
+                out @ (Output::Notice(_)
+                | Output::AnswerDone { .. }
+                | Output::AgentReply { .. }) => deliver.push(out),
             }
         }
         // A page blocked by a dialog answers no getFrameTree: attach is done
@@ -959,6 +1062,11 @@ impl Driver {
                         let _ = tx.send(result);
                     }
                 }
+                Output::AgentReply { call, result } => {
+                    if let Some(tx) = self.calls.remove(&call) {
+                        let _ = tx.send(result);
+                    }
+                }
                 Output::Send(_) => {}
             }
         }
@@ -975,6 +1083,43 @@ impl Driver {
                 true
             }
         });
+    }
+}
+
+/// The connection's error in the core's terms.
+fn reply_error(e: CommandError) -> ReplyError {
+    match e {
+        CommandError::Protocol {
+            code,
+            message,
+            data,
+            ..
+        } => ReplyError::Protocol {
+            code,
+            message,
+            data,
+        },
+        CommandError::Timeout { after, .. } => ReplyError::Timeout { after },
+        CommandError::Disconnected { reason, .. } => ReplyError::Lost { reason },
+    }
+}
+
+/// The core's reply error as the connection's, for the agent's `method`.
+fn command_error(method: &str, e: ReplyError) -> CommandError {
+    let method = method.to_owned();
+    match e {
+        ReplyError::Protocol {
+            code,
+            message,
+            data,
+        } => CommandError::Protocol {
+            method,
+            code,
+            message,
+            data,
+        },
+        ReplyError::Timeout { after } => CommandError::Timeout { method, after },
+        ReplyError::Lost { reason } => CommandError::Disconnected { method, reason },
     }
 }
 
@@ -1075,6 +1220,7 @@ async fn pick_and_attach(
                     title: String::new(),
                     url: "about:blank".into(),
                     attached: false,
+                    parent_frame_id: None,
                 }
             }
         },

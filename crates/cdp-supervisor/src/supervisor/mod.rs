@@ -7,3 +7,4 @@ pub mod policy;
 pub mod registry;
 pub mod snapshot;
 pub mod state;
+pub mod wording;

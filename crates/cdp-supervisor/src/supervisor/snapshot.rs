@@ -3,6 +3,7 @@
 //!
 //! Times are Unix seconds as `f64` (`opened_at`, `closed_at`, `at`).
 
+use crate::cdp::protocol::DialogType;
 use serde::{Deserialize, Serialize};
 
 /// Who closed a dialog (`closed_by`).
@@ -38,7 +39,7 @@ pub struct PendingDialog {
     pub id: String,
     /// `alert`, `confirm`, `prompt`, `beforeunload` (or an unknown type verbatim).
     #[serde(rename = "type")]
-    pub dialog_type: String,
+    pub dialog_type: DialogType,
     /// The text, cut at 10 240 chars as Chromium does.
     pub message: String,
     /// The prompt's default text (`""` for other types).

@@ -2,12 +2,12 @@
 //! [`State`] and a fake clock, and builds events from real CDP JSON.
 #![allow(dead_code)]
 
-use cdp_supervisor::cdp::connection::CommandError;
 use cdp_supervisor::cdp::protocol::{ERROR_INVALID_PARAMS, Event, SessionId, TargetId};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedDialog, Snapshot};
 use cdp_supervisor::supervisor::state::{
-    Command, DialogAction, DialogRequest, Notice, Now, Options, Output, Purpose, State,
+    Command, DialogAction, DialogRequest, Notice, Now, Options, Output, Purpose, ReplyError, State,
+    Target,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -20,18 +20,29 @@ pub fn sid(s: &str) -> SessionId {
     SessionId::from(s)
 }
 
-/// A CDP error reply, as the connection reports it.
-pub fn cdp_err(method: &str, code: i64, message: &str) -> CommandError {
-    CommandError::Protocol {
-        method: method.to_owned(),
+/// A CDP error reply, as the driver feeds it in.
+pub fn cdp_err(_method: &str, code: i64, message: &str) -> ReplyError {
+    ReplyError::Protocol {
         code,
         message: message.to_owned(),
         data: None,
     }
 }
 
+/// The session `s` as a command's target.
+pub fn on(s: &str) -> Target {
+    Target::Session(sid(s))
+}
+
+/// What the driver feeds in for a command it could not send or lost with the connection.
+pub fn lost() -> ReplyError {
+    ReplyError::Lost {
+        reason: "test".into(),
+    }
+}
+
 /// Chromium's answer to `Page.handleJavaScriptDialog` when it will not answer.
-pub fn no_dialog_showing() -> CommandError {
+pub fn no_dialog_showing() -> ReplyError {
     cdp_err(
         "Page.handleJavaScriptDialog",
         ERROR_INVALID_PARAMS,
@@ -39,9 +50,8 @@ pub fn no_dialog_showing() -> CommandError {
     )
 }
 
-pub fn timeout_err(method: &str) -> CommandError {
-    CommandError::Timeout {
-        method: method.to_owned(),
+pub fn timeout_err(_method: &str) -> ReplyError {
+    ReplyError::Timeout {
         after: Duration::from_secs(10),
     }
 }
@@ -111,21 +121,16 @@ impl H {
             .collect()
     }
 
-    pub fn reply(
-        &mut self,
-        session: Option<&str>,
-        purpose: Purpose,
-        r: Result<Value, CommandError>,
-    ) {
-        let s = session.map(sid);
-        self.st.on_reply(s.as_ref(), purpose, r, self.now);
+    pub fn reply(&mut self, session: Option<&str>, purpose: Purpose, r: Result<Value, ReplyError>) {
+        let t: Target = session.map(sid).into();
+        self.st.on_reply(&t, purpose, r, self.now);
     }
 
     pub fn reply_ok(&mut self, session: &str, purpose: Purpose, v: Value) {
         self.reply(Some(session), purpose, Ok(v));
     }
 
-    pub fn answer_reply(&mut self, session: &str, dialog_id: &str, r: Result<Value, CommandError>) {
+    pub fn answer_reply(&mut self, session: &str, dialog_id: &str, r: Result<Value, ReplyError>) {
         self.reply(
             Some(session),
             Purpose::Answer {
@@ -133,6 +138,20 @@ impl H {
             },
             r,
         );
+    }
+
+    /// The agent sends `method` on `session` through the core as call
+    /// `call` (its command is drained, not replied).
+    pub fn agent(&mut self, call: u64, session: &str, method: &str, params: Value) {
+        self.st
+            .send_agent(call, on(session), method, params, Duration::from_secs(30));
+        self.drain();
+    }
+
+    /// The reply to the agent's call `call` on `session`.
+    pub fn agent_reply(&mut self, call: u64, session: &str, v: Value) {
+        self.reply(Some(session), Purpose::Agent { call }, Ok(v));
+        self.drain();
     }
 
     /// `attach_page(T1, S1)` and the `Page.getFrameTree` reply `tree`.

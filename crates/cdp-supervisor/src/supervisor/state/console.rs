@@ -1,0 +1,72 @@
+//! Console errors: `console.error` / `console.assert` calls and uncaught
+//! exceptions, the last [`CONSOLE_ERRORS_MAX`], each cut at
+//! [`CONSOLE_TEXT_MAX_CHARS`].
+
+use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now, cut};
+use crate::cdp::protocol::{ConsoleApiCalled, ExceptionThrown};
+use crate::supervisor::snapshot::ConsoleError;
+use std::collections::VecDeque;
+
+/// The console ring.
+#[derive(Debug, Default)]
+pub struct Console {
+    ring: VecDeque<ConsoleError>,
+}
+
+impl Console {
+    /// A `Runtime.consoleAPICalled`: the entry to announce, if it is an error.
+    pub fn on_api_called(&mut self, c: ConsoleApiCalled, now: Now) -> Option<ConsoleError> {
+        if c.call_type != "error" && c.call_type != "assert" {
+            return None;
+        }
+        let text = c
+            .args
+            .iter()
+            .map(|a| a.to_text())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let url = c
+            .stack_trace
+            .and_then(|s| s.call_frames.into_iter().next())
+            .map(|f| f.url)
+            .filter(|u| !u.is_empty());
+        let at = c.timestamp.map(|ms| ms / 1000.0).unwrap_or(now.unix_s);
+        Some(self.push(c.call_type, text, url, at))
+    }
+
+    /// A `Runtime.exceptionThrown`: the entry to announce.
+    pub fn on_exception(&mut self, e: ExceptionThrown, now: Now) -> ConsoleError {
+        let d = e.exception_details;
+        let text = d
+            .exception
+            .as_ref()
+            .and_then(|x| x.description.clone())
+            .unwrap_or(d.text);
+        let at = e.timestamp.map(|ms| ms / 1000.0).unwrap_or(now.unix_s);
+        self.push(
+            "exception".into(),
+            text,
+            d.url.filter(|u| !u.is_empty()),
+            at,
+        )
+    }
+
+    fn push(&mut self, level: String, text: String, url: Option<String>, at: f64) -> ConsoleError {
+        let error = ConsoleError {
+            level,
+            text: cut(text, CONSOLE_TEXT_MAX_CHARS),
+            url,
+            at,
+        };
+        if self.ring.len() == CONSOLE_ERRORS_MAX {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(error.clone());
+        error
+    }
+
+    /// The entries, oldest first.
+    pub fn entries(&self) -> Vec<ConsoleError> {
+        self.ring.iter().cloned().collect()
+    }
+}

@@ -1,0 +1,698 @@
+//! Dialogs: opening (native or through the bridge), answering (the agent,
+//! the policy, the watchdog), releasing a page Chromium will not answer for,
+//! and closing — with one function, [`closed_by`], deciding who closed one.
+//!
+//! The rules a newcomer changes live in [`State::dialog_opened`] (what
+//! happens when a dialog opens), [`State::answer_replied`] (what an
+//! answer's reply means), [`State::dialog_due`] (what the watchdog does)
+//! and [`closed_by`].
+
+use super::{
+    ANSWERS_AFTER_CLOSE_MAX, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, DialogRequest,
+    Notice, Now, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target, Timer, cut,
+};
+use crate::cdp::protocol::{
+    DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FrameId, SessionId,
+};
+use crate::supervisor::bridge::{self, PausedKind};
+use crate::supervisor::policy::DialogPolicy;
+use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, PendingDialog};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+
+/// Why a dialog stopped being pending: the only input of [`closed_by`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CloseCause {
+    /// Our answer (`by` whom) went through.
+    Answered(ClosedBy),
+    /// Our navigation (`by` whom) released its page.
+    Released(ClosedBy),
+    /// Chromium's `javascriptDialogClosed` for its frame: with our answer
+    /// in flight (by whom), or a navigation of ours of its frame or an
+    /// ancestor (by whom), or neither.
+    ClosedEvent {
+        /// Who answers it now, if we do.
+        answering: Option<ClosedBy>,
+        /// Who navigates its frame (or an ancestor), if we do.
+        navigation: Option<ClosedBy>,
+    },
+    /// Its frame (or an ancestor) committed a new document or was detached:
+    /// by our navigation (whose), or not.
+    Navigation(Option<ClosedBy>),
+    /// Our answer was refused because another client answered first.
+    LostRace,
+    /// A newer dialog opened in its frame: it closed unseen.
+    Replaced,
+    /// Its page's target went away.
+    PageGone,
+}
+
+/// Who closed a dialog (`closed_by`), from why it closed.
+pub fn closed_by(cause: CloseCause) -> ClosedBy {
+    match cause {
+        CloseCause::Answered(by) | CloseCause::Released(by) => by,
+        CloseCause::ClosedEvent {
+            answering,
+            navigation,
+        } => answering.or(navigation).unwrap_or(ClosedBy::Remote),
+        CloseCause::Navigation(by) => by.unwrap_or(ClosedBy::Remote),
+        CloseCause::LostRace | CloseCause::Replaced | CloseCause::PageGone => ClosedBy::Remote,
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Answering {
+    by: ClosedBy,
+    ticket: Option<u64>,
+    /// What we answered, recorded when no closed event tells (the bridge).
+    accept: bool,
+    prompt_text: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Dialog {
+    view: PendingDialog,
+    frame_id: Option<FrameId>,
+    session_id: Option<SessionId>,
+    answering: Option<Answering>,
+    /// Our `Page.navigate` releasing its page is in flight, by whom.
+    releasing: Option<ClosedBy>,
+    /// A dialog reported by the bridge: its paused request (`Fetch.requestPaused.requestId`).
+    bridge_request: Option<String>,
+}
+
+/// The pending dialogs, the recently closed ones, and answers whose dialog
+/// closed while they were in flight.
+#[derive(Debug)]
+pub struct Dialogs {
+    pending: Vec<Dialog>,
+    /// See [`ANSWERS_AFTER_CLOSE_MAX`].
+    answers_after_close: VecDeque<(ClosedDialog, Answering)>,
+    next: u64,
+    recent: VecDeque<ClosedDialog>,
+}
+
+impl Default for Dialogs {
+    fn default() -> Self {
+        Dialogs {
+            pending: Vec::new(),
+            answers_after_close: VecDeque::new(),
+            next: 1,
+            recent: VecDeque::new(),
+        }
+    }
+}
+
+impl Dialogs {
+    /// Pending dialogs, oldest first.
+    pub fn views(&self) -> impl Iterator<Item = &PendingDialog> {
+        self.pending.iter().map(|d| &d.view)
+    }
+
+    /// Recently closed dialogs, oldest first.
+    pub fn recent(&self) -> Vec<ClosedDialog> {
+        self.recent.iter().cloned().collect()
+    }
+
+    /// Whether any dialog is pending.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Whether the dialog `id` waits on no command of ours (so its timer counts).
+    pub fn idle(&self, id: &str) -> bool {
+        self.pending
+            .iter()
+            .any(|d| d.view.id == id && d.answering.is_none() && d.releasing.is_none())
+    }
+
+    /// The dialogs whose answer or release awaits its reply.
+    pub fn in_flight(&self) -> impl Iterator<Item = &str> {
+        self.pending
+            .iter()
+            .filter(|d| d.answering.is_some() || d.releasing.is_some())
+            .map(|d| d.view.id.as_str())
+    }
+
+    /// The connection dropped: answers go to the new page session.
+    pub fn connection_lost(&mut self) {
+        for d in &mut self.pending {
+            d.session_id = None;
+        }
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Dialog> {
+        self.pending.iter_mut().find(|d| d.view.id == id)
+    }
+}
+
+impl State {
+    /// Who the policy and the watchdog act as for a dialog opened now.
+    fn closer(&self) -> ClosedBy {
+        match self.opts.policy {
+            DialogPolicy::MustRespond => ClosedBy::Watchdog,
+            DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept => ClosedBy::AutoPolicy,
+        }
+    }
+
+    fn auto_action(&self) -> Option<DialogAction> {
+        match self.opts.policy {
+            DialogPolicy::MustRespond => None,
+            DialogPolicy::AutoDismiss => Some(DialogAction::Dismiss),
+            DialogPolicy::AutoAccept => Some(DialogAction::Accept),
+        }
+    }
+
+    pub(super) fn on_request_paused(
+        &mut self,
+        session: Option<&SessionId>,
+        params: &str,
+        now: Now,
+    ) {
+        let Some(session) = session.filter(|s| self.targets.has_session(s)).cloned() else {
+            return;
+        };
+        match bridge::parse_paused(params) {
+            PausedKind::Dialog(b) => {
+                let opening = DialogOpening {
+                    url: b.url,
+                    frame_id: b.frame_id.map(FrameId),
+                    message: b.message,
+                    dialog_type: b.dialog_type,
+                    default_prompt: Some(b.default_prompt),
+                };
+                self.dialog_opened(Some(&session), opening, Some(b.request_id), now);
+            }
+            // Never leave a request paused.
+            PausedKind::Other { request_id } => self.out.send(
+                Target::Session(session),
+                "Fetch.continueRequest",
+                json!({ "requestId": request_id }),
+                Purpose::Setup,
+            ),
+            PausedKind::Unreadable => {}
+        }
+    }
+
+    /// A dialog opened (`javascriptDialogOpening`, or the bridge). Under an
+    /// auto policy it is answered before anything else is announced; under
+    /// must_respond its watchdog is armed.
+    pub(super) fn dialog_opened(
+        &mut self,
+        session: Option<&SessionId>,
+        d: DialogOpening,
+        bridge_request: Option<String>,
+        now: Now,
+    ) {
+        let Some(session) = session.filter(|s| self.targets.has_session(s)) else {
+            return;
+        };
+        let frame_id = d
+            .frame_id
+            .clone()
+            .or_else(|| self.targets.frame_of(session));
+        let message = cut(d.message, DIALOG_MESSAGE_MAX_CHARS);
+        let is_top = self.targets.is_top(Some(session));
+        if let Some(existing) = self
+            .dialogs
+            .pending
+            .iter_mut()
+            .find(|x| x.frame_id.is_some() && x.frame_id == frame_id)
+            .filter(|_| bridge_request.is_none())
+        {
+            if existing.view.dialog_type == d.dialog_type && existing.view.message == message {
+                // The same dialog reported again (by another session): one
+                // dialog is listed once. Prefer the page session to answer on.
+                if is_top {
+                    existing.session_id = Some(session.clone());
+                }
+                return;
+            }
+            // A frame shows one dialog at a time: the old one closed unseen.
+            let old = existing.view.id.clone();
+            self.close_dialog(&old, CloseCause::Replaced, None, None, now);
+        }
+        let id = format!("d-{}", self.dialogs.next);
+        self.dialogs.next += 1;
+        let view = PendingDialog {
+            id: id.clone(),
+            dialog_type: d.dialog_type,
+            message,
+            default_prompt: d.default_prompt.clone().unwrap_or_default(),
+            opened_at: now.unix_s,
+            frame_id: frame_id.as_ref().map(|f| f.0.clone()),
+            url: d.url,
+            answerable: true,
+        };
+        self.dialogs.pending.push(Dialog {
+            view: view.clone(),
+            frame_id,
+            session_id: Some(session.clone()),
+            answering: None,
+            releasing: None,
+            bridge_request,
+        });
+        match self.auto_action() {
+            // Answer before anything else is even announced: the page is frozen until then.
+            Some(action) => self.start_answer(&id, action, None, ClosedBy::AutoPolicy, None),
+            None => self.timers.set(
+                Timer::Dialog(id),
+                now.instant.checked_add(self.opts.dialog_timeout),
+            ),
+        }
+        self.out.notice(Notice::DialogOpened { dialog: view });
+    }
+
+    fn start_answer(
+        &mut self,
+        id: &str,
+        action: DialogAction,
+        prompt_text: Option<String>,
+        by: ClosedBy,
+        ticket: Option<u64>,
+    ) {
+        let top = self.targets.top_session().cloned();
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
+        let accept = action == DialogAction::Accept;
+        // Accepting a prompt without text answers with the default, as a person pressing OK would.
+        let text = (accept && d.view.dialog_type == DialogType::Prompt)
+            .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
+        let (method, params) = match &d.bridge_request {
+            Some(request_id) => (
+                "Fetch.fulfillRequest",
+                bridge::fulfill_params(request_id, accept, text.as_deref()),
+            ),
+            None => {
+                let mut params = json!({ "accept": accept });
+                if let Some(t) = &text {
+                    params["promptText"] = Value::String(t.clone());
+                }
+                ("Page.handleJavaScriptDialog", params)
+            }
+        };
+        // Record that we are answering before sending: Chromium sends
+        // javascriptDialogClosed before its reply.
+        d.answering = Some(Answering {
+            by,
+            ticket,
+            accept,
+            prompt_text: text,
+        });
+        // A bridge request is fulfilled on the session that paused it.
+        let session = if d.bridge_request.is_some() {
+            d.session_id.clone()
+        } else {
+            d.session_id.clone().or(top)
+        };
+        let dialog_id = d.view.id.clone();
+        self.out.send(
+            session.into(),
+            method,
+            params,
+            Purpose::Answer { dialog_id },
+        );
+    }
+
+    /// The agent answers a dialog (`browser_dialog`). On `Ok`, a command is
+    /// queued and [`Output::AnswerDone`] with `ticket` follows once Chromium
+    /// replies. Errors: no dialog, several without `dialog_id` (listing
+    /// them), unknown id (listing the known ones), a dialog Chromium will not
+    /// answer, one already being answered.
+    pub fn answer_dialog(&mut self, req: DialogRequest, ticket: u64) -> Result<(), DialogError> {
+        let pending = &self.dialogs.pending;
+        let id = match &req.dialog_id {
+            Some(id) => {
+                if !pending.iter().any(|d| &d.view.id == id) {
+                    return Err(DialogError::UnknownId {
+                        id: id.clone(),
+                        known: pending.iter().map(|d| d.view.id.clone()).collect(),
+                    });
+                }
+                id.clone()
+            }
+            None => match pending.as_slice() {
+                [] => return Err(DialogError::NoDialog),
+                [one] => one.view.id.clone(),
+                many => {
+                    return Err(DialogError::Ambiguous {
+                        candidates: many.iter().map(describe).collect(),
+                    });
+                }
+            },
+        };
+        let d = pending
+            .iter()
+            .find(|d| d.view.id == id)
+            .expect("found above");
+        if d.answering.is_some() || d.releasing.is_some() {
+            return Err(DialogError::AlreadyAnswering { id });
+        }
+        if !d.view.answerable {
+            return Err(DialogError::NotAnswerable { id });
+        }
+        self.start_answer(
+            &id,
+            req.action,
+            req.prompt_text,
+            ClosedBy::Agent,
+            Some(ticket),
+        );
+        Ok(())
+    }
+
+    pub(super) fn on_dialog_closed(
+        &mut self,
+        session: Option<&SessionId>,
+        c: DialogClosed,
+        now: Now,
+    ) {
+        let pending = &self.dialogs.pending;
+        let found = match &c.frame_id {
+            Some(f) => pending
+                .iter()
+                .find(|d| d.frame_id.as_ref() == Some(f) && d.bridge_request.is_none()),
+            // Older builds say no frame: only an unambiguous match on the session counts.
+            None => {
+                let on_session: Vec<&Dialog> = pending
+                    .iter()
+                    .filter(|d| d.session_id.as_ref() == session && d.bridge_request.is_none())
+                    .collect();
+                match on_session.as_slice() {
+                    [one] => Some(*one),
+                    _ => None,
+                }
+            }
+        };
+        let Some(d) = found else {
+            if self.page_blocked && self.targets.is_top(session) {
+                self.unblock_page();
+            }
+            return;
+        };
+        let id = d.view.id.clone();
+        let lineage = d
+            .frame_id
+            .as_ref()
+            .map(|f| self.frames.lineage(f))
+            .unwrap_or_default();
+        let cause = CloseCause::ClosedEvent {
+            answering: d.answering.as_ref().map(|a| a.by),
+            navigation: d.releasing.or_else(|| self.navs.closer(&lineage)),
+        };
+        let user_input =
+            (d.view.dialog_type == DialogType::Prompt && c.result).then(|| c.user_input.clone());
+        self.close_dialog(&id, cause, Some(c.result), user_input, now);
+    }
+
+    /// Closes the dialogs shown in `frames` (navigated away or detached),
+    /// except those whose answer is in flight (its reply settles them).
+    pub(super) fn close_dialogs_in(&mut self, frames: &[FrameId], by: Option<ClosedBy>, now: Now) {
+        let closing: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| {
+                d.answering.is_none() && d.frame_id.as_ref().is_some_and(|f| frames.contains(f))
+            })
+            .map(|d| d.view.id.clone())
+            .collect();
+        for id in closing {
+            let by = self
+                .dialogs
+                .pending
+                .iter()
+                .find(|d| d.view.id == id)
+                .and_then(|d| d.releasing)
+                .or(by);
+            self.close_dialog(&id, CloseCause::Navigation(by), None, None, now);
+        }
+    }
+
+    /// The page's target went: every dialog with it.
+    pub(super) fn close_all_dialogs(&mut self, now: Now) {
+        let ids: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .map(|d| d.view.id.clone())
+            .collect();
+        for id in ids {
+            self.close_dialog(&id, CloseCause::PageGone, None, None, now);
+        }
+    }
+
+    fn close_dialog(
+        &mut self,
+        id: &str,
+        cause: CloseCause,
+        accepted: Option<bool>,
+        user_input: Option<String>,
+        now: Now,
+    ) {
+        let Some(pos) = self.dialogs.pending.iter().position(|d| d.view.id == id) else {
+            return;
+        };
+        let d = self.dialogs.pending.remove(pos);
+        self.timers.cancel(&Timer::Dialog(id.to_owned()));
+        let closed = ClosedDialog {
+            dialog: d.view,
+            closed_at: now.unix_s,
+            closed_by: closed_by(cause),
+            accepted,
+            user_input,
+        };
+        let dialogs = &mut self.dialogs;
+        if dialogs.recent.len() == RECENT_DIALOGS_MAX {
+            dialogs.recent.pop_front();
+        }
+        dialogs.recent.push_back(closed.clone());
+        // An agent waiting on this dialog hears the outcome when its reply comes.
+        if let Some(a) = d.answering {
+            if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
+                dialogs.answers_after_close.pop_front();
+            }
+            dialogs.answers_after_close.push_back((closed.clone(), a));
+        }
+        self.out.notice(Notice::DialogClosed { dialog: closed });
+    }
+
+    /// The reply to an answer (`Purpose::Answer`).
+    pub(super) fn answer_replied(&mut self, id: &str, result: Result<Value, ReplyError>, now: Now) {
+        let Some(d) = self.dialogs.get_mut(id) else {
+            // Closed already (javascriptDialogClosed comes before the reply).
+            self.answer_replied_after_close(id, &result);
+            return;
+        };
+        let Some(Answering {
+            by,
+            ticket,
+            accept,
+            prompt_text,
+        }) = d.answering.take()
+        else {
+            return;
+        };
+        let e = match result {
+            Ok(_) => {
+                // No closed event told us (the bridge, or an event lost): we know what we answered.
+                let user_input = if accept { prompt_text } else { None };
+                self.close_dialog(id, CloseCause::Answered(by), Some(accept), user_input, now);
+                if let Some(ticket) = ticket {
+                    let closed = self
+                        .dialogs
+                        .recent
+                        .iter()
+                        .rev()
+                        .find(|c| c.dialog.id == id)
+                        .cloned();
+                    if let Some(closed) = closed {
+                        self.out.push(Output::AnswerDone {
+                            ticket,
+                            result: Ok(closed),
+                        });
+                    }
+                }
+                return;
+            }
+            Err(e) => e,
+        };
+        let refused = e.is_code(ERROR_INVALID_PARAMS);
+        if refused {
+            d.view.answerable = false;
+        }
+        match by {
+            // Never reached Chromium: the policy or the watchdog tries again
+            // as soon as we are connected (a timer the driver fires once it is).
+            ClosedBy::Watchdog | ClosedBy::AutoPolicy if e.is_lost() => {
+                self.timers
+                    .set(Timer::Dialog(id.to_owned()), Some(now.instant));
+            }
+            // Chromium will not (or did not) answer it: only a navigation
+            // frees its page, and neither the policy nor the watchdog waits.
+            ClosedBy::Watchdog | ClosedBy::AutoPolicy => self.release(&[id.to_owned()], by),
+            _ => {
+                if let Some(ticket) = ticket {
+                    let error = if refused {
+                        DialogError::NotAnswerable { id: id.to_owned() }
+                    } else {
+                        DialogError::Cdp {
+                            id: id.to_owned(),
+                            error: e.to_string(),
+                        }
+                    };
+                    self.out.push(Output::AnswerDone {
+                        ticket,
+                        result: Err(error),
+                    });
+                }
+                // An agent's answer failed under an auto policy (no watchdog
+                // armed): the policy releases a page Chromium will not answer for.
+                if refused && self.auto_action().is_some() {
+                    self.release(&[id.to_owned()], ClosedBy::AutoPolicy);
+                }
+            }
+        }
+    }
+
+    /// The reply to an answer whose dialog closed while it was in flight. A
+    /// `-32602` means someone else (another CDP client, a proxy) answered
+    /// first: the record says `remote`. Either way the dialog is gone, which
+    /// is what the agent asked for, so its answer finishes `Ok`.
+    fn answer_replied_after_close(&mut self, id: &str, result: &Result<Value, ReplyError>) {
+        let dialogs = &mut self.dialogs;
+        let Some(pos) = dialogs
+            .answers_after_close
+            .iter()
+            .position(|(c, _)| c.dialog.id == id)
+        else {
+            return;
+        };
+        let Some((mut closed, answering)) = dialogs.answers_after_close.remove(pos) else {
+            return;
+        };
+        let lost = matches!(result, Err(e) if e.is_code(ERROR_INVALID_PARAMS));
+        if lost && closed.closed_by == answering.by {
+            closed.closed_by = closed_by(CloseCause::LostRace);
+            if let Some(r) = dialogs.recent.iter_mut().rev().find(|c| c.dialog.id == id) {
+                r.closed_by = closed.closed_by;
+            }
+        }
+        if let Some(ticket) = answering.ticket {
+            self.out.push(Output::AnswerDone {
+                ticket,
+                result: Ok(closed),
+            });
+        }
+    }
+
+    /// A dialog's timer fired: the watchdog (or the policy retrying an
+    /// answer lost with the connection) answers it, or releases its page
+    /// when Chromium will not answer it.
+    pub(super) fn dialog_due(&mut self, id: &str) {
+        let Some(d) = self.dialogs.pending.iter().find(|d| d.view.id == id) else {
+            return;
+        };
+        let by = self.closer();
+        if d.view.answerable {
+            let action = self.auto_action().unwrap_or(DialogAction::Dismiss);
+            self.start_answer(id, action, None, by, None);
+        } else {
+            self.release(&[id.to_owned()], by);
+        }
+    }
+
+    /// Releases a page a dialog keeps blocked: navigates the top frame to
+    /// its current URL (Chromium answers `Page.navigate` at once and the
+    /// frame is free). The dialogs close when that navigation is confirmed,
+    /// not before: a release lost with the connection is tried again.
+    pub(super) fn release(&mut self, ids: &[String], by: ClosedBy) {
+        for id in ids {
+            if let Some(d) = self.dialogs.get_mut(id) {
+                d.releasing = Some(by);
+            }
+        }
+        if let Some(top) = self.frames.top().cloned() {
+            self.navs.release(top, by);
+        }
+        let url = match self.frames.top_url() {
+            "" => "about:blank".to_owned(),
+            u => u.to_owned(),
+        };
+        let top = self.targets.top_session().cloned();
+        self.out.send(
+            top.into(),
+            "Page.navigate",
+            json!({"url": url}),
+            Purpose::Release,
+        );
+    }
+
+    /// The reply to our releasing `Page.navigate`.
+    pub(super) fn release_replied(&mut self, result: Result<Value, ReplyError>, now: Now) {
+        let releasing: Vec<(String, ClosedBy)> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter_map(|d| d.releasing.map(|by| (d.view.id.clone(), by)))
+            .collect();
+        match result {
+            Ok(_) => {
+                for (id, by) in releasing {
+                    self.close_dialog(&id, CloseCause::Released(by), None, None, now);
+                }
+                self.unblock_page();
+            }
+            Err(e) => {
+                if let Some(top) = self.frames.top().cloned() {
+                    self.navs.release_failed(&top);
+                }
+                // Lost with the connection: again once connected. Refused or
+                // unanswered: again after another watchdog period.
+                let at = if e.is_lost() {
+                    Some(now.instant)
+                } else {
+                    now.instant.checked_add(self.opts.dialog_timeout)
+                };
+                for (id, _) in releasing {
+                    if let Some(d) = self.dialogs.get_mut(&id) {
+                        d.releasing = None;
+                    }
+                    self.timers.set(Timer::Dialog(id), at);
+                }
+                if self.page_blocked {
+                    self.timers.set(Timer::PageBlockedRelease, at);
+                }
+            }
+        }
+    }
+
+    /// `Page.enable` went unanswered: with no dialog known, the page is
+    /// blocked by one opened before we attached.
+    pub(super) fn page_enable_overdue(&mut self, now: Now) {
+        if !self.dialogs.is_empty() {
+            return;
+        }
+        self.page_blocked = true;
+        let wait = match self.opts.policy {
+            DialogPolicy::MustRespond => self.opts.dialog_timeout,
+            _ => std::time::Duration::ZERO,
+        };
+        self.timers
+            .set(Timer::PageBlockedRelease, now.instant.checked_add(wait));
+        self.out.notice(Notice::PageBlocked);
+    }
+
+    /// The page is free again (its `Page.enable` answered, a closed event,
+    /// a new top document, our release went through).
+    pub(super) fn unblock_page(&mut self) {
+        self.page_blocked = false;
+        self.timers.cancel(&Timer::PageBlockedRelease);
+    }
+}
+
+fn describe(d: &Dialog) -> String {
+    let msg: String = d.view.message.chars().take(40).collect();
+    format!("{} ({} {:?})", d.view.id, d.view.dialog_type, msg)
+}

@@ -1,0 +1,95 @@
+//! The agent's requests to the core and why they fail, as data. The words
+//! the agent reads for them live outside the core, in
+//! [`crate::supervisor::wording`].
+
+/// `accept` or `dismiss`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DialogAction {
+    /// OK / leave the page (`Page.handleJavaScriptDialog` with `accept: true`).
+    Accept,
+    /// Cancel / stay on the page (`accept: false`).
+    Dismiss,
+}
+
+impl DialogAction {
+    /// Parses `"accept"` / `"dismiss"`.
+    pub fn parse(s: &str) -> Result<DialogAction, DialogError> {
+        match s {
+            "accept" => Ok(DialogAction::Accept),
+            "dismiss" => Ok(DialogAction::Dismiss),
+            other => Err(DialogError::BadAction(other.to_owned())),
+        }
+    }
+}
+
+/// An agent's answer to a dialog (`browser_dialog`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DialogRequest {
+    /// Accept or dismiss.
+    pub action: DialogAction,
+    /// The text for a `prompt()`; accepting without it answers with the default text.
+    pub prompt_text: Option<String>,
+    /// Which dialog; may be left out when exactly one is pending.
+    pub dialog_id: Option<String>,
+}
+
+/// Why an answer to a dialog failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DialogError {
+    /// No dialog is pending.
+    NoDialog,
+    /// Several dialogs are pending and no `dialog_id` was given.
+    Ambiguous {
+        /// The pending dialogs, each as `d-N (type "first 40 chars")`.
+        candidates: Vec<String>,
+    },
+    /// `dialog_id` names no pending dialog.
+    UnknownId {
+        /// The `dialog_id` given.
+        id: String,
+        /// The ids of the pending dialogs.
+        known: Vec<String>,
+    },
+    /// The action is neither `accept` nor `dismiss` (the text given).
+    BadAction(String),
+    /// Chromium refuses to answer this dialog (`-32602 "No dialog is
+    /// showing"`) while its frame stays blocked: see
+    /// [`crate::supervisor::snapshot::PendingDialog::answerable`].
+    NotAnswerable {
+        /// The dialog's id.
+        id: String,
+    },
+    /// An answer to this dialog (the agent's, the policy's or the watchdog's) is in flight.
+    AlreadyAnswering {
+        /// The dialog's id.
+        id: String,
+    },
+    /// `Page.handleJavaScriptDialog` failed for another reason.
+    Cdp {
+        /// The dialog's id.
+        id: String,
+        /// The [`super::ReplyError`], as text.
+        error: String,
+    },
+}
+
+/// Why a frame cannot take a routed CDP call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RouteError {
+    /// No frame has this id.
+    UnknownFrame {
+        /// The `frame_id` given.
+        frame_id: String,
+        /// The known frame ids, oldest first, at most [`super::FRAME_TREE_MAX_ENTRIES`].
+        known: Vec<String>,
+    },
+    /// The frame lives in its parent's process and has no session of its own.
+    SameProcess {
+        /// The `frame_id` given.
+        frame_id: String,
+        /// The OOPIF whose session holds it, when not the page's.
+        host: Option<String>,
+    },
+    /// No page session is attached (not yet, or the tab went).
+    NoPage,
+}

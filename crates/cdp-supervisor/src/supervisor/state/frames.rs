@@ -1,0 +1,499 @@
+//! Frames: where each frame belongs (its parent), which session reports it,
+//! whether it is an OOPIF, and the capped tree the snapshot shows.
+//!
+//! The rules a newcomer changes live in [`Frames::upsert`] (a frame becomes
+//! known), [`Frames::committed`] (a frame shows a new document) and
+//! [`Frames::on_tree`] (a session's `Page.getFrameTree` reply).
+
+use super::targets::Targets;
+use super::{FRAME_TREE_MAX_ENTRIES, FRAME_TREE_MAX_OOPIF_DEPTH, FRAMES_TRACKED_MAX, Out};
+use super::{Notice, RouteError, origin_of};
+use crate::cdp::protocol::{FrameId, FrameInfo, FrameTree, SessionId};
+use crate::supervisor::snapshot::{ChildFrame, FrameTreeView, TopFrame};
+use std::collections::{HashMap, HashSet};
+
+#[derive(Clone, Debug)]
+struct Frame {
+    parent: Option<FrameId>,
+    url: String,
+    origin: String,
+    /// The session that reports this frame.
+    session: SessionId,
+    /// The root of an OOPIF: its own target (target id == frame id) and session.
+    is_oopif: bool,
+    /// Insertion order, for a stable tree.
+    seq: u64,
+}
+
+/// The frames of the supervised page, merged from every session.
+#[derive(Debug, Default)]
+pub struct Frames {
+    top: Option<FrameId>,
+    frames: HashMap<FrameId, Frame>,
+    seq: u64,
+    /// Frames were not tracked ([`FRAMES_TRACKED_MAX`], or sessions past their bound).
+    dropped: bool,
+    /// The top document's loader (`Page.Frame.loaderId`).
+    top_loader: Option<String>,
+}
+
+impl Frames {
+    /// A fresh tree with only the top frame (an attach or a re-attach): what
+    /// the last connection saw, `truncated` included, is forgotten.
+    pub fn reset(&mut self, top: FrameId, url: &str, session: &SessionId) {
+        *self = Frames {
+            seq: self.seq,
+            ..Frames::default()
+        };
+        self.top = Some(top.clone());
+        self.insert(&top, None, url, session);
+    }
+
+    /// The page is gone: every frame goes. Returns them.
+    pub fn clear(&mut self) -> Vec<FrameId> {
+        self.top_loader = None;
+        self.frames.drain().map(|(id, _)| id).collect()
+    }
+
+    /// The top frame's id, once attached.
+    pub fn top(&self) -> Option<&FrameId> {
+        self.top.as_ref()
+    }
+
+    /// The top document's loader, when known.
+    pub fn top_loader(&self) -> Option<&String> {
+        self.top_loader.as_ref()
+    }
+
+    /// A lifecycle event of the top frame names its document's loader.
+    pub fn set_top_loader(&mut self, frame: &FrameId, loader: String) {
+        if Some(frame) == self.top.as_ref() {
+            self.top_loader = Some(loader);
+        }
+    }
+
+    /// Marks the tree as missing frames (a session past its bound).
+    pub fn mark_dropped(&mut self) {
+        self.dropped = true;
+    }
+
+    /// The top frame's URL (empty before it is known).
+    pub fn top_url(&self) -> &str {
+        self.top
+            .as_ref()
+            .and_then(|f| self.frames.get(f))
+            .map(|f| f.url.as_str())
+            .unwrap_or("")
+    }
+
+    /// Sets the top frame's URL (as the browser reports it after a load).
+    pub fn set_top_url(&mut self, url: String) {
+        if let Some(f) = self.top.as_ref().and_then(|t| self.frames.get_mut(t))
+            && f.url != url
+            && !url.is_empty()
+        {
+            f.origin = origin_of(&url);
+            f.url = url;
+        }
+    }
+
+    /// `frame` and its ancestors, nearest first.
+    pub fn lineage(&self, frame: &FrameId) -> Vec<FrameId> {
+        let mut out = vec![frame.clone()];
+        let mut cur = self.frames.get(frame).and_then(|f| f.parent.clone());
+        while let Some(p) = cur {
+            if out.contains(&p) {
+                break;
+            }
+            cur = self.frames.get(&p).and_then(|f| f.parent.clone());
+            out.push(p);
+        }
+        out
+    }
+
+    /// The frames `session` reports.
+    pub fn of_session(&self, session: &SessionId) -> Vec<FrameId> {
+        self.frames
+            .iter()
+            .filter(|(_, f)| &f.session == session)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    fn insert(&mut self, id: &FrameId, parent: Option<&FrameId>, url: &str, session: &SessionId) {
+        self.seq += 1;
+        let is_top = Some(id) == self.top.as_ref();
+        self.frames.insert(
+            id.clone(),
+            Frame {
+                parent: if is_top { None } else { parent.cloned() },
+                origin: origin_of(url),
+                url: url.to_owned(),
+                session: session.clone(),
+                is_oopif: false,
+                seq: self.seq,
+            },
+        );
+    }
+
+    /// A frame becomes known (or is seen again): a parent is learned once
+    /// (never changed by a later report, except by [`Frames::set_parent`]),
+    /// a URL replaces the old one. Announces a new frame below the top.
+    pub fn upsert(
+        &mut self,
+        id: &FrameId,
+        parent: Option<&FrameId>,
+        url: Option<&str>,
+        session: &SessionId,
+        is_oopif: bool,
+        out: &mut Out,
+    ) {
+        if let Some(f) = self.frames.get_mut(id) {
+            if f.parent.is_none() && Some(id) != self.top.as_ref() {
+                f.parent = parent.cloned();
+            }
+            if let Some(u) = url {
+                f.url = u.to_owned();
+                f.origin = origin_of(u);
+            }
+            if is_oopif {
+                f.is_oopif = true;
+                f.session = session.clone();
+            }
+            return;
+        }
+        if self.frames.len() >= FRAMES_TRACKED_MAX {
+            self.dropped = true;
+            return;
+        }
+        self.insert(id, parent, url.unwrap_or(""), session);
+        if let Some(f) = self.frames.get_mut(id) {
+            f.is_oopif = is_oopif;
+        }
+        if Some(id) != self.top.as_ref() {
+            out.notice(Notice::FrameAttached {
+                frame_id: id.0.clone(),
+                parent_frame_id: parent.map(|p| p.0.clone()),
+                is_oopif,
+            });
+        }
+    }
+
+    /// What the frame's own OOPIF target says of its parent (its
+    /// `targetInfo.parentFrameId`, or the root `parentId` of its own tree):
+    /// truer than a guess made before.
+    pub fn set_parent(&mut self, id: &FrameId, parent: &FrameId) {
+        if Some(id) == self.top.as_ref() || id == parent {
+            return;
+        }
+        if let Some(f) = self.frames.get_mut(id) {
+            f.parent = Some(parent.clone());
+        }
+    }
+
+    /// A frame committed a document (`Page.frameNavigated` on `session`).
+    /// A frame an OOPIF target reported, now committed on another session,
+    /// moved back into that session's process. A new top document drops
+    /// every frame of the old one (Chromium may not send `frameDetached`
+    /// for each): those are returned, already announced as detached.
+    pub fn committed(
+        &mut self,
+        session: &SessionId,
+        own_target: bool,
+        frame: &FrameInfo,
+        out: &mut Out,
+    ) -> Vec<FrameId> {
+        let url = frame.full_url();
+        let is_top = Some(&frame.id) == self.top.as_ref();
+        let mut dropped = Vec::new();
+        if is_top {
+            let same_document = frame.loader_id.is_some() && frame.loader_id == self.top_loader;
+            if !same_document {
+                let old: Vec<FrameId> = self
+                    .frames
+                    .keys()
+                    .filter(|id| Some(*id) != self.top.as_ref())
+                    .cloned()
+                    .collect();
+                for id in old {
+                    self.frames.remove(&id);
+                    out.notice(Notice::FrameDetached {
+                        frame_id: id.0.clone(),
+                    });
+                    dropped.push(id);
+                }
+                self.dropped = false;
+            }
+            if frame.loader_id.is_some() {
+                self.top_loader = frame.loader_id.clone();
+            }
+        }
+        self.upsert(
+            &frame.id,
+            frame.parent_id.as_ref(),
+            Some(&url),
+            session,
+            own_target && !is_top,
+            out,
+        );
+        if let Some(f) = self.frames.get_mut(&frame.id) {
+            if &f.session != session && f.is_oopif && !own_target {
+                f.is_oopif = false;
+                f.session = session.clone();
+            }
+            if let Some(origin) = frame.security_origin.clone().filter(|o| is_origin(o)) {
+                f.origin = origin;
+            }
+        }
+        let is_oopif = self.frames.get(&frame.id).is_some_and(|f| f.is_oopif);
+        out.notice(Notice::FrameNavigated {
+            frame_id: frame.id.0.clone(),
+            url,
+            is_oopif,
+        });
+        dropped
+    }
+
+    /// Removes `root` and everything below it (never the top). Returns the
+    /// frames removed, announced as detached.
+    pub fn remove_subtree(&mut self, root: &FrameId, out: &mut Out) -> Vec<FrameId> {
+        if Some(root) == self.top.as_ref() {
+            return Vec::new();
+        }
+        let mut doomed = vec![root.clone()];
+        // `seen` ends the walk on a parent cycle (a frame naming itself or a
+        // descendant as its parent: never Chromium, but a proxy or mock may).
+        let mut seen: HashSet<FrameId> = HashSet::from([root.clone()]);
+        let mut i = 0;
+        while i < doomed.len() {
+            let p = doomed[i].clone();
+            let kids: Vec<FrameId> = self
+                .frames
+                .iter()
+                .filter(|(id, f)| f.parent.as_ref() == Some(&p) && !seen.contains(*id))
+                .map(|(id, _)| id.clone())
+                .collect();
+            seen.extend(kids.iter().cloned());
+            doomed.extend(kids);
+            i += 1;
+        }
+        for f in &doomed {
+            if self.frames.remove(f).is_some() {
+                out.notice(Notice::FrameDetached {
+                    frame_id: f.0.clone(),
+                });
+            }
+        }
+        doomed
+    }
+
+    /// A session's `Page.getFrameTree` reply. Replies come in wire order
+    /// with events, so this is the session's current documents. A tree
+    /// reply never takes an OOPIF from its own session (an OOPIF's frame may
+    /// be listed by its parent too); the root of an OOPIF's own tree names
+    /// its parent (`parentId`), which corrects any guess.
+    pub fn on_tree(
+        &mut self,
+        session: &SessionId,
+        own_frame: &FrameId,
+        tree: FrameTree,
+        out: &mut Out,
+    ) {
+        let mut stack = vec![(tree, None::<FrameId>)];
+        while let Some((node, parent)) = stack.pop() {
+            let FrameTree {
+                frame,
+                child_frames,
+            } = node;
+            let id = frame.id.clone();
+            if Some(&id) == self.top.as_ref() && frame.loader_id.is_some() {
+                self.top_loader = frame.loader_id.clone();
+            }
+            let is_own_root = parent.is_none() && &id == own_frame;
+            let parent = frame.parent_id.clone().or(parent);
+            let url = frame.full_url();
+            // An OOPIF not yet committed answers an empty URL: it never
+            // blanks one that frame events reported, nor its origin.
+            let url = Some(url.as_str()).filter(|u| !u.is_empty());
+            let oopif_root = is_own_root && Some(&id) != self.top.as_ref();
+            self.upsert(&id, parent.as_ref(), url, session, oopif_root, out);
+            if oopif_root && let Some(p) = &parent {
+                self.set_parent(&id, p);
+            }
+            if let Some(f) = self.frames.get_mut(&id)
+                && url.is_some()
+                && let Some(origin) = frame.security_origin.filter(|o| is_origin(o))
+            {
+                f.origin = origin;
+            }
+            // Children in reverse so they pop (and are numbered) in document order.
+            for c in child_frames.into_iter().rev() {
+                stack.push((c, Some(id.clone())));
+            }
+        }
+    }
+
+    /// Where a CDP call for `frame_id` must go: the page session for the top
+    /// frame, the OOPIF's own session for an OOPIF, an error otherwise.
+    pub fn route(&self, frame_id: &str, targets: &Targets) -> Result<SessionId, RouteError> {
+        let top = targets.top_session().cloned().ok_or(RouteError::NoPage)?;
+        let fid = FrameId(frame_id.to_owned());
+        if Some(&fid) == self.top.as_ref() {
+            return Ok(top);
+        }
+        let Some(f) = self.frames.get(&fid) else {
+            let mut known: Vec<(u64, String)> = self
+                .frames
+                .iter()
+                .map(|(id, f)| (f.seq, id.0.clone()))
+                .collect();
+            known.sort();
+            return Err(RouteError::UnknownFrame {
+                frame_id: frame_id.to_owned(),
+                known: known
+                    .into_iter()
+                    .map(|(_, id)| id)
+                    .take(FRAME_TREE_MAX_ENTRIES)
+                    .collect(),
+            });
+        };
+        if f.is_oopif && targets.has_session(&f.session) {
+            return Ok(f.session.clone());
+        }
+        let host = (f.session != top)
+            .then(|| targets.target_of(&f.session).map(|t| t.0.clone()))
+            .flatten();
+        Err(RouteError::SameProcess {
+            frame_id: frame_id.to_owned(),
+            host,
+        })
+    }
+
+    /// The tree the snapshot shows: depth-first, parents before children,
+    /// capped at [`FRAME_TREE_MAX_ENTRIES`] children and OOPIF depth
+    /// [`FRAME_TREE_MAX_OOPIF_DEPTH`].
+    pub fn view(&self, targets: &Targets) -> FrameTreeView {
+        let mut view = FrameTreeView {
+            truncated: self.dropped,
+            ..Default::default()
+        };
+        let Some(top_id) = self.top.as_ref() else {
+            return view;
+        };
+        let Some(top) = self.frames.get(top_id) else {
+            return view;
+        };
+        view.top = Some(TopFrame {
+            frame_id: top_id.0.clone(),
+            url: top.url.clone(),
+            origin: top.origin.clone(),
+        });
+        let mut kids: HashMap<&FrameId, Vec<(&FrameId, &Frame)>> = HashMap::new();
+        for (id, f) in &self.frames {
+            if id == top_id {
+                continue;
+            }
+            // A frame whose parent we never learned hangs under the top.
+            let parent = f
+                .parent
+                .as_ref()
+                .filter(|p| self.frames.contains_key(*p))
+                .unwrap_or(top_id);
+            kids.entry(parent).or_default().push((id, f));
+        }
+        for v in kids.values_mut() {
+            v.sort_by_key(|(_, f)| f.seq);
+        }
+        let mut order: Vec<&FrameId> = Vec::new();
+        let mut visited: HashSet<&FrameId> = HashSet::new();
+        let mut stack: Vec<(&FrameId, usize)> = vec![(top_id, 0)];
+        visited.insert(top_id);
+        while let Some((id, depth)) = stack.pop() {
+            // A leaf has no entry in `kids` but is listed all the same.
+            for (cid, c) in kids.get(id).into_iter().flatten().rev() {
+                let d = depth + usize::from(c.is_oopif);
+                if d > FRAME_TREE_MAX_OOPIF_DEPTH {
+                    view.truncated = true;
+                    continue;
+                }
+                if visited.insert(cid) {
+                    stack.push((cid, d));
+                }
+            }
+            if id != top_id {
+                order.push(id);
+            }
+        }
+        let keep: HashSet<&FrameId> = if order.len() <= FRAME_TREE_MAX_ENTRIES {
+            order.iter().copied().collect()
+        } else {
+            view.truncated = true;
+            self.to_show(&order, top_id)
+        };
+        view.children = order
+            .into_iter()
+            .filter(|id| keep.contains(id))
+            .map(|id| self.child_view(id, &self.frames[id], top_id, targets))
+            .collect();
+        view
+    }
+
+    /// Which [`FRAME_TREE_MAX_ENTRIES`] of `order` (depth-first, parents
+    /// first) a capped tree shows: the OOPIFs first, with their ancestors,
+    /// since they are what `browser_cdp(frame_id)` can reach; then the rest
+    /// in document order. Every shown frame's parent is shown too.
+    fn to_show<'a>(&self, order: &[&'a FrameId], top_id: &FrameId) -> HashSet<&'a FrameId> {
+        let index: HashMap<&FrameId, &'a FrameId> = order.iter().map(|id| (*id, *id)).collect();
+        let mut keep: HashSet<&'a FrameId> = HashSet::new();
+        for id in order.iter().filter(|id| self.frames[**id].is_oopif) {
+            let mut chain = Vec::new();
+            let mut cur = Some(*id);
+            while let Some(c) = cur.filter(|c| *c != top_id && !keep.contains(c)) {
+                chain.push(c);
+                cur = self.frames[c]
+                    .parent
+                    .as_ref()
+                    .and_then(|p| index.get(p).copied());
+            }
+            if keep.len() + chain.len() <= FRAME_TREE_MAX_ENTRIES {
+                keep.extend(chain);
+            }
+        }
+        for id in order {
+            if keep.len() == FRAME_TREE_MAX_ENTRIES {
+                break;
+            }
+            keep.insert(id);
+        }
+        keep
+    }
+
+    fn child_view(
+        &self,
+        id: &FrameId,
+        f: &Frame,
+        top_id: &FrameId,
+        targets: &Targets,
+    ) -> ChildFrame {
+        let parent = f
+            .parent
+            .as_ref()
+            .filter(|p| self.frames.contains_key(*p))
+            .unwrap_or(top_id);
+        let routable = f.is_oopif && targets.has_session(&f.session);
+        ChildFrame {
+            frame_id: id.0.clone(),
+            url: f.url.clone(),
+            origin: f.origin.clone(),
+            parent_frame_id: parent.0.clone(),
+            is_oopif: f.is_oopif,
+            session_id: routable.then(|| f.session.0.clone()),
+        }
+    }
+}
+
+/// Whether Chromium's `securityOrigin` is a real one: it says `"://"` for
+/// frames with no committed document (`about:blank`, `about:srcdoc` children).
+fn is_origin(o: &str) -> bool {
+    !o.is_empty() && o != "://"
+}

@@ -1,0 +1,605 @@
+//! The supervisor's rules as a pure state machine: no I/O, no clock.
+//!
+//! Like str0m's `Rtc`, [`State`] is a small coordinator over one
+//! sub-machine per rule family, each in its own file:
+//!
+//! | family | file | where a rule changes |
+//! |---|---|---|
+//! | targets and sessions | `targets.rs` | [`targets::Targets::adopt`], `Targets::setup` |
+//! | frames | `frames.rs` | [`frames::Frames::committed`], [`frames::Frames::on_tree`], [`frames::Frames::upsert`] |
+//! | dialogs (and the bridge) | `dialogs.rs` | [`dialogs::closed_by`], `State::answer_replied`, `State::dialog_due` |
+//! | who navigates | `navigations.rs` | [`navigations::Navigations`] |
+//! | console | `console.rs` | [`console::Console`] |
+//! | timers | `timers.rs` | [`Timer`] and [`State::handle_timeout`] |
+//!
+//! Inputs: CDP events ([`State::on_event`]), replies to the commands it asked
+//! for ([`State::on_reply`]), agent requests ([`State::answer_dialog`],
+//! [`State::send_agent`]) and time ([`State::handle_timeout`]). Every call
+//! that moves time takes `now`.
+//!
+//! Outputs, drained with [`State::poll_output`]: CDP commands to send
+//! ([`Output::Send`]), notices for live watchers ([`Output::Notice`]), and
+//! finished agent answers and calls ([`Output::AnswerDone`],
+//! [`Output::AgentReply`]). [`State::poll_timeout`] says when to call
+//! [`State::handle_timeout`] next; [`State::snapshot`] builds what the agent reads.
+//!
+//! # The contract with the driver
+//!
+//! **Every [`Output::Send`] gets exactly one [`State::on_reply`]**: Chromium's
+//! reply, or an error the driver feeds in — [`ReplyError::Lost`] when it
+//! could not send the command (no connection when it drained it) or the
+//! connection dropped before the reply, [`ReplyError::Timeout`] at the
+//! command's deadline. The core never relies on the driver to remember a
+//! command: an answer whose command was lost is retried, a release whose
+//! `Page.navigate` was lost is sent again, and no dialog stays "being
+//! answered" once every command has its reply.
+//!
+//! A driver loop looks like:
+//!
+//! ```no_run
+//! # use cdp_supervisor::supervisor::state::*;
+//! # fn send(_: &Command) -> bool { true }
+//! # let mut state = State::new(Options::default());
+//! # let now = Now::system();
+//! while let Some(out) = state.poll_output() {
+//!     match out {
+//!         // Never wait for the reply here; it comes back through on_reply.
+//!         Output::Send(cmd) => {
+//!             if !send(&cmd) {
+//!                 let lost = ReplyError::Lost { reason: "not connected".into() };
+//!                 state.on_reply(&cmd.target, cmd.purpose, Err(lost), now);
+//!             }
+//!         }
+//!         Output::Notice(_) | Output::AnswerDone { .. } | Output::AgentReply { .. } => {}
+//!     }
+//! }
+//! if let Some(t) = state.poll_timeout() { /* sleep until t, then */ state.handle_timeout(now); }
+//! ```
+
+mod console;
+mod dialogs;
+mod errors;
+mod frames;
+mod io;
+mod navigations;
+mod targets;
+mod timers;
+
+pub use dialogs::{CloseCause, closed_by};
+pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
+pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
+pub use timers::Timer;
+
+use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
+use crate::supervisor::policy::DialogPolicy;
+use crate::supervisor::snapshot::{ClosedBy, PendingDialog, Snapshot};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+use targets::Adopted;
+
+/// spec: `frame_tree` is capped at 30 entries (children; `top` not counted).
+pub const FRAME_TREE_MAX_ENTRIES: usize = 30;
+/// spec: `frame_tree` is capped at OOPIF depth 2 (OOPIF boundaries from the top).
+pub const FRAME_TREE_MAX_OOPIF_DEPTH: usize = 2;
+/// spec: `recent_dialogs` keeps the last 20.
+pub const RECENT_DIALOGS_MAX: usize = 20;
+/// spec: the console ring keeps the last 50.
+pub const CONSOLE_ERRORS_MAX: usize = 50;
+/// Chromium cuts `javascriptDialogOpening.message` at 10 240 chars; we hold
+/// anything else (a proxy, a mock) to the same bound.
+pub const DIALOG_MESSAGE_MAX_CHARS: usize = 10_240;
+/// One console entry's text is cut here so 50 entries stay small.
+pub const CONSOLE_TEXT_MAX_CHARS: usize = 4_096;
+/// The frame map's own bound: a page creating frames forever must not grow
+/// memory forever. Frames past it are not tracked and the tree says `truncated`.
+pub const FRAMES_TRACKED_MAX: usize = 1_000;
+/// Child sessions (OOPIFs) past this bound are resumed and detached at once.
+pub const SESSIONS_TRACKED_MAX: usize = 256;
+/// Dialogs that closed (by their `javascriptDialogClosed`, a navigation or a
+/// detach) while our `Page.handleJavaScriptDialog` was in flight, kept until
+/// its reply says who won. A reply always comes (the driver contract); the
+/// bound only caps memory.
+pub const ANSWERS_AFTER_CLOSE_MAX: usize = 64;
+/// spec: the must_respond watchdog's default.
+pub const DEFAULT_DIALOG_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long `Page.enable` may go unanswered on the page session before we
+/// call the page blocked by a dialog we never saw (an idle page answers in
+/// milliseconds; a blocked one never does).
+pub const PAGE_ENABLE_GRACE: Duration = Duration::from_millis(1_500);
+
+/// The outputs queued for [`State::poll_output`]; sub-machines write here.
+#[derive(Debug, Default)]
+pub(crate) struct Out(VecDeque<Output>);
+
+impl Out {
+    fn push(&mut self, o: Output) {
+        self.0.push_back(o);
+    }
+
+    fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
+        self.push(Output::Send(Command {
+            target,
+            method: method.to_owned(),
+            params,
+            purpose,
+            timeout: None,
+        }));
+    }
+
+    fn notice(&mut self, n: Notice) {
+        self.push(Output::Notice(n));
+    }
+}
+
+/// The supervisor's state: dialogs, frames, sessions and console errors of one page.
+#[derive(Debug)]
+pub struct State {
+    opts: Options,
+    out: Out,
+    targets: targets::Targets,
+    frames: frames::Frames,
+    dialogs: dialogs::Dialogs,
+    navs: navigations::Navigations,
+    console: console::Console,
+    timers: timers::Timers,
+    /// Blocked by a dialog opened before we attached (`Page.enable` unanswered).
+    page_blocked: bool,
+}
+
+impl State {
+    /// A state with nothing attached.
+    pub fn new(opts: Options) -> State {
+        State {
+            opts,
+            out: Out::default(),
+            targets: Default::default(),
+            frames: Default::default(),
+            dialogs: Default::default(),
+            navs: Default::default(),
+            console: Default::default(),
+            timers: Default::default(),
+            page_blocked: false,
+        }
+    }
+
+    /// The settings.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The next output, if any. Drain after every input.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.0.pop_front()
+    }
+
+    /// The page session, once attached.
+    pub fn top_session(&self) -> Option<&SessionId> {
+        self.targets.top_session()
+    }
+
+    /// The page's target id, once attached.
+    pub fn top_target(&self) -> Option<&TargetId> {
+        self.targets.top_target()
+    }
+
+    /// The top frame's URL (empty before the frame tree is known).
+    pub fn top_url(&self) -> &str {
+        self.frames.top_url()
+    }
+
+    /// Whether `session_id` is a live session we supervise (for routing checks).
+    pub fn has_session(&self, session_id: &SessionId) -> bool {
+        self.targets.has_session(session_id)
+    }
+
+    /// The live sessions (the page's, OOPIFs).
+    pub fn session_ids(&self) -> impl Iterator<Item = &SessionId> {
+        self.targets.session_ids()
+    }
+
+    /// Pending dialogs, oldest first.
+    pub fn pending_dialogs(&self) -> impl Iterator<Item = &PendingDialog> {
+        self.dialogs.views()
+    }
+
+    /// The pending dialogs whose answer or release awaits its reply. Once
+    /// every command has been replied to, there is none.
+    pub fn dialogs_in_flight(&self) -> impl Iterator<Item = &str> {
+        self.dialogs.in_flight()
+    }
+
+    /// Whether the page is blocked by a dialog opened before we attached.
+    pub fn page_blocked(&self) -> bool {
+        self.page_blocked
+    }
+
+    /// Starts supervising the page `target_id` attached as `session_id`
+    /// (`Target.attachToTarget{flatten:true}`): enables the domains, turns on
+    /// auto-attach and asks for the frame tree. `Page.enable` is asked last
+    /// and never waited for: a page blocked by a dialog does not answer it.
+    ///
+    /// `url` and `title` come from the target's `Target.TargetInfo`: they
+    /// seed the top frame, so the snapshot has a top even when a dialog
+    /// blocks the page and `Page.getFrameTree` gets no answer.
+    pub fn attach_page(
+        &mut self,
+        target_id: TargetId,
+        session_id: SessionId,
+        url: &str,
+        title: &str,
+        now: Now,
+    ) {
+        let top = FrameId(target_id.0.clone());
+        // A fresh tree (after a reconnect, the last one seen was kept until now).
+        self.frames.reset(top, url, &session_id);
+        self.navs.reset();
+        self.targets.attach_page(
+            target_id,
+            session_id,
+            title,
+            &mut self.out,
+            self.opts.dialog_bridge,
+        );
+        self.timers.set(
+            Timer::PageEnableGrace,
+            now.instant.checked_add(self.opts.page_enable_grace),
+        );
+    }
+
+    /// Forgets every session (the connection dropped), keeping dialogs,
+    /// their watchdogs, recent dialogs, console errors and the last frame
+    /// tree (none of it routable) for the snapshot. Call
+    /// [`State::attach_page`] again once re-attached: it starts a fresh tree.
+    /// The driver still owes a reply for every command in flight.
+    pub fn connection_lost(&mut self) {
+        self.targets.connection_lost();
+        self.timers.cancel(&Timer::PageEnableGrace);
+        self.dialogs.connection_lost();
+    }
+
+    /// The agent sends a CDP command through the core, so that it goes out in
+    /// wire order with the core's own commands and the core knows which
+    /// navigations it causes. [`Output::AgentReply`] with `call` follows
+    /// once its reply (or its error) is fed to [`State::on_reply`].
+    pub fn send_agent(
+        &mut self,
+        call: u64,
+        target: Target,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) {
+        let own_frame = target.session().and_then(|s| self.targets.frame_of(s));
+        self.navs
+            .agent_sent(call, &target, method, &params, own_frame);
+        self.out.push(Output::Send(Command {
+            target,
+            method: method.to_owned(),
+            params,
+            purpose: Purpose::Agent { call },
+            timeout: Some(timeout),
+        }));
+    }
+
+    /// Feeds one CDP event that arrived on `session_id` (`None`: browser level).
+    pub fn on_event(&mut self, session_id: Option<&SessionId>, event: Event, now: Now) {
+        let known = session_id.filter(|s| self.targets.has_session(s));
+        match event {
+            Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, now),
+            Event::FetchRequestPaused { params } => {
+                self.on_request_paused(session_id, &params, now)
+            }
+            Event::DialogClosed(c) => self.on_dialog_closed(session_id, c, now),
+            Event::FrameAttached(a) => {
+                if let Some(s) = known.cloned() {
+                    self.frames.upsert(
+                        &a.frame_id,
+                        Some(&a.parent_frame_id),
+                        None,
+                        &s,
+                        false,
+                        &mut self.out,
+                    );
+                }
+            }
+            Event::FrameNavigated(n) => {
+                if let Some(s) = known.cloned() {
+                    self.on_frame_navigated(&s, n.frame, now);
+                }
+            }
+            Event::FrameDetached(d) => {
+                // "swap": the frame moved to another process; its OOPIF target takes it over.
+                if d.reason.as_deref() != Some("swap") && known.is_some() {
+                    let by = self.navs.closer(&self.frames.lineage(&d.frame_id));
+                    let gone = self.frames.remove_subtree(&d.frame_id, &mut self.out);
+                    self.close_dialogs_in(&gone, by, now);
+                }
+            }
+            Event::NavigationRequested(r) => {
+                if known.is_some() {
+                    self.navs.requested(session_id, &r.frame_id, r.loader_id);
+                }
+            }
+            Event::LoadEventFired => {
+                if self.targets.is_top(session_id) {
+                    // Chromium sends no targetInfoChanged for a new document
+                    // title: ask for it, and announce the load with it.
+                    let target = self.targets.top_target().map(|t| t.0.clone());
+                    let loader_id = self.frames.top_loader().cloned();
+                    self.out.send(
+                        Target::Browser,
+                        "Target.getTargetInfo",
+                        serde_json::json!({ "targetId": target }),
+                        Purpose::PageLoaded { loader_id },
+                    );
+                }
+            }
+            Event::Lifecycle(l) => {
+                if self.targets.is_top(session_id) {
+                    self.frames.set_top_loader(&l.frame_id, l.loader_id);
+                }
+            }
+            Event::AttachedToTarget(a) => self.on_attached(session_id, a),
+            Event::DetachedFromTarget(d) => self.on_session_gone(&d.session_id, now),
+            Event::TargetInfoChanged(t) => {
+                if Some(&t.target_info.target_id) == self.targets.top_target() {
+                    self.targets.set_title(t.target_info.title);
+                }
+            }
+            Event::TargetDestroyed(t) | Event::TargetCrashed(t) => {
+                if Some(&t.target_id) == self.targets.top_target()
+                    && let Some(s) = self.targets.top_session().cloned()
+                {
+                    self.on_session_gone(&s, now);
+                }
+            }
+            Event::InspectorDetached => {
+                if let Some(s) = session_id.cloned() {
+                    self.on_session_gone(&s, now);
+                }
+            }
+            Event::ConsoleApiCalled(c) => {
+                if let Some(error) = self.console.on_api_called(c, now) {
+                    self.out.notice(Notice::ConsoleError { error });
+                }
+            }
+            Event::ExceptionThrown(e) => {
+                let error = self.console.on_exception(e, now);
+                self.out.notice(Notice::ConsoleError { error });
+            }
+            Event::Unparsed { .. } | Event::Other { .. } => {}
+        }
+    }
+
+    fn on_attached(
+        &mut self,
+        parent: Option<&SessionId>,
+        a: crate::cdp::protocol::AttachedToTarget,
+    ) {
+        match self
+            .targets
+            .adopt(parent, &a, self.opts.dialog_bridge, &mut self.out)
+        {
+            Adopted::Ignored => {}
+            Adopted::Released { frame } => {
+                if frame {
+                    self.frames.mark_dropped();
+                }
+            }
+            Adopted::Kept { oopif: false } => {}
+            Adopted::Kept { oopif: true } => {
+                let frame_id = FrameId(a.target_info.target_id.0.clone());
+                // Its parent: what the target itself says (an OOPIF nested in a
+                // same-process iframe gets no frameAttached for a client
+                // attaching late), else what a frameAttached said, else the
+                // parent session's main frame.
+                let guess = parent.and_then(|p| self.targets.frame_of(p));
+                let parent_frame = a.target_info.parent_frame_id.clone().or(guess);
+                self.frames.upsert(
+                    &frame_id,
+                    parent_frame.as_ref(),
+                    Some(&a.target_info.url),
+                    &a.session_id,
+                    true,
+                    &mut self.out,
+                );
+                if let Some(p) = &a.target_info.parent_frame_id {
+                    self.frames.set_parent(&frame_id, p);
+                }
+            }
+        }
+    }
+
+    fn on_session_gone(&mut self, session: &SessionId, now: Now) {
+        let Some((was_top, target)) = self.targets.remove(session) else {
+            return;
+        };
+        if was_top {
+            self.page_blocked = false;
+            self.timers.cancel(&Timer::PageEnableGrace);
+            self.timers.cancel(&Timer::PageBlockedRelease);
+            for f in self.frames.clear() {
+                self.out.notice(Notice::FrameDetached { frame_id: f.0 });
+            }
+            self.close_all_dialogs(now);
+            self.out.notice(Notice::PageGone {
+                reason: format!("the page's target {target} detached"),
+            });
+            return;
+        }
+        // An OOPIF's session: its frames (those it still reports) go with it.
+        for f in self.frames.of_session(session) {
+            let gone = self.frames.remove_subtree(&f, &mut self.out);
+            self.close_dialogs_in(&gone, None, now);
+        }
+    }
+
+    fn on_frame_navigated(
+        &mut self,
+        session: &SessionId,
+        frame: crate::cdp::protocol::FrameInfo,
+        now: Now,
+    ) {
+        let own_target = self.targets.frame_of(session).as_ref() == Some(&frame.id);
+        // Who navigates it (or an ancestor), read before the commit ends it.
+        let lineage = self.frames.lineage(&frame.id);
+        let ancestors_by = self.navs.closer(&lineage[1..]);
+        let own_by = self.navs.committed(&frame.id, frame.loader_id.as_ref());
+        let by = own_by.or(ancestors_by);
+        let is_top = Some(&frame.id) == self.frames.top();
+        let dropped = self
+            .frames
+            .committed(session, own_target, &frame, &mut self.out);
+        // A new document ends every dialog its old document (and the frames
+        // that went with it) showed.
+        let mut ended = dropped;
+        ended.push(frame.id.clone());
+        self.close_dialogs_in(&ended, by, now);
+        if is_top && self.page_blocked {
+            self.unblock_page();
+        }
+    }
+
+    /// Feeds the reply to a command this state machine asked for (see the
+    /// driver contract in the module doc).
+    pub fn on_reply(
+        &mut self,
+        target: &Target,
+        purpose: Purpose,
+        result: Result<Value, ReplyError>,
+        now: Now,
+    ) {
+        match purpose {
+            Purpose::Setup => {}
+            Purpose::Release => self.release_replied(result, now),
+            Purpose::PageEnable => {
+                if result.is_ok() && self.targets.is_top(target.session()) {
+                    self.timers.cancel(&Timer::PageEnableGrace);
+                    self.unblock_page();
+                }
+            }
+            Purpose::FrameTree => {
+                if let (Some(s), Ok(v)) = (target.session(), result)
+                    && self.targets.has_session(s)
+                    && let Some(own) = self.targets.frame_of(s)
+                    && let Some(tree) = v
+                        .get("frameTree")
+                        .and_then(|t| serde_json::from_value::<FrameTree>(t.clone()).ok())
+                {
+                    self.frames.on_tree(s, &own, tree, &mut self.out);
+                }
+            }
+            Purpose::Answer { dialog_id } => self.answer_replied(&dialog_id, result, now),
+            Purpose::PageLoaded { loader_id } => {
+                let info = result.ok();
+                let field = |k: &str| {
+                    info.as_ref()
+                        .and_then(|v| v.pointer(&format!("/targetInfo/{k}")))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                if let Some(title) = field("title") {
+                    self.targets.set_title(title);
+                }
+                // The page's URL as the browser has it, in case its commit
+                // event never reached us (a new tab's first navigation).
+                if let Some(url) = field("url") {
+                    self.frames.set_top_url(url);
+                }
+                let url = self.frames.top_url().to_owned();
+                self.out.notice(Notice::PageLoaded { url, loader_id });
+            }
+            Purpose::Agent { call } => {
+                self.navs
+                    .agent_replied(call, result.as_ref().map_err(|_| ()));
+                self.out.push(Output::AgentReply { call, result });
+            }
+        }
+    }
+
+    /// When [`State::handle_timeout`] should next be called. A dialog whose
+    /// answer or release is in flight waits for that reply instead.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.earliest(|t| self.live(t))
+    }
+
+    fn live(&self, t: &Timer) -> bool {
+        match t {
+            Timer::Dialog(id) => self.dialogs.idle(id),
+            Timer::PageEnableGrace | Timer::PageBlockedRelease => true,
+        }
+    }
+
+    /// Fires what is due at `now`, one [`Timer`] at a time; a timer armed
+    /// for `now` by another (a blocked page under an auto policy is
+    /// released at once) fires in the same call.
+    pub fn handle_timeout(&mut self, now: Now) {
+        // Each round disarms what it fires; a handler arms at most the next
+        // kind of timer, so a few rounds reach a fixed point.
+        for _ in 0..4 {
+            let due = {
+                let dialogs = &self.dialogs;
+                self.timers.take_due(now.instant, |t| match t {
+                    Timer::Dialog(id) => dialogs.idle(id),
+                    _ => true,
+                })
+            };
+            if due.is_empty() {
+                return;
+            }
+            for t in due {
+                match t {
+                    Timer::Dialog(id) => self.dialog_due(&id),
+                    Timer::PageEnableGrace => self.page_enable_overdue(now),
+                    Timer::PageBlockedRelease => {
+                        let by = match self.opts.policy {
+                            DialogPolicy::MustRespond => ClosedBy::Watchdog,
+                            _ => ClosedBy::AutoPolicy,
+                        };
+                        self.release(&[], by);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where a CDP call for `frame_id` must go: the page session for the top
+    /// frame, the OOPIF's own session for an OOPIF, an error otherwise.
+    pub fn route_frame(&self, frame_id: &str) -> Result<SessionId, RouteError> {
+        self.frames.route(frame_id, &self.targets)
+    }
+
+    /// Builds the snapshot the agent reads.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            url: self.frames.top_url().to_owned(),
+            title: self.targets.title().to_owned(),
+            pending_dialogs: self.dialogs.views().cloned().collect(),
+            recent_dialogs: self.dialogs.recent(),
+            frame_tree: self.frames.view(&self.targets),
+            console_errors: self.console.entries(),
+            page_blocked: self.page_blocked,
+            connection: Default::default(),
+        }
+    }
+}
+
+fn cut(s: String, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// The origin of a URL as the web spells it (`scheme://host[:port]`), `"null"`
+/// for opaque ones (`about:`, `data:`), `""` when unknown.
+pub fn origin_of(url: &str) -> String {
+    if url.is_empty() {
+        return String::new();
+    }
+    match url::Url::parse(url) {
+        Ok(u) => u.origin().ascii_serialization(),
+        Err(_) => String::new(),
+    }
+}

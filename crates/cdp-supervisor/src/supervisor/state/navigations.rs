@@ -1,0 +1,188 @@
+//! Who is navigating which frame: the agent (its `Page.navigate`, `reload`,
+//! `navigateToHistoryEntry`, or any command in flight on a session when that
+//! session reports a navigation request, e.g. `Runtime.evaluate("location =
+//! …")`), or our own release of a blocked page. Attribution is per
+//! navigation — its frame and loader — never a time window: an entry ends
+//! when its frame commits, or when the command that started it says it
+//! failed or stayed in the document.
+
+use super::Target;
+use crate::cdp::protocol::{FrameId, SessionId};
+use crate::supervisor::snapshot::ClosedBy;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// The agent's CDP methods that navigate the frame they are sent to.
+const NAVIGATING_METHODS: [&str; 3] = [
+    "Page.navigate",
+    "Page.reload",
+    "Page.navigateToHistoryEntry",
+];
+
+#[derive(Clone, Debug)]
+struct Navigation {
+    by: ClosedBy,
+    /// The agent's call that started it, when it was one.
+    call: Option<u64>,
+    /// Its loader, once known.
+    loader: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct AgentCall {
+    session: Option<SessionId>,
+    /// The frame a navigating method navigates.
+    navigates: Option<FrameId>,
+}
+
+/// Navigations in progress that we (the agent, the watchdog, the policy) caused.
+#[derive(Debug, Default)]
+pub struct Navigations {
+    by_frame: HashMap<FrameId, Navigation>,
+    calls: HashMap<u64, AgentCall>,
+}
+
+impl Navigations {
+    /// The agent sent `method` to `target`; `own_frame` is that session's
+    /// main frame (the frame a `Page.navigate` without `frameId` navigates).
+    pub fn agent_sent(
+        &mut self,
+        call: u64,
+        target: &Target,
+        method: &str,
+        params: &Value,
+        own_frame: Option<FrameId>,
+    ) {
+        let navigates = NAVIGATING_METHODS
+            .contains(&method)
+            .then(|| {
+                params
+                    .get("frameId")
+                    .and_then(Value::as_str)
+                    .map(|f| FrameId(f.to_owned()))
+                    .or(own_frame)
+            })
+            .flatten();
+        if let Some(f) = &navigates {
+            self.by_frame.insert(
+                f.clone(),
+                Navigation {
+                    by: ClosedBy::Agent,
+                    call: Some(call),
+                    loader: None,
+                },
+            );
+        }
+        self.calls.insert(
+            call,
+            AgentCall {
+                session: target.session().cloned(),
+                navigates,
+            },
+        );
+    }
+
+    /// The agent's call `call` replied: a navigation that failed
+    /// (`errorText`) or stayed in its document (no `loaderId`) ends here;
+    /// one that started a new document learns its loader.
+    pub fn agent_replied(&mut self, call: u64, result: Result<&Value, ()>) {
+        let Some(c) = self.calls.remove(&call) else {
+            return;
+        };
+        let Some(frame) = c.navigates else { return };
+        let Some(nav) = self
+            .by_frame
+            .get_mut(&frame)
+            .filter(|n| n.call == Some(call))
+        else {
+            return;
+        };
+        let loader = result.ok().and_then(|v| {
+            let failed = v
+                .get("errorText")
+                .and_then(Value::as_str)
+                .is_some_and(|e| !e.is_empty());
+            (!failed)
+                .then(|| v.get("loaderId").and_then(Value::as_str).map(str::to_owned))
+                .flatten()
+        });
+        match loader {
+            Some(l) => nav.loader = Some(l),
+            None => {
+                self.by_frame.remove(&frame);
+            }
+        }
+    }
+
+    /// `session` reports that `frame` is about to navigate: while an agent's
+    /// command is in flight on that session, the agent caused it.
+    pub fn requested(
+        &mut self,
+        session: Option<&SessionId>,
+        frame: &FrameId,
+        loader: Option<String>,
+    ) {
+        let Some(session) = session else { return };
+        let call = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.session.as_ref() == Some(session))
+            .map(|(id, _)| *id)
+            .min();
+        if let Some(call) = call {
+            let nav = self.by_frame.entry(frame.clone()).or_insert(Navigation {
+                by: ClosedBy::Agent,
+                call: Some(call),
+                loader: None,
+            });
+            if loader.is_some() {
+                nav.loader = loader;
+            }
+        }
+    }
+
+    /// We navigate `frame` ourselves to release a blocked page.
+    pub fn release(&mut self, frame: FrameId, by: ClosedBy) {
+        self.by_frame.insert(
+            frame,
+            Navigation {
+                by,
+                call: None,
+                loader: None,
+            },
+        );
+    }
+
+    /// Our release did not happen (its command failed).
+    pub fn release_failed(&mut self, frame: &FrameId) {
+        if self.by_frame.get(frame).is_some_and(|n| n.call.is_none()) {
+            self.by_frame.remove(frame);
+        }
+    }
+
+    /// Who is navigating the first frame of `lineage` (a frame, then its
+    /// ancestors) that one of ours navigates, if any.
+    pub fn closer(&self, lineage: &[FrameId]) -> Option<ClosedBy> {
+        lineage
+            .iter()
+            .find_map(|f| self.by_frame.get(f))
+            .map(|n| n.by)
+    }
+
+    /// `frame` committed the document of `loader`: its navigation ends.
+    /// Returns who caused it, when it was one of ours (a navigation whose
+    /// loader is known must match).
+    pub fn committed(&mut self, frame: &FrameId, loader: Option<&String>) -> Option<ClosedBy> {
+        let nav = self.by_frame.remove(frame)?;
+        match (&nav.loader, loader) {
+            (Some(ours), Some(theirs)) if ours != theirs => None,
+            _ => Some(nav.by),
+        }
+    }
+
+    /// A fresh page (attach): no navigation of the old one counts. Agent
+    /// calls still in flight keep their entry until their reply.
+    pub fn reset(&mut self) {
+        self.by_frame.clear();
+    }
+}

@@ -1,0 +1,225 @@
+//! Targets and sessions: the page we supervise, the child sessions
+//! (OOPIFs) auto-attached under it, and the commands that set a session up.
+//!
+//! The rules a newcomer changes live in [`Targets::setup`] (what every
+//! session is sent) and [`Targets::adopt`] (which auto-attached targets we keep).
+
+use super::{Out, Purpose, SESSIONS_TRACKED_MAX, Target};
+use crate::cdp::protocol::{AttachedToTarget, FrameId, SessionId, TargetId};
+use crate::supervisor::bridge;
+use serde_json::json;
+use std::collections::HashMap;
+
+/// The supervised page's target and session, and the live child sessions.
+#[derive(Debug, Default)]
+pub struct Targets {
+    top_session: Option<SessionId>,
+    top_target: Option<TargetId>,
+    title: String,
+    /// Every live session we supervise (the page's too), with its target.
+    sessions: HashMap<SessionId, TargetId>,
+}
+
+/// What [`Targets::adopt`] decided about an auto-attached target.
+pub enum Adopted {
+    /// Not ours (another client's, or not under a session we supervise).
+    Ignored,
+    /// Resumed and let go (not a frame, or past [`SESSIONS_TRACKED_MAX`]);
+    /// `frame` says whether it was a frame we will not show.
+    Released {
+        /// Whether it was a page or iframe target.
+        frame: bool,
+    },
+    /// Supervised: set up and resumed.
+    Kept {
+        /// Whether it is an OOPIF (`iframe` target; target id == frame id).
+        oopif: bool,
+    },
+}
+
+impl Targets {
+    /// The page session, once attached.
+    pub fn top_session(&self) -> Option<&SessionId> {
+        self.top_session.as_ref()
+    }
+
+    /// The page's target id, once attached.
+    pub fn top_target(&self) -> Option<&TargetId> {
+        self.top_target.as_ref()
+    }
+
+    /// The page's title.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// Sets the page's title (`targetInfoChanged`, `getTargetInfo`).
+    pub fn set_title(&mut self, title: String) {
+        self.title = title;
+    }
+
+    /// Whether `session` is a live one we supervise.
+    pub fn has_session(&self, session: &SessionId) -> bool {
+        self.sessions.contains_key(session)
+    }
+
+    /// The live sessions.
+    pub fn session_ids(&self) -> impl Iterator<Item = &SessionId> {
+        self.sessions.keys()
+    }
+
+    /// The target a session is attached to.
+    pub fn target_of(&self, session: &SessionId) -> Option<&TargetId> {
+        self.sessions.get(session)
+    }
+
+    /// The main frame of a session's target (target id == frame id).
+    pub fn frame_of(&self, session: &SessionId) -> Option<FrameId> {
+        self.sessions.get(session).map(|t| FrameId(t.0.clone()))
+    }
+
+    /// Whether `session` is the page's.
+    pub fn is_top(&self, session: Option<&SessionId>) -> bool {
+        session.is_some() && session == self.top_session.as_ref()
+    }
+
+    /// The page `target_id` is attached as `session`: a fresh set of sessions.
+    pub fn attach_page(
+        &mut self,
+        target_id: TargetId,
+        session: SessionId,
+        title: &str,
+        out: &mut Out,
+        bridge: bool,
+    ) {
+        self.top_target = Some(target_id.clone());
+        self.top_session = Some(session.clone());
+        self.sessions.clear();
+        self.sessions.insert(session.clone(), target_id);
+        if !title.is_empty() {
+            self.title = title.to_owned();
+        }
+        Self::setup(&session, false, bridge, out);
+    }
+
+    /// The connection dropped: every session is dead.
+    pub fn connection_lost(&mut self) {
+        self.sessions.clear();
+        self.top_session = None;
+    }
+
+    /// A session detached. `Some(true)` when it was the page's (every
+    /// session goes with it), `Some(false)` for a child, `None` if unknown.
+    pub fn remove(&mut self, session: &SessionId) -> Option<(bool, TargetId)> {
+        let target = self.sessions.remove(session)?;
+        if Some(session) == self.top_session.as_ref() {
+            self.top_session = None;
+            self.sessions.clear();
+            return Some((true, target));
+        }
+        Some((false, target))
+    }
+
+    /// An auto-attached target under `parent`: kept (and set up) when it is
+    /// a frame under a session we supervise, resumed and detached otherwise.
+    pub fn adopt(
+        &mut self,
+        parent: Option<&SessionId>,
+        a: &AttachedToTarget,
+        bridge: bool,
+        out: &mut Out,
+    ) -> Adopted {
+        let child = a.session_id.clone();
+        let kind = a.target_info.target_type.as_str();
+        if !parent.is_some_and(|p| self.sessions.contains_key(p))
+            || self.sessions.contains_key(&child)
+        {
+            return Adopted::Ignored;
+        }
+        let is_frame = kind == "iframe" || kind == "page";
+        if !is_frame || self.sessions.len() >= SESSIONS_TRACKED_MAX {
+            // Resume it (it waits for a debugger) and let it go.
+            out.send(
+                Target::Session(child.clone()),
+                "Runtime.runIfWaitingForDebugger",
+                json!({}),
+                Purpose::Setup,
+            );
+            out.send(
+                Target::Browser,
+                "Target.detachFromTarget",
+                json!({"sessionId": child.0}),
+                Purpose::Setup,
+            );
+            return Adopted::Released { frame: is_frame };
+        }
+        self.sessions
+            .insert(child.clone(), a.target_info.target_id.clone());
+        Self::setup(&child, true, bridge, out);
+        Adopted::Kept {
+            oopif: kind == "iframe",
+        }
+    }
+
+    /// Enables the domains on a session, turns on auto-attach and asks for
+    /// the frame tree. `Page.enable` is never waited for: a page blocked by
+    /// a dialog does not answer it. `resume`: an auto-attached target that
+    /// waits for the debugger.
+    fn setup(session: &SessionId, resume: bool, bridge: bool, out: &mut Out) {
+        let s = || Target::Session(session.clone());
+        out.send(s(), "Page.getFrameTree", json!({}), Purpose::FrameTree);
+        out.send(s(), "Runtime.enable", json!({}), Purpose::Setup);
+        out.send(
+            s(),
+            "Target.setAutoAttach",
+            json!({
+                "autoAttach": true,
+                "waitForDebuggerOnStart": true,
+                "flatten": true,
+                "filter": [{"type": "iframe", "exclude": false}, {"type": "page", "exclude": false}],
+            }),
+            Purpose::Setup,
+        );
+        let enable = if resume {
+            Purpose::Setup
+        } else {
+            Purpose::PageEnable
+        };
+        out.send(s(), "Page.enable", json!({}), enable);
+        if !resume {
+            // Lifecycle events name their document's loader: which document
+            // a load event is about, even when Chromium skips frameNavigated
+            // (a new tab's first navigation can).
+            out.send(
+                s(),
+                "Page.setLifecycleEventsEnabled",
+                json!({"enabled": true}),
+                Purpose::Setup,
+            );
+        }
+        if bridge {
+            // After Page.enable: the script takes effect only while the Page
+            // domain is enabled; before the resume: the first document gets it.
+            out.send(
+                s(),
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({"source": bridge::script(), "runImmediately": true}),
+                Purpose::Setup,
+            );
+            out.send(
+                s(),
+                "Fetch.enable",
+                bridge::fetch_patterns(),
+                Purpose::Setup,
+            );
+        }
+        if resume {
+            out.send(
+                s(),
+                "Runtime.runIfWaitingForDebugger",
+                json!({}),
+                Purpose::Setup,
+            );
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The words an agent reads for the core's errors. The core
+//! ([`crate::supervisor::state`]) says what happened as data; how to say it
+//! to an agent, and which tool to call next, is decided here.
+
+use crate::supervisor::state::{DialogError, RouteError};
+use std::fmt;
+
+impl fmt::Display for DialogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DialogError::NoDialog => f.write_str(
+                "no dialog is open; read pending_dialogs in browser_snapshot before answering",
+            ),
+            DialogError::Ambiguous { candidates } => write!(
+                f,
+                "{} dialogs are open; pass dialog_id, one of: {}",
+                candidates.len(),
+                candidates.join(", ")
+            ),
+            DialogError::UnknownId { id, known } => write!(
+                f,
+                "unknown dialog_id {id:?}; pending dialogs: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+            DialogError::BadAction(a) => {
+                write!(f, "action {a:?} is not allowed; allowed: accept, dismiss")
+            }
+            DialogError::NotAnswerable { id } => write!(
+                f,
+                "dialog {id} cannot be answered: Chromium says no dialog is showing, yet its frame stays blocked; only navigating the page releases it (call browser_navigate, e.g. to the current URL)"
+            ),
+            DialogError::AlreadyAnswering { id } => {
+                write!(f, "dialog {id} is already being answered")
+            }
+            DialogError::Cdp { id, error } => write!(f, "answering dialog {id} failed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for DialogError {}
+
+impl fmt::Display for RouteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RouteError::UnknownFrame { frame_id, known } => write!(
+                f,
+                "unknown frame_id {frame_id:?}; known frames: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+            RouteError::SameProcess { frame_id, host } => write!(
+                f,
+                "frame {frame_id} is a same-process iframe with no CDP session of its own; run Runtime.evaluate without frame_id{} and reach it through the iframe element's contentWindow / contentDocument",
+                host.as_ref()
+                    .map(|h| format!(" (or with frame_id {h}, the OOPIF that hosts it)"))
+                    .unwrap_or_default()
+            ),
+            RouteError::NoPage => f.write_str("no page is attached"),
+        }
+    }
+}
+
+impl std::error::Error for RouteError {}
