@@ -175,6 +175,9 @@ struct Rule {
 
 enum Out {
     Send(Message, Option<oneshot::Sender<()>>),
+    /// Queue the frame without flushing it: the next `Drop` writes it
+    /// together with the close, in one write.
+    Feed(Message),
     Drop(Disconnect, oneshot::Sender<()>),
 }
 
@@ -371,6 +374,35 @@ impl MockCdp {
                 .filter_map(|(_, slot)| {
                     let (ack, done) = oneshot::channel();
                     slot.out.send(out(ack)).ok().map(|()| done)
+                })
+                .collect()
+        };
+        for done in acks {
+            let _ = done.await;
+        }
+    }
+
+    /// Sends an event and ends every open connection the given way in the
+    /// same write, so the client reads both in one burst (a socket that dies
+    /// right after an event). Waits until the connections are gone.
+    pub async fn emit_and_drop(
+        &self,
+        session_id: Option<&str>,
+        method: &str,
+        params: Value,
+        how: Disconnect,
+    ) {
+        let text = event_text(session_id, method, &params);
+        let acks: Vec<oneshot::Receiver<()>> = {
+            let state = self.inner.lock();
+            state
+                .connections
+                .iter()
+                .filter(|slot| slot.open)
+                .filter_map(|slot| {
+                    let (ack, done) = oneshot::channel();
+                    slot.out.send(Out::Feed(Message::text(text.clone()))).ok()?;
+                    slot.out.send(Out::Drop(how, ack)).ok().map(|()| done)
                 })
                 .collect()
         };
@@ -677,6 +709,11 @@ async fn connection_loop(
                         let _ = ack.send(());
                     }
                     if sent.is_err() {
+                        break;
+                    }
+                }
+                Some(Out::Feed(message)) => {
+                    if ws.feed(message).await.is_err() {
                         break;
                     }
                 }

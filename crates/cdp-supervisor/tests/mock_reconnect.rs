@@ -337,3 +337,32 @@ async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
         "a command went to the dead session S7"
     );
 }
+
+/// Defect 1 (issue 8), bug class 20: the dialog event and the socket's end
+/// arrive in one write. The driver handled both before flushing, skipped
+/// the auto answer (no connection) and told the core nothing: the dialog
+/// stayed "being answered" forever, across the reconnect.
+#[tokio::test]
+async fn regression_20_dialog_and_socket_end_in_one_write_is_still_answered() {
+    let (mock, sup) = attached(DialogPolicy::AutoDismiss).await;
+    mock.emit_and_drop(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "in the same write as the close"),
+        Disconnect::CloseFrame,
+    )
+    .await;
+    let s = wait_snapshot(&sup, "the dialog answered after the reconnect", |s| {
+        s.connection == ConnectionStatus::Connected
+            && s.pending_dialogs.is_empty()
+            && !s.recent_dialogs.is_empty()
+    })
+    .await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::AutoPolicy);
+    assert!(
+        mock.commands_named("Page.handleJavaScriptDialog")
+            .iter()
+            .any(|c| c.connection_index >= 1),
+        "answered on the new connection"
+    );
+}

@@ -614,3 +614,42 @@ async fn never_answered_command_cannot_delay_the_watchdog() {
     let s = wait_snapshot(&sup, "closed", |s| s.recent_dialogs.len() == 1).await;
     assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Watchdog);
 }
+
+/// Defect 7 (issue 8): 1 in 10 attaches to a loaded page with OOPIFs lost
+/// one of them. The ordering: an existing OOPIF's auto-attach arrives
+/// before the page's `Page.getFrameTree` reply, which lists that frame too;
+/// the reply took the frame from its OOPIF session for good.
+#[tokio::test]
+async fn regression_9_oopif_auto_attached_before_the_page_tree_reply_stays_an_oopif() {
+    let mock = cdp_mock::MockCdp::start().await;
+    mock.on_session(
+        "S1",
+        "Page.getFrameTree",
+        Reply::result(frame_tree("https://a.test/", &[("F2", "https://b.test/")])).emit_first(
+            Some("S1"),
+            "Target.attachedToTarget",
+            oopif_attached("S2", "F2", "https://b.test/"),
+        ),
+    );
+    mock.on_session(
+        "S2",
+        "Page.getFrameTree",
+        Reply::result(json!({"frameTree": {"frame": {
+            "id": "F2", "parentId": "T1", "url": "https://b.test/", "loaderId": "L",
+            "securityOrigin": "https://b.test", "mimeType": "text/html"}}})),
+    );
+    let sup = cdp_supervisor::supervisor::driver::Supervisor::start(
+        &mock.ws_url(),
+        opts(DialogPolicy::MustRespond),
+    )
+    .await
+    .expect("attaches");
+    let s = wait_snapshot(&sup, "the OOPIF with its session", |s| {
+        s.frame_tree
+            .children
+            .iter()
+            .any(|c| c.frame_id == "F2" && c.is_oopif && c.session_id.as_deref() == Some("S2"))
+    })
+    .await;
+    assert_eq!(s.frame_tree.children.len(), 1, "{:?}", s.frame_tree);
+}
