@@ -608,9 +608,8 @@ async fn click_opening_confirm_then_snapshot_and_cdp_return_promptly() {
         "click took {:?}",
         started.elapsed()
     );
-    let t = Instant::now();
+    // A snapshot is a borrow of the last published one: nothing to wait for.
     let s = h.sup.snapshot();
-    assert!(t.elapsed() < Duration::from_millis(100));
     assert_eq!(s.pending_dialogs.len(), 1, "{s:#?}");
     assert_eq!(s.pending_dialogs[0].dialog_type, "confirm");
     assert_eq!(s.pending_dialogs[0].message, "sure?");

@@ -537,20 +537,15 @@ async fn command_never_answered_times_out_per_its_timeout_while_dialogs_are_answ
     )
     .await;
     nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
-    assert!(
-        started.elapsed() < Duration::from_millis(800),
-        "the answer waited on the evaluate"
-    );
+    assert!(!call.is_finished(), "the answer waited on the evaluate");
     let r = call.await.unwrap();
     let took = started.elapsed();
     assert!(
         matches!(r, Err(CdpCallError::Command(CommandError::Timeout { .. }))),
         "{r:?}"
     );
-    assert!(
-        took >= Duration::from_millis(750) && took < Duration::from_millis(2000),
-        "{took:?}"
-    );
+    // Timers never fire early; how late they fire depends on the machine's load.
+    assert!(took >= Duration::from_millis(750), "{took:?}");
 }
 
 /// "No waiting in the event path": a command Chromium never answers cannot
@@ -559,15 +554,10 @@ async fn command_never_answered_times_out_per_its_timeout_while_dialogs_are_answ
 async fn never_answered_command_cannot_delay_the_auto_answer() {
     let (mock, sup) = attached(DialogPolicy::AutoAccept).await;
     mock.on("Runtime.evaluate", Reply::never());
-    let _call = {
-        let sup = sup.clone();
-        tokio::spawn(async move {
-            sup.cdp("Runtime.evaluate", json!({"expression": "1"}), None, WAIT)
-                .await
-        })
-    };
+    // Its deadline is far past the wait for the answer: an answer that
+    // waited on it would never come in time (no wall-clock window needed).
+    let call = spawn_evaluate(&sup, Duration::from_secs(60));
     nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
-    let opened = Instant::now();
     mock.emit(
         Some("S1"),
         "Page.javascriptDialogOpening",
@@ -575,8 +565,7 @@ async fn never_answered_command_cannot_delay_the_auto_answer() {
     )
     .await;
     let answer = nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
-    let took = opened.elapsed();
-    assert!(took < Duration::from_millis(100), "answered after {took:?}");
+    assert!(!call.is_finished(), "the answer waited on the evaluate");
     assert_eq!(answer.params["accept"], true);
 }
 
@@ -589,13 +578,7 @@ async fn never_answered_command_cannot_delay_the_watchdog() {
     })
     .await;
     mock.on("Runtime.evaluate", Reply::never());
-    let _call = {
-        let sup = sup.clone();
-        tokio::spawn(async move {
-            sup.cdp("Runtime.evaluate", json!({"expression": "1"}), None, WAIT)
-                .await
-        })
-    };
+    let call = spawn_evaluate(&sup, Duration::from_secs(60));
     nth_command(&mock, "Runtime.evaluate", Some("S1"), 1).await;
     let opened = Instant::now();
     mock.emit(
@@ -606,10 +589,13 @@ async fn never_answered_command_cannot_delay_the_watchdog() {
     .await;
     let answer = nth_command(&mock, "Page.handleJavaScriptDialog", Some("S1"), 1).await;
     let took = opened.elapsed();
+    // Never early. Not waiting on the evaluate either: its command stays
+    // in flight for a minute, and the answer came within nth_command's WAIT.
     assert!(
-        took >= Duration::from_millis(280) && took < Duration::from_millis(450),
+        took >= Duration::from_millis(280),
         "watchdog fired after {took:?}"
     );
+    drop(call);
     assert_eq!(answer.params["accept"], false);
     let s = wait_snapshot(&sup, "closed", |s| s.recent_dialogs.len() == 1).await;
     assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Watchdog);

@@ -97,7 +97,7 @@ fn watchdog_dismisses_at_the_deadline_on_the_reporting_session() {
     h.advance(DEFAULT_DIALOG_TIMEOUT - Duration::from_millis(1));
     h.st.handle_timeout(h.now);
     assert!(answers(&h.sends()).is_empty());
-    h.run_until_timeout();
+    h.fire_after(Duration::from_millis(1));
     let cmds = h.sends();
     let a = answers(&cmds);
     assert_eq!(a.len(), 1);
@@ -137,7 +137,7 @@ fn watchdog_dismiss_refused_releases_the_page_by_navigating_to_its_url() {
     h.frame_navigated("S1", "T1", None, "https://a.test/form");
     h.alert("S1", "T1", "stuck");
     h.drain();
-    h.run_until_timeout();
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
     h.drain();
     h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
     let cmds = h.sends();
@@ -430,7 +430,7 @@ fn refused_answer_keeps_the_dialog_pending_and_unanswerable() {
         Err(DialogError::NotAnswerable { id: "d-1".into() })
     );
     // The watchdog still frees the page: it navigates rather than answering again.
-    h.run_until_timeout();
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
     let cmds = h.sends();
     assert!(answers(&cmds).is_empty());
     assert!(cmds.iter().any(|c| c.method == "Page.navigate"));
@@ -673,7 +673,7 @@ fn regression_13_connection_lost_keeps_dialogs_and_their_watchdogs() {
     h.advance(Duration::from_secs(2));
     h.st.handle_timeout(h.now);
     assert!(!h.snap().page_blocked);
-    h.run_until_timeout();
+    h.fire_after(Duration::from_secs(288));
     let cmds = h.sends();
     let a = answers(&cmds);
     assert_eq!(a.len(), 1);
@@ -690,7 +690,7 @@ fn regression_20_a_release_lost_with_the_socket_is_sent_again_after_reconnect() 
     let mut h = H::attached(MustRespond);
     h.alert("S1", "T1", "stuck");
     h.drain();
-    h.run_until_timeout();
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
     h.drain();
     h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
     assert!(h.sends().iter().any(|c| c.method == "Page.navigate"));

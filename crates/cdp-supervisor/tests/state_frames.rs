@@ -6,8 +6,8 @@ mod state_support;
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
-    CONSOLE_ERRORS_MAX, FRAME_TREE_MAX_ENTRIES, FRAMES_TRACKED_MAX, Notice, Options, Output,
-    PAGE_ENABLE_GRACE, Purpose, RouteError,
+    CONSOLE_ERRORS_MAX, DEFAULT_DIALOG_TIMEOUT, FRAME_TREE_MAX_ENTRIES, FRAMES_TRACKED_MAX, Notice,
+    Options, Output, PAGE_ENABLE_GRACE, Purpose, RouteError,
 };
 use serde_json::json;
 use state_support::*;
@@ -260,9 +260,10 @@ fn regression_11_frame_map_is_bounded_under_endless_frames() {
         json.len()
     );
     // The UnknownFrame error lists a bounded number of ids.
-    if let Err(RouteError::UnknownFrame { known, .. }) = h.st.route_frame("nope") {
-        assert!(known.len() <= FRAME_TREE_MAX_ENTRIES);
-    }
+    let Err(RouteError::UnknownFrame { known, .. }) = h.st.route_frame("nope") else {
+        panic!("an unknown frame is UnknownFrame");
+    };
+    assert!(known.len() <= FRAME_TREE_MAX_ENTRIES);
 }
 
 #[test]
@@ -365,7 +366,7 @@ fn regression_7_attach_to_a_blocked_page_completes_and_says_page_blocked() {
     // Page.enable never answers.
     assert!(!h.snap().page_blocked);
     assert_eq!(h.st.poll_timeout(), Some(h.t0.instant + PAGE_ENABLE_GRACE));
-    h.run_until_timeout();
+    h.fire_after(PAGE_ENABLE_GRACE);
     assert!(h.snap().page_blocked);
     assert!(notices(&h.drain()).contains(&Notice::PageBlocked));
     let v = serde_json::to_value(h.snap()).unwrap();
@@ -376,7 +377,7 @@ fn regression_7_attach_to_a_blocked_page_completes_and_says_page_blocked() {
 fn page_enable_reply_clears_page_blocked() {
     let mut h = H::new(MustRespond);
     h.attach_page(&top_tree(&[]));
-    h.run_until_timeout();
+    h.fire_after(PAGE_ENABLE_GRACE);
     assert!(h.snap().page_blocked);
     h.reply_ok("S1", Purpose::PageEnable, json!({}));
     assert!(!h.snap().page_blocked);
@@ -402,11 +403,11 @@ fn page_blocked_is_released_by_the_watchdog_after_dialog_timeout() {
         ..Options::default()
     });
     h.attach_page(&top_tree(&[]));
-    h.run_until_timeout();
+    h.fire_after(PAGE_ENABLE_GRACE);
     h.drain();
     let release_at = h.st.poll_timeout().expect("release armed");
     assert_eq!(release_at, h.now.instant + Duration::from_secs(60));
-    h.run_until_timeout();
+    h.fire_after(Duration::from_secs(60));
     let cmds = h.sends();
     let nav: Vec<_> = cmds
         .iter()
@@ -423,7 +424,7 @@ fn page_blocked_is_released_by_the_watchdog_after_dialog_timeout() {
 fn page_blocked_under_auto_policy_is_released_at_once() {
     let mut h = H::new(AutoDismiss);
     h.attach_page(&top_tree(&[]));
-    h.run_until_timeout();
+    h.fire_after(PAGE_ENABLE_GRACE);
     assert!(h.sends().iter().any(|c| c.method == "Page.navigate"));
 }
 
@@ -524,10 +525,10 @@ fn attach_seeds_the_top_from_target_info_when_the_page_is_blocked() {
     assert_eq!(s.frame_tree.top.unwrap().frame_id, "T1");
     assert_eq!(s.url, "https://a.test/held");
     assert_eq!(s.title, "Held");
-    h.run_until_timeout();
+    h.fire_after(PAGE_ENABLE_GRACE);
     assert!(h.snap().page_blocked);
     h.drain();
-    h.run_until_timeout();
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
     let cmds = h.sends();
     let nav = cmds.iter().find(|c| c.method == "Page.navigate").unwrap();
     assert_eq!(nav.params, json!({"url": "https://a.test/held"}));

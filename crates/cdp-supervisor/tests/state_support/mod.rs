@@ -289,13 +289,16 @@ impl H {
             .collect()
     }
 
-    /// Fires the watchdog at its own deadline.
-    pub fn run_until_timeout(&mut self) {
-        let t = self.st.poll_timeout().expect("a deadline is set");
-        if t > self.now.instant {
-            let d = t - self.now.instant;
-            self.advance(d);
-        }
+    /// Checks that the next wakeup is exactly `d` from now, then moves there
+    /// and fires it. Tests name the delay they expect: a helper that jumped
+    /// to "whatever the deadline is" hid a 300 s freeze (issue 8, defect 3).
+    pub fn fire_after(&mut self, d: Duration) {
+        assert_eq!(
+            self.st.poll_timeout(),
+            Some(self.now.instant + d),
+            "the next wakeup is not {d:?} from now"
+        );
+        self.advance(d);
         self.st.handle_timeout(self.now);
     }
 }
