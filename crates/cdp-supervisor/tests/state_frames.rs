@@ -700,3 +700,21 @@ fn regression_9_oopif_attached_before_the_page_tree_reply_stays_an_oopif() {
     assert_eq!(kids[0].session_id.as_deref(), Some("S2"));
     assert_eq!(h.st.route_frame("F2"), Ok(sid("S2")));
 }
+
+/// Defect 6 (issue 8): a lifecycle event of the new document may come before
+/// its commit; the old document's frames still go with the commit.
+#[test]
+fn new_top_document_drops_old_frames_even_after_its_lifecycle_event() {
+    let mut h = H::new(MustRespond);
+    h.attach_page(&top_tree(&[("F1", "https://a.test/same")]));
+    h.ev(
+        Some("S1"),
+        "Page.lifecycleEvent",
+        r#"{"frameId": "T1", "loaderId": "L-next", "name": "init", "timestamp": 1.0}"#,
+    );
+    let mut top = frame("T1", None, PAGE_URL);
+    top["loaderId"] = json!("L-next");
+    let p = json!({"frame": top, "type": "Navigation"});
+    h.ev(Some("S1"), "Page.frameNavigated", &p.to_string());
+    assert!(h.child_ids().is_empty(), "{:?}", h.child_ids());
+}

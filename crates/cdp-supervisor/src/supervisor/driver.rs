@@ -5,6 +5,14 @@
 //! The event loop never awaits a command's reply: replies are futures polled
 //! beside the event stream, so a command Chromium never answers cannot delay
 //! event handling, dialog answers or the watchdog.
+//!
+//! It keeps the core's contract ([`crate::supervisor::state`]): every
+//! command the core emits gets exactly one reply back — Chromium's (in wire
+//! order with the events, [`Connection::send_in_order`]), or
+//! [`ReplyError::Lost`] fed in at once when there is no connection to send
+//! it on, and for every command still in flight when the connection drops.
+//! The agent's own commands ([`Supervisor::send_agent`]) take the same path,
+//! so the core sees them in order with the events they cause.
 
 use crate::browser::LocalChromium;
 use crate::cdp::connection::{
@@ -837,7 +845,14 @@ impl Driver {
             }) => self.on_event(session_id, &method, params.get()),
             Some(Incoming::Reply { id, result }) => {
                 if let Some((target, purpose, method)) = self.inflight.remove(&id) {
+                    let agent = matches!(purpose, Purpose::Agent { .. });
                     self.on_reply(target, purpose, &method, result.map_err(reply_error));
+                    if agent {
+                        // The agent hears its reply before any later event of
+                        // the burst is published (a dialog that opened just
+                        // after it must not pass for one that interrupted it).
+                        self.flush();
+                    }
                 }
             }
             Some(Incoming::Closed { reason }) => {

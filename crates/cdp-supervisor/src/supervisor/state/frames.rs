@@ -33,8 +33,13 @@ pub struct Frames {
     seq: u64,
     /// Frames were not tracked ([`FRAMES_TRACKED_MAX`], or sessions past their bound).
     dropped: bool,
-    /// The top document's loader (`Page.Frame.loaderId`).
+    /// The top document's loader (`Page.Frame.loaderId`), as the latest
+    /// event says (lifecycle events included).
     top_loader: Option<String>,
+    /// The loader of the top document whose frames `frames` holds: set only
+    /// by a commit or a tree reply, so a lifecycle event of a new document
+    /// arriving before its commit cannot pass the old frames off as its own.
+    doc_loader: Option<String>,
 }
 
 impl Frames {
@@ -52,6 +57,7 @@ impl Frames {
     /// The page is gone: every frame goes. Returns them.
     pub fn clear(&mut self) -> Vec<FrameId> {
         self.top_loader = None;
+        self.doc_loader = None;
         self.frames.drain().map(|(id, _)| id).collect()
     }
 
@@ -207,7 +213,7 @@ impl Frames {
         let is_top = Some(&frame.id) == self.top.as_ref();
         let mut dropped = Vec::new();
         if is_top {
-            let same_document = frame.loader_id.is_some() && frame.loader_id == self.top_loader;
+            let same_document = frame.loader_id.is_some() && frame.loader_id == self.doc_loader;
             if !same_document {
                 let old: Vec<FrameId> = self
                     .frames
@@ -226,6 +232,7 @@ impl Frames {
             }
             if frame.loader_id.is_some() {
                 self.top_loader = frame.loader_id.clone();
+                self.doc_loader = frame.loader_id.clone();
             }
         }
         self.upsert(
@@ -308,6 +315,7 @@ impl Frames {
             let id = frame.id.clone();
             if Some(&id) == self.top.as_ref() && frame.loader_id.is_some() {
                 self.top_loader = frame.loader_id.clone();
+                self.doc_loader = frame.loader_id.clone();
             }
             let is_own_root = parent.is_none() && &id == own_frame;
             let parent = frame.parent_id.clone().or(parent);
