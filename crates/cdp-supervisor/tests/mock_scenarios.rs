@@ -639,3 +639,81 @@ async fn regression_9_oopif_auto_attached_before_the_page_tree_reply_stays_an_oo
     .await;
     assert_eq!(s.frame_tree.children.len(), 1, "{:?}", s.frame_tree);
 }
+
+/// Defect 2 (issue 8): a `browser_cdp` that navigates by
+/// `Runtime.evaluate("location = …")` releases a beforeunload; that close is
+/// the agent's (the navigation request comes on the session while the
+/// agent's evaluate is in flight), not `remote`.
+#[tokio::test]
+async fn regression_evaluate_that_navigates_closes_a_dialog_as_agent() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "beforeunload", ""),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    mock.on(
+        "Runtime.evaluate",
+        Reply::result(json!({"result": {"type": "string", "value": "https://a.test/x"}}))
+            .emit_first(
+                Some("S1"),
+                "Page.frameRequestedNavigation",
+                json!({"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/x", "disposition": "currentTab"}),
+            )
+            .emit_first(Some("S1"), "Page.javascriptDialogClosed", dialog_closed("T1", true)),
+    );
+    let _ = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "location = 'https://a.test/x'"}),
+            None,
+            WAIT,
+        )
+        .await;
+    let s = wait_snapshot(&sup, "closed", |s| s.recent_dialogs.len() == 1).await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Agent);
+}
+
+/// Defect 2 (issue 8): after the agent navigated an OOPIF, a dialog of the
+/// top frame closed by someone else was labelled `agent` for 30 s.
+#[tokio::test]
+async fn regression_agent_navigating_an_oopif_leaves_a_top_dialog_remote() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    emit_oopif(&mock, "S1", "S2", "F2", "https://b.test/").await;
+    wait_snapshot(&sup, "the OOPIF", |s| {
+        s.frame_tree
+            .children
+            .iter()
+            .any(|c| c.session_id.as_deref() == Some("S2"))
+    })
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "top"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    mock.on(
+        "Page.navigate",
+        Reply::result(json!({"frameId": "F2", "loaderId": "L-F2"})),
+    );
+    let _ = sup
+        .cdp(
+            "Page.navigate",
+            json!({"url": "https://b.test/next"}),
+            Some("F2"),
+            WAIT,
+        )
+        .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogClosed",
+        dialog_closed("T1", true),
+    )
+    .await;
+    let s = wait_snapshot(&sup, "closed", |s| s.recent_dialogs.len() == 1).await;
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Remote);
+}
