@@ -696,3 +696,47 @@ fn describe(d: &Dialog) -> String {
     let msg: String = d.view.message.chars().take(40).collect();
     format!("{} ({} {:?})", d.view.id, d.view.dialog_type, msg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_by_from_each_cause() {
+        use ClosedBy::*;
+        let cases = [
+            (CloseCause::Answered(Agent), Agent),
+            (CloseCause::Released(Watchdog), Watchdog),
+            (CloseCause::Released(AutoPolicy), AutoPolicy),
+            (
+                CloseCause::ClosedEvent {
+                    answering: Some(AutoPolicy),
+                    navigation: Some(Agent),
+                },
+                AutoPolicy,
+            ),
+            (
+                CloseCause::ClosedEvent {
+                    answering: None,
+                    navigation: Some(Agent),
+                },
+                Agent,
+            ),
+            (
+                CloseCause::ClosedEvent {
+                    answering: None,
+                    navigation: None,
+                },
+                Remote,
+            ),
+            (CloseCause::Navigation(None), Remote),
+            (CloseCause::Navigation(Some(Watchdog)), Watchdog),
+            (CloseCause::LostRace, Remote),
+            (CloseCause::Replaced, Remote),
+            (CloseCause::PageGone, Remote),
+        ];
+        for (cause, want) in cases {
+            assert_eq!(closed_by(cause), want, "{cause:?}");
+        }
+    }
+}

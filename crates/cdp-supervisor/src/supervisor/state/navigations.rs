@@ -186,3 +186,56 @@ impl Navigations {
         self.by_frame.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn f(id: &str) -> FrameId {
+        FrameId(id.to_owned())
+    }
+
+    #[test]
+    fn an_agent_navigation_is_the_agents_until_its_frame_commits() {
+        let mut n = Navigations::default();
+        let s1 = Target::Session(SessionId::from("S1"));
+        n.agent_sent(1, &s1, "Page.navigate", &json!({"url": "u"}), Some(f("T1")));
+        assert_eq!(
+            n.closer(&[f("F2"), f("T1")]),
+            Some(ClosedBy::Agent),
+            "an ancestor's"
+        );
+        n.agent_replied(1, Ok(&json!({"frameId": "T1", "loaderId": "L2"})));
+        assert_eq!(
+            n.committed(&f("T1"), Some(&"L2".to_owned())),
+            Some(ClosedBy::Agent)
+        );
+        assert_eq!(n.closer(&[f("T1")]), None, "ended with its commit");
+    }
+
+    #[test]
+    fn a_failed_or_same_document_navigation_ends_at_its_reply() {
+        let mut n = Navigations::default();
+        let s1 = Target::Session(SessionId::from("S1"));
+        n.agent_sent(1, &s1, "Page.navigate", &json!({}), Some(f("T1")));
+        n.agent_replied(1, Ok(&json!({"frameId": "T1", "errorText": "net::ERR"})));
+        assert_eq!(n.closer(&[f("T1")]), None);
+        n.agent_sent(2, &s1, "Page.navigate", &json!({}), Some(f("T1")));
+        n.agent_replied(2, Ok(&json!({"frameId": "T1"})));
+        assert_eq!(n.closer(&[f("T1")]), None);
+    }
+
+    #[test]
+    fn a_navigation_requested_while_an_agent_call_is_in_flight_is_the_agents() {
+        let mut n = Navigations::default();
+        let s1 = Target::Session(SessionId::from("S1"));
+        n.requested(Some(&SessionId::from("S1")), &f("T1"), None);
+        assert_eq!(n.closer(&[f("T1")]), None, "no agent call in flight");
+        n.agent_sent(1, &s1, "Runtime.evaluate", &json!({}), Some(f("T1")));
+        n.requested(Some(&SessionId::from("S2")), &f("F2"), None);
+        assert_eq!(n.closer(&[f("F2")]), None, "another session");
+        n.requested(Some(&SessionId::from("S1")), &f("T1"), None);
+        assert_eq!(n.closer(&[f("T1")]), Some(ClosedBy::Agent));
+    }
+}
