@@ -13,8 +13,14 @@
 //! The layers, from the wire up:
 //! - [`cdp`] — the wire: envelope, typed events, endpoint resolution, connection.
 //! - [`supervisor::state`] — the rules, as a pure state machine: events and
-//!   requests in, CDP commands and a snapshot out; no I/O, no clock.
+//!   requests in, CDP commands and a snapshot out; no I/O, no clock. A
+//!   coordinator over one sub-machine per rule family (targets, frames,
+//!   dialogs, navigations, console, timers).
 //! - [`supervisor::driver`] — the async task that feeds the state machine.
+//!   Its contract with the core: every command the core emits gets exactly
+//!   one reply back — Chromium's, or a "lost" error when it could not be sent
+//!   or the connection dropped — so the core never waits on the driver to remember.
+//! - [`supervisor::wording`] — what the agent reads for the core's errors.
 //! - [`supervisor::registry`] — one supervisor per task id.
 //! - [`tools`] — the agent surface (JSON in, JSON out) the MCP server and CLI wrap.
 //! - [`browser`] — finding and launching local Chromium.

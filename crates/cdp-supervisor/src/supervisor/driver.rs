@@ -11,7 +11,7 @@
 //! order with the events, [`Connection::send_in_order`]), or
 //! [`ReplyError::Lost`] fed in at once when there is no connection to send
 //! it on, and for every command still in flight when the connection drops.
-//! The agent's own commands ([`Supervisor::send_agent`]) take the same path,
+//! The agent's own commands (`Supervisor::send_agent`) take the same path,
 //! so the core sees them in order with the events they cause.
 
 use crate::browser::LocalChromium;
@@ -175,7 +175,7 @@ pub enum NavigateOutcome {
     LoadTimeout,
 }
 
-/// Why an agent's command sent through the driver ([`Supervisor::send_agent`]) has no result.
+/// Why an agent's command sent through the driver (`Supervisor::send_agent`) has no result.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentCallError {
     /// The command failed: CDP error, deadline, or the connection dropped
@@ -702,7 +702,7 @@ struct Driver {
     /// come on the event stream, in wire order with the events.
     inflight: HashMap<u64, (Target, Purpose, String)>,
     tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
-    /// The agent's commands ([`Supervisor::send_agent`]) by call number.
+    /// The agent's commands (`Supervisor::send_agent`) by call number.
     calls: HashMap<u64, oneshot::Sender<Result<Value, ReplyError>>>,
     next_ticket: u64,
     snapshot: watch::Sender<Arc<Snapshot>>,

@@ -5,11 +5,11 @@
 //!
 //! | family | file | where a rule changes |
 //! |---|---|---|
-//! | targets and sessions | `targets.rs` | [`targets::Targets::adopt`], `Targets::setup` |
-//! | frames | `frames.rs` | [`frames::Frames::committed`], [`frames::Frames::on_tree`], [`frames::Frames::upsert`] |
-//! | dialogs (and the bridge) | `dialogs.rs` | [`dialogs::closed_by`], `State::answer_replied`, `State::dialog_due` |
-//! | who navigates | `navigations.rs` | [`navigations::Navigations`] |
-//! | console | `console.rs` | [`console::Console`] |
+//! | targets and sessions | `targets.rs` | `Targets::adopt` (which auto-attached targets we keep), `Targets::setup` (what each session is sent) |
+//! | frames | `frames.rs` | `Frames::committed` (a new document), `Frames::on_tree` (a tree reply), `Frames::upsert` (a frame becomes known) |
+//! | dialogs (and the bridge) | `dialogs.rs` | [`closed_by`] (who closed it), `State::answer_replied` (what an answer's reply means), `State::dialog_due` (the watchdog) |
+//! | who navigates | `navigations.rs` | `Navigations` (attribution per navigation: frame and loader) |
+//! | console | `console.rs` | `Console` |
 //! | timers | `timers.rs` | [`Timer`] and [`State::handle_timeout`] |
 //!
 //! Inputs: CDP events ([`State::on_event`]), replies to the commands it asked
