@@ -345,12 +345,7 @@ impl Supervisor {
         driver.flush();
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
-        let task = tokio::spawn(async move {
-            // Cancelled however the task ends, a panic included: a dead
-            // supervisor never reports itself running.
-            let _exited = task_exited.drop_guard();
-            driver.run(task_cancel).await;
-        });
+        let task = spawn_owned(async move { driver.run(task_cancel).await }, task_exited);
         // Until the handle exists, dropping this future (a caller's timeout)
         // must stop the task too: nothing runs on after its owner is gone.
         let guard = cancel.clone().drop_guard();
@@ -1101,6 +1096,19 @@ impl Driver {
     }
 }
 
+/// Spawns the driver's task; `exited` is cancelled however it ends — a
+/// panic included, so a dead supervisor never reports itself running (the
+/// registry would keep serving it).
+fn spawn_owned(
+    run: impl Future<Output = ()> + Send + 'static,
+    exited: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let _exited = exited.drop_guard();
+        run.await;
+    })
+}
+
 /// The connection's error in the core's terms.
 fn reply_error(e: CommandError) -> ReplyError {
     match e {
@@ -1259,4 +1267,18 @@ async fn pick_and_attach(
             data: None,
         })?;
     Ok((target, session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review (issue 8): a panic in the driver task left `is_running()` true.
+    #[tokio::test]
+    async fn regression_a_panicking_driver_task_reports_itself_exited() {
+        let exited = CancellationToken::new();
+        let task = spawn_owned(async { panic!("a bug in the driver") }, exited.clone());
+        assert!(task.await.is_err_and(|e| e.is_panic()));
+        assert!(exited.is_cancelled());
+    }
 }
