@@ -309,9 +309,13 @@ async fn dialogs_and_oopifs_through_mcp_on_real_chromium() {
     // Disconnect stops the browser; the next navigate starts a fresh one.
     let d = c.ok("browser_disconnect", json!({})).await;
     assert_eq!(d, json!({"disconnected": true}));
-    assert_eq!(
-        c.ok("browser_snapshot", json!({})).await,
-        json!({"url": "", "title": ""})
+    let snap = c.ok("browser_snapshot", json!({})).await;
+    assert_eq!((&snap["url"], &snap["title"]), (&json!(""), &json!("")));
+    assert!(
+        snap["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("browser_navigate")),
+        "{snap}"
     );
     wait_no_chromium_children().await;
     let nav = c

@@ -12,6 +12,7 @@ use crate::cdp::connection::{
 };
 use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
+use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{
     ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
@@ -152,9 +153,27 @@ pub enum CdpCallError {
 pub enum CallOutcome {
     /// Chromium replied.
     Reply(Value),
-    /// A dialog blocks the page: the call returned without its reply (which
-    /// may still come, and is dropped). These are the pending dialogs.
-    DialogPending(Vec<PendingDialog>),
+    /// A dialog blocks the command: it has not completed, but Chromium
+    /// queued it and runs it once the dialog closes. The supervisor keeps
+    /// waiting for its reply ([`Supervisor::take_completed_calls`],
+    /// [`Supervisor::completed_calls`]); resending it would run it twice.
+    Interrupted {
+        /// The id its completion will carry (`c-N`).
+        call_id: String,
+        /// The dialogs pending when the call returned.
+        pending_dialogs: Vec<PendingDialog>,
+    },
+}
+
+/// The supervised page as Chromium has it at this moment (`Target.getTargetInfo`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LivePage {
+    /// The page's target id.
+    pub target_id: String,
+    /// Its URL now.
+    pub url: String,
+    /// Its `document.title` now.
+    pub title: String,
 }
 
 /// How `navigate` ended.
@@ -193,7 +212,14 @@ struct Shared {
     attach_time: Duration,
     id: u64,
     policy: DialogPolicy,
+    /// The current connection, for reads that must not wait on the event
+    /// loop (the live title); set by the driver.
+    live: LiveConnection,
+    calls: Arc<InterruptedCalls>,
+    dialog_timeout: Duration,
 }
+
+type LiveConnection = Arc<Mutex<Option<Connection>>>;
 
 static NEXT_SUPERVISOR_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -285,7 +311,10 @@ impl Supervisor {
         let (tree_tx, tree_rx) = oneshot::channel();
         let cancel = CancellationToken::new();
         let exited = CancellationToken::new();
+        let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
+        let dialog_timeout = opts.dialog_timeout;
         let mut driver = Driver {
+            live: live.clone(),
             state,
             opts,
             ws_url: ws,
@@ -333,6 +362,9 @@ impl Supervisor {
                 attach_time: started.elapsed(),
                 id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 policy,
+                live,
+                calls: Arc::new(InterruptedCalls::default()),
+                dialog_timeout,
             }),
         })
     }
@@ -435,9 +467,19 @@ impl Supervisor {
 
     /// Sends a raw CDP command over the supervisor's own connection: to the
     /// page session, or with `frame_id` of an OOPIF to its child session.
-    /// Returns early with [`CallOutcome::DialogPending`] when a dialog opens
-    /// during the call, or when one already blocks the page and no reply
-    /// comes within [`BLOCKED_CALL_GRACE`].
+    ///
+    /// Returns [`CallOutcome::Interrupted`] — within `timeout`, and at most
+    /// [`BLOCKED_CALL_GRACE`] after the dialog opened — when a dialog blocks
+    /// the command: one opens during the call, or one already blocked the
+    /// page and no reply came within the grace. The command is then still
+    /// queued in the page: the supervisor keeps waiting for its reply (at
+    /// most `dialog_timeout` + `timeout`) and records the outcome once
+    /// ([`Supervisor::take_completed_calls`]).
+    ///
+    /// # Errors
+    /// [`CdpCallError::Route`] for a `frame_id` that cannot take the call;
+    /// [`CdpCallError::Command`] for a CDP error, the `timeout` passing
+    /// with no dialog in the way, or the connection dropping.
     pub async fn cdp(
         &self,
         method: &str,
@@ -454,18 +496,115 @@ impl Supervisor {
                 by: ClosedBy::Agent,
             })?;
         }
-        let reply = conn.send(Some(&session), method, params, timeout);
-        match self.race_dialogs(reply).await {
-            Ok(r) => Ok(CallOutcome::Reply(r?)),
-            Err(d) => Ok(CallOutcome::DialogPending(d)),
-        }
+        // The command's own deadline outlives the call: an interrupted
+        // command runs once its dialog is answered, and its outcome is kept.
+        let keep = timeout.saturating_add(self.shared.dialog_timeout);
+        let mut reply = Box::pin(conn.send(Some(&session), method, params, keep));
+        let own_deadline = async {
+            tokio::select! {
+                r = &mut reply => Some(r),
+                () = tokio::time::sleep(timeout) => None,
+            }
+        };
+        let pending_dialogs = match self.race_dialogs(own_deadline, true).await {
+            Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
+            Ok(None) => {
+                let s = self.snapshot();
+                if s.pending_dialogs.is_empty() && !s.page_blocked {
+                    return Err(CdpCallError::Command(CommandError::Timeout {
+                        method: method.to_owned(),
+                        after: timeout,
+                    }));
+                }
+                s.pending_dialogs.clone()
+            }
+            Err(d) => d,
+        };
+        let call_id = self.shared.calls.begin(method);
+        let calls = self.shared.calls.clone();
+        let id = call_id.clone();
+        // Ends with the reply, the deadline, or the connection: never lingers.
+        tokio::spawn(async move {
+            let outcome = reply.await.map_err(|e| match e {
+                CommandError::Disconnected { .. } => format!(
+                    "{e}; the command may or may not have run before the connection dropped"
+                ),
+                e => e.to_string(),
+            });
+            calls.complete(&id, outcome);
+        });
+        Ok(CallOutcome::Interrupted {
+            call_id,
+            pending_dialogs,
+        })
+    }
+
+    /// Interrupted calls that completed and were not handed out yet, oldest
+    /// first; each is handed out once (`browser_dialog`'s `completed_calls`).
+    pub fn take_completed_calls(&self) -> Vec<CompletedCall> {
+        self.shared.calls.take_undelivered()
+    }
+
+    /// The last 10 interrupted calls that completed, delivered or not
+    /// (the snapshot's `completed_calls`).
+    pub fn completed_calls(&self) -> Vec<CompletedCall> {
+        self.shared.calls.recent()
+    }
+
+    /// Waits until every interrupted call has completed, at most `within`.
+    pub async fn interrupted_calls_settled(&self, within: Duration) {
+        self.shared
+            .calls
+            .settled(tokio::time::Instant::now() + within)
+            .await
+    }
+
+    /// The page's URL and title as Chromium has them now
+    /// (`Target.getTargetInfo` on the browser session: answered by the
+    /// browser process, also while a dialog blocks the page). `None` when
+    /// not connected, no page is attached, or no answer came `within`.
+    /// Never waits on the event loop. [`Supervisor::snapshot`]'s `url` and
+    /// `title` are the last ones events told (the title is refreshed after
+    /// each load; Chromium sends no event when a script changes it).
+    pub async fn live_page(&self, within: Duration) -> Option<LivePage> {
+        let conn = self
+            .shared
+            .live
+            .lock()
+            .expect("live connection lock")
+            .clone()?;
+        let target_id = self.snapshot().frame_tree.top.as_ref()?.frame_id.clone();
+        let info = conn
+            .send(
+                None,
+                "Target.getTargetInfo",
+                json!({ "targetId": target_id }),
+                within,
+            )
+            .await
+            .ok()?;
+        let field = |k: &str| {
+            info.pointer(&format!("/targetInfo/{k}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        Some(LivePage {
+            target_id,
+            url: field("url")?,
+            title: field("title").unwrap_or_default(),
+        })
     }
 
     /// Runs `fut` unless a dialog blocks the page first: a new pending
     /// dialog (under an auto policy, only one the policy could not answer),
-    /// or — when one already blocked the page at the start — no result
-    /// within [`BLOCKED_CALL_GRACE`]. `Err` carries the pending dialogs.
-    async fn race_dialogs<F, T>(&self, fut: F) -> Result<T, Vec<PendingDialog>>
+    /// or — when `existing_block` and one already blocked the page at the
+    /// start — no result within [`BLOCKED_CALL_GRACE`]. `Err` carries the
+    /// pending dialogs.
+    async fn race_dialogs<F, T>(
+        &self,
+        fut: F,
+        existing_block: bool,
+    ) -> Result<T, Vec<PendingDialog>>
     where
         F: Future<Output = T>,
     {
@@ -492,7 +631,7 @@ impl Supervisor {
             }
         };
         let grace = async {
-            if blocked_at_start {
+            if blocked_at_start && existing_block {
                 tokio::time::sleep(BLOCKED_CALL_GRACE).await;
                 let s = self.snapshot();
                 // Released meanwhile: nothing blocks the call any more.
@@ -539,9 +678,13 @@ impl Supervisor {
             .is_some_and(|v| v == "complete")
     }
 
-    /// Navigates the page (`Page.navigate`) and waits for its load event, at
-    /// most `timeout`. Returns promptly with the pending dialog when one
-    /// opens first. A navigation error (`errorText`) is a
+    /// Navigates the page (`Page.navigate`) and waits for its document's
+    /// load (`Page.lifecycleEvent{name:"load"}` with the navigation's
+    /// `loaderId`, or the page found loaded when asked), at most `timeout`.
+    /// Returns promptly with the pending dialogs when a new one opens first
+    /// (during load, or a `beforeunload` of the page being left); dialogs
+    /// already pending when it starts do not count — this navigation
+    /// releases them. A navigation error (`errorText`) is a
     /// [`CommandError::Protocol`] with code 0.
     pub async fn navigate(
         &self,
@@ -560,7 +703,7 @@ impl Supervisor {
             json!({"url": url}),
             timeout,
         );
-        let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply)).await {
+        let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply, false)).await {
             Err(_) => return Ok(NavigateOutcome::LoadTimeout),
             Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
             Ok(Ok(r)) => r?,
@@ -607,7 +750,7 @@ impl Supervisor {
             }
         };
         Ok(
-            match tokio::time::timeout_at(deadline, self.race_dialogs(load)).await {
+            match tokio::time::timeout_at(deadline, self.race_dialogs(load, false)).await {
                 Err(_) => NavigateOutcome::LoadTimeout,
                 Ok(Err(d)) => NavigateOutcome::DialogPending(d),
                 Ok(Ok(())) => NavigateOutcome::Loaded,
@@ -620,6 +763,8 @@ type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
 struct Driver {
+    /// Mirrors `conn` for [`Supervisor::live_page`].
+    live: LiveConnection,
     state: State,
     opts: SupervisorOptions,
     ws_url: String,
@@ -668,6 +813,11 @@ async fn poll_slot<T>(slot: &mut Option<BoxFuture<T>>) -> T {
 }
 
 impl Driver {
+    fn set_conn(&mut self, conn: Option<Connection>) {
+        *self.live.lock().expect("live connection lock") = conn.clone();
+        self.conn = conn;
+    }
+
     async fn run(&mut self, cancel: CancellationToken) {
         loop {
             let timeout = if self.conn.is_some() {
@@ -721,7 +871,7 @@ impl Driver {
                             tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
                             self.ws_url = ws;
                             self.failures = 0;
-                            self.conn = Some(conn);
+                            self.set_conn(Some(conn));
                             self.events = Some(events);
                             self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
                             let _ = self.notices.send(connection_notice(ConnectionStatus::Connected));
@@ -744,7 +894,7 @@ impl Driver {
             }
             self.flush();
         }
-        self.conn = None;
+        self.set_conn(None);
         self.events = None;
         self.publish(ConnectionStatus::Closed);
         for (_, tx) in self.tickets.drain() {
@@ -853,7 +1003,7 @@ impl Driver {
             return;
         }
         tracing::warn!(endpoint = %self.shown_url, "CDP connection dropped ({reason}); reconnecting");
-        self.conn = None;
+        self.set_conn(None);
         self.events = None;
         self.reattach = None;
         // In-flight replies fail on their own (Disconnected); the state

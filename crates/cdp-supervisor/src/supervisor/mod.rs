@@ -2,6 +2,7 @@
 //! them, and the [`registry`] of supervisors by task id.
 
 pub mod bridge;
+pub mod calls;
 pub mod driver;
 pub mod policy;
 pub mod registry;

@@ -421,6 +421,9 @@ pub struct State {
     navigation_by: Option<(ClosedBy, Instant)>,
     /// The top document's loader (`Page.Frame.loaderId`).
     top_loader: Option<String>,
+    /// The last loader announced with [`Notice::PageLoaded`]: the lifecycle
+    /// event and the load event both announce a load, once.
+    loaded_loader: Option<String>,
 }
 
 impl State {
@@ -447,6 +450,7 @@ impl State {
             page_blocked_release: None,
             navigation_by: None,
             top_loader: None,
+            loaded_loader: None,
         }
     }
 
@@ -679,6 +683,15 @@ impl State {
                     && session_id == self.top_session.as_ref()
                     && Some(&l.frame_id) == self.top_frame.as_ref()
                 {
+                    // A load event for a loader is proof that its document
+                    // loaded, whatever frameNavigated said (or did not say).
+                    if l.name == "load" && self.loaded_loader.as_ref() != Some(&l.loader_id) {
+                        self.loaded_loader = Some(l.loader_id.clone());
+                        self.notice(Notice::PageLoaded {
+                            url: self.top_url().to_owned(),
+                            loader_id: Some(l.loader_id.clone()),
+                        });
+                    }
                     self.top_loader = Some(l.loader_id);
                 }
             }
@@ -1371,8 +1384,11 @@ impl State {
                     f.origin = origin_of(&url);
                     f.url = url;
                 }
-                let url = self.top_url().to_owned();
-                self.notice(Notice::PageLoaded { url, loader_id });
+                if loader_id.is_none() || loader_id != self.loaded_loader {
+                    self.loaded_loader = loader_id.clone();
+                    let url = self.top_url().to_owned();
+                    self.notice(Notice::PageLoaded { url, loader_id });
+                }
             }
         }
     }
