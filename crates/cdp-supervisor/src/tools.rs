@@ -452,8 +452,11 @@ impl AgentSession {
                 closed.closed_by.as_str()
             )));
         }
-        // The calls this dialog held up run now; their outcomes come with
-        // the answer that released them.
+        // The script the dialog held up runs on now: let it finish (bounded),
+        // so the agent's next read sees what it did (a new title, say), and
+        // the calls the dialog held up deliver their outcomes with this answer.
+        s.settle_after_dialog(closed.dialog.frame_id.as_deref(), COMPLETED_CALLS_WAIT)
+            .await;
         if s.snapshot().pending_dialogs.is_empty() {
             s.interrupted_calls_settled(COMPLETED_CALLS_WAIT).await;
         }

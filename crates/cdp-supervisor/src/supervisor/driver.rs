@@ -455,6 +455,33 @@ impl Supervisor {
         }
     }
 
+    /// Waits, at most `within`, until the script that a just-answered dialog
+    /// of `frame_id` held up has run on: its renderer answers a
+    /// `Runtime.evaluate("0")` only once that script's task is over, so what
+    /// the script did (a new `document.title`, a queued command) is visible
+    /// to the next read. The OOPIF's own session for a dialog in an OOPIF,
+    /// else the page's. Gives up early when a new dialog opens (the script
+    /// is blocked again) or the call cannot be routed.
+    pub async fn settle_after_dialog(&self, frame_id: Option<&str>, within: Duration) {
+        let routed = match frame_id {
+            Some(f) => match self.route(Some(f)).await {
+                Ok(r) => Ok(r),
+                // A same-process frame runs on the page's renderer.
+                Err(CdpCallError::Route(RouteError::SameProcess { .. })) => self.route(None).await,
+                Err(e) => Err(e),
+            },
+            None => self.route(None).await,
+        };
+        let Ok((conn, session)) = routed else { return };
+        let probe = conn.send(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({"expression": "0"}),
+            within,
+        );
+        let _ = self.race_dialogs(probe, false).await;
+    }
+
     async fn route(&self, frame_id: Option<&str>) -> Result<(Connection, SessionId), CdpCallError> {
         let (tx, rx) = oneshot::channel();
         self.request(Request::Route {
