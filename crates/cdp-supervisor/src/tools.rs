@@ -6,6 +6,7 @@
 //! - `browser_snapshot {}`
 //! - `browser_dialog {action, prompt_text?, dialog_id?}`
 //! - `browser_cdp {method, params?, frame_id?, timeout_s?}`
+//! - `browser_wait {event, timeout_s?, since?}`
 //! - `browser_connect {cdp_url, target_id?}`
 //! - `browser_disconnect {}`
 //!
@@ -17,6 +18,7 @@ use crate::config::{CloudProvider, Config};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
+use crate::supervisor::events::EventKind;
 use crate::supervisor::registry::{Endpoint, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
@@ -28,15 +30,42 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 /// The tools that need a CDP endpoint (hidden when the backend has none).
-pub const CDP_ONLY_TOOLS: [&str; 2] = ["browser_dialog", "browser_cdp"];
+pub const CDP_ONLY_TOOLS: [&str; 3] = ["browser_dialog", "browser_cdp", "browser_wait"];
 /// Every tool, in the order they are listed.
-pub const ALL_TOOLS: [&str; 6] = [
+pub const ALL_TOOLS: [&str; 7] = [
     "browser_navigate",
     "browser_snapshot",
     "browser_dialog",
     "browser_cdp",
+    "browser_wait",
     "browser_connect",
     "browser_disconnect",
+];
+/// `browser_wait`'s default `timeout_s`.
+pub const WAIT_DEFAULT_TIMEOUT_S: f64 = 30.0;
+/// `browser_wait`'s largest `timeout_s`.
+pub const WAIT_MAX_TIMEOUT_S: f64 = 300.0;
+/// `browser_wait`'s events, each with the kinds of [`EventKind`] it counts.
+/// A page found blocked by a dialog opened before we attached counts as a
+/// dialog opening.
+pub const WAIT_EVENTS: [(&str, &[EventKind]); 5] = [
+    (
+        "dialog_opened",
+        &[EventKind::DialogOpened, EventKind::PageBlocked],
+    ),
+    ("dialog_closed", &[EventKind::DialogClosed]),
+    ("page_loaded", &[EventKind::PageLoaded]),
+    ("tab_opened", &[EventKind::TabOpened]),
+    (
+        "any",
+        &[
+            EventKind::DialogOpened,
+            EventKind::PageBlocked,
+            EventKind::DialogClosed,
+            EventKind::PageLoaded,
+            EventKind::TabOpened,
+        ],
+    ),
 ];
 /// `browser_navigate`'s deadline for the load event.
 pub const NAVIGATE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -94,6 +123,9 @@ pub struct AgentSession {
     /// Set by `browser_disconnect`: nothing attaches again until the next
     /// `browser_navigate` or `browser_connect`.
     detached: AtomicBool,
+    /// Bumped whenever this task's supervisor may have changed (started,
+    /// replaced, stopped): what the snapshot resource's watcher follows.
+    supervisor_changes: tokio::sync::watch::Sender<u64>,
     /// The cloud provider (`browser.cloud_provider`), when it has session support.
     provider: Option<Arc<dyn BrowserProvider>>,
     /// The provider session this task runs on, ended with the task.
@@ -130,6 +162,16 @@ struct CdpArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct WaitArgs {
+    event: String,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    since: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ConnectArgs {
     cdp_url: String,
     #[serde(default)]
@@ -162,6 +204,7 @@ impl AgentSession {
             config,
             connected: Mutex::new(None),
             detached: AtomicBool::new(false),
+            supervisor_changes: tokio::sync::watch::Sender::new(0),
             provider,
             provider_session: AsyncMutex::new(None),
         }
@@ -221,6 +264,10 @@ impl AgentSession {
                 self.browser_cdp(&a.method, a.params, a.frame_id.as_deref(), a.timeout_s)
                     .await
             }
+            "browser_wait" => {
+                let a: WaitArgs = parse(name, args)?;
+                self.browser_wait(&a.event, a.timeout_s, a.since).await
+            }
             "browser_connect" => {
                 let a: ConnectArgs = parse(name, args)?;
                 self.browser_connect(&a.cdp_url, a.target_id).await
@@ -275,12 +322,33 @@ impl AgentSession {
         self.supervisor().await.map(Some)
     }
 
+    /// The running supervisor, if any. Never waits, never starts one.
+    pub fn current_supervisor(&self) -> Option<Supervisor> {
+        self.registry.get(&self.task_id)
+    }
+
+    /// A receiver that wakes whenever this task's supervisor may have
+    /// changed (started, replaced by `browser_connect`, stopped).
+    pub fn supervisor_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.supervisor_changes.subscribe()
+    }
+
+    fn supervisor_changed(&self) {
+        self.supervisor_changes.send_modify(|g| *g += 1);
+    }
+
     /// The running supervisor, started on the connected or configured
     /// browser if there is none.
     pub async fn supervisor(&self) -> Result<Supervisor, ToolError> {
         if let Some(s) = self.registry.get(&self.task_id) {
             return Ok(s);
         }
+        let started = self.start_supervisor().await;
+        self.supervisor_changed();
+        started
+    }
+
+    async fn start_supervisor(&self) -> Result<Supervisor, ToolError> {
         let connected = self.connected.lock().expect("session lock").clone();
         let connected_url = connected.as_ref().map(|(u, _)| u.clone());
         let b = &self.config.browser;
@@ -518,6 +586,54 @@ impl AgentSession {
         }
     }
 
+    /// `browser_wait`: waits until `event` (one of [`WAIT_EVENTS`]) happens
+    /// after this call started — or, with `since` (an `event_seq` from an
+    /// earlier snapshot), after that point, so an event between the agent's
+    /// last read and this call counts — at most `timeout_s` (default 30,
+    /// at most 300). Returns `{event, happened, snapshot}`. Ends early with
+    /// `happened: false` when the supervisor stops.
+    ///
+    /// # Errors
+    /// An unknown event or a bad timeout; no browser is running (with a
+    /// local browser, before the first `browser_navigate`).
+    pub async fn browser_wait(
+        &self,
+        event: &str,
+        timeout_s: Option<f64>,
+        since: Option<u64>,
+    ) -> Result<Value, ToolError> {
+        let Some((_, kinds)) = WAIT_EVENTS.iter().find(|(name, _)| *name == event) else {
+            let names: Vec<&str> = WAIT_EVENTS.iter().map(|(n, _)| *n).collect();
+            return Err(ToolError::new(format!(
+                "event {event:?} is not one browser_wait knows; allowed: {}",
+                names.join(", ")
+            )));
+        };
+        let timeout_s = timeout_s.unwrap_or(WAIT_DEFAULT_TIMEOUT_S);
+        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= WAIT_MAX_TIMEOUT_S) {
+            return Err(ToolError::new(format!(
+                "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {WAIT_MAX_TIMEOUT_S}"
+            )));
+        }
+        let Some(s) = self.supervisor_for_reading().await? else {
+            return Err(ToolError::new(
+                "no browser is running, so nothing can happen yet: browser_navigate starts one (or browser_connect attaches to one)",
+            ));
+        };
+        let events = s.events();
+        let since = since.unwrap_or_else(|| events.latest());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(timeout_s);
+        let happened = tokio::select! {
+            found = events.wait_after(since, kinds, deadline) => found.is_some(),
+            () = s.exited() => false,
+        };
+        Ok(json!({
+            "event": event,
+            "happened": happened,
+            "snapshot": snapshot_json(&s).await,
+        }))
+    }
+
     /// `browser_connect`: supervises the browser at `cdp_url` (the tab
     /// `target_id`, else the first page) instead. The new supervisor is
     /// started first; only once it has attached is the old one stopped (its
@@ -561,6 +677,7 @@ impl AgentSession {
         };
         *self.connected.lock().expect("session lock") = Some((cdp_url.to_owned(), target_id));
         self.detached.store(false, Ordering::SeqCst);
+        self.supervisor_changed();
         let snap = s.snapshot();
         let (url, title) = live_url_title(&s, &snap).await;
         Ok(json!({
@@ -580,6 +697,7 @@ impl AgentSession {
         *self.connected.lock().expect("session lock") = None;
         self.detached.store(true, Ordering::SeqCst);
         let was = self.registry.stop(&self.task_id).await;
+        self.supervisor_changed();
         self.end_provider_session().await;
         json!({"disconnected": was})
     }
@@ -587,6 +705,7 @@ impl AgentSession {
     /// Ends the session: stops its supervisor and browser (a provider session too).
     pub async fn close(&self) {
         self.registry.stop(&self.task_id).await;
+        self.supervisor_changed();
         self.end_provider_session().await;
     }
 }
@@ -600,6 +719,7 @@ async fn snapshot_json(s: &Supervisor) -> Value {
     v["url"] = json!(url);
     v["title"] = json!(title);
     v["completed_calls"] = json!(s.completed_calls());
+    v["event_seq"] = json!(s.events().latest());
     v
 }
 

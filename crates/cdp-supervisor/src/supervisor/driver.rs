@@ -13,6 +13,7 @@ use crate::cdp::connection::{
 use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
+use crate::supervisor::events::{EventKind, EventLog};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{
     ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
@@ -215,6 +216,7 @@ struct Shared {
     /// The current connection, for reads that must not wait on the event
     /// loop (the live title); set by the driver.
     live: LiveConnection,
+    happened: Arc<EventLog>,
     calls: Arc<InterruptedCalls>,
     dialog_timeout: Duration,
 }
@@ -313,8 +315,10 @@ impl Supervisor {
         let exited = CancellationToken::new();
         let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
         let dialog_timeout = opts.dialog_timeout;
+        let happened = Arc::new(EventLog::default());
         let mut driver = Driver {
             live: live.clone(),
+            happened: happened.clone(),
             state,
             opts,
             ws_url: ws,
@@ -363,6 +367,7 @@ impl Supervisor {
                 id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 policy,
                 live,
+                happened,
                 calls: Arc::new(InterruptedCalls::default()),
                 dialog_timeout,
             }),
@@ -564,6 +569,12 @@ impl Supervisor {
             call_id,
             pending_dialogs,
         })
+    }
+
+    /// What happened, by kind and sequence number (`browser_wait`,
+    /// `event_seq`, the snapshot resource's updates).
+    pub fn events(&self) -> &EventLog {
+        &self.shared.happened
     }
 
     /// Interrupted calls that completed and were not handed out yet, oldest
@@ -792,6 +803,8 @@ type Reconnect = BoxFuture<Result<Attached, StartError>>;
 struct Driver {
     /// Mirrors `conn` for [`Supervisor::live_page`].
     live: LiveConnection,
+    /// What happened, by kind ([`Driver::announce`]).
+    happened: Arc<EventLog>,
     state: State,
     opts: SupervisorOptions,
     ws_url: String,
@@ -840,6 +853,16 @@ async fn poll_slot<T>(slot: &mut Option<BoxFuture<T>>) -> T {
 }
 
 impl Driver {
+    /// Records `notice` in the event log (what `browser_wait` and the
+    /// snapshot resource watch) and sends it to live watchers.
+    fn announce(&self, notice: Notice) {
+        let top = self.state.top_target().map(|t| t.0.as_str());
+        if let Some(kind) = EventKind::of(&notice, top) {
+            self.happened.record(kind);
+        }
+        let _ = self.notices.send(notice);
+    }
+
     fn set_conn(&mut self, conn: Option<Connection>) {
         *self.live.lock().expect("live connection lock") = conn.clone();
         self.conn = conn;
@@ -876,7 +899,7 @@ impl Driver {
                 _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
                     if self.local.as_mut().is_some_and(LocalChromium::has_exited) {
                         tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
-                        let _ = self.notices.send(connection_notice(ConnectionStatus::Closed));
+                        self.announce(connection_notice(ConnectionStatus::Closed));
                         break;
                     }
                 }
@@ -901,7 +924,7 @@ impl Driver {
                             self.set_conn(Some(conn));
                             self.events = Some(events);
                             self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
-                            let _ = self.notices.send(connection_notice(ConnectionStatus::Connected));
+                            self.announce(connection_notice(ConnectionStatus::Connected));
                         }
                         Err(e) => {
                             self.failures += 1;
@@ -911,7 +934,7 @@ impl Driver {
                                     failures = self.failures,
                                     "giving up: the CDP endpoint did not come back ({e})"
                                 );
-                                let _ = self.notices.send(connection_notice(ConnectionStatus::Closed));
+                                self.announce(connection_notice(ConnectionStatus::Closed));
                                 break;
                             }
                             self.schedule_reconnect();
@@ -1038,9 +1061,7 @@ impl Driver {
         self.state.connection_lost();
         self.inflight.clear();
         self.tree_pending = 0;
-        let _ = self
-            .notices
-            .send(connection_notice(ConnectionStatus::Reconnecting));
+        self.announce(connection_notice(ConnectionStatus::Reconnecting));
         self.failures = 0;
         self.schedule_reconnect();
     }
@@ -1129,7 +1150,7 @@ impl Driver {
                     if matches!(n, Notice::PageGone { .. }) {
                         self.schedule_reattach();
                     }
-                    let _ = self.notices.send(n);
+                    self.announce(n);
                 }
                 Output::AnswerDone { ticket, result } => {
                     if let Some(tx) = self.tickets.remove(&ticket) {
