@@ -3,7 +3,10 @@
 //! `tests/mcp_client/run.sh`): `client.py` over stdio and streamable HTTP,
 //! `truth.py` for what the agent reads being true (live titles, attach on
 //! the first call, interrupted calls delivered once, readers that never
-//! wait, a failed connect that keeps the old browser). Fails — never skips —
+//! wait, a failed connect that keeps the old browser), `push.py` for what the
+//! server pushes and waits on (the `browser://snapshot` resource and its
+//! update notifications, `browser_wait`, `ask_user` through elicitation, a
+//! dialog policy per type, output schemas). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -11,8 +14,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
-/// One script at a time: each starts several Chromiums, and `truth.py`
-/// measures response times (100 ms bounds) that a parallel run would skew.
+/// One script at a time: each starts several Chromiums, and `truth.py` and
+/// `push.py` measure response times that a parallel run would skew.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs `tests/mcp_client/run.sh BINARY SCRIPT` and fails unless it exits 0.
@@ -52,4 +55,9 @@ fn the_official_python_sdk_drives_the_binary_over_stdio_and_http() {
 #[test]
 fn what_the_agent_reads_through_the_python_sdk_is_true() {
     run_script("truth.py");
+}
+
+#[test]
+fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
+    run_script("push.py");
 }

@@ -3,11 +3,14 @@
 #
 #   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor
 #   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor truth.py [ARGS…]
+#   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor push.py [ARGS…]
 #
 # Creates (or reuses) a virtualenv with the `mcp` package, then runs a script
 # of this folder against the given binary: client.py (the default: stdio and
-# streamable HTTP) or truth.py (what the agent reads is true; ARGS such as
-# `--only NAME` or `--serial` go to it). Needs python3 (with venv), network
+# streamable HTTP), truth.py (what the agent reads is true) or push.py (the
+# snapshot resource and its notifications, browser_wait, ask_user, policy per
+# type, output schemas); ARGS such as `--only NAME` or `--serial` go to it
+# (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on
 # any failure.
 #
@@ -17,7 +20,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ $# -lt 1 ]; then
-    echo "usage: $0 PATH/TO/cdp-supervisor [SCRIPT.py [ARGS…]]   (SCRIPT: client.py, the default, or truth.py)" >&2
+    echo "usage: $0 PATH/TO/cdp-supervisor [SCRIPT.py [ARGS…]]   (SCRIPT: client.py, the default, truth.py or push.py)" >&2
     exit 2
 fi
 given="$1"
