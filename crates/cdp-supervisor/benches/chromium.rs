@@ -45,7 +45,11 @@ async fn eval(sup: &Supervisor, expression: &str) -> Value {
         .expect("evaluate")
     {
         CallOutcome::Reply(v) => v["result"]["value"].clone(),
-        CallOutcome::DialogPending(d) => panic!("interrupted by {d:?}"),
+        CallOutcome::Interrupted {
+            pending_dialogs, ..
+        } => {
+            panic!("interrupted by {pending_dialogs:?}")
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! - `browser_snapshot {}`
 //! - `browser_dialog {action, prompt_text?, dialog_id?}`
 //! - `browser_cdp {method, params?, frame_id?, timeout_s?}`
+//! - `browser_wait {event, timeout_s?, since?}`
 //! - `browser_connect {cdp_url, target_id?}`
 //! - `browser_disconnect {}`
 //!
@@ -17,25 +18,54 @@ use crate::config::{CloudProvider, Config};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
+use crate::supervisor::events::EventKind;
 use crate::supervisor::registry::{Endpoint, Registry};
-use crate::supervisor::snapshot::{ClosedBy, PendingDialog};
+use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 /// The tools that need a CDP endpoint (hidden when the backend has none).
-pub const CDP_ONLY_TOOLS: [&str; 2] = ["browser_dialog", "browser_cdp"];
+pub const CDP_ONLY_TOOLS: [&str; 3] = ["browser_dialog", "browser_cdp", "browser_wait"];
 /// Every tool, in the order they are listed.
-pub const ALL_TOOLS: [&str; 6] = [
+pub const ALL_TOOLS: [&str; 7] = [
     "browser_navigate",
     "browser_snapshot",
     "browser_dialog",
     "browser_cdp",
+    "browser_wait",
     "browser_connect",
     "browser_disconnect",
+];
+/// `browser_wait`'s default `timeout_s`.
+pub const WAIT_DEFAULT_TIMEOUT_S: f64 = 30.0;
+/// `browser_wait`'s largest `timeout_s`.
+pub const WAIT_MAX_TIMEOUT_S: f64 = 300.0;
+/// `browser_wait`'s events, each with the kinds of [`EventKind`] it counts.
+/// A page found blocked by a dialog opened before we attached counts as a
+/// dialog opening.
+pub const WAIT_EVENTS: [(&str, &[EventKind]); 5] = [
+    (
+        "dialog_opened",
+        &[EventKind::DialogOpened, EventKind::PageBlocked],
+    ),
+    ("dialog_closed", &[EventKind::DialogClosed]),
+    ("page_loaded", &[EventKind::PageLoaded]),
+    ("tab_opened", &[EventKind::TabOpened]),
+    (
+        "any",
+        &[
+            EventKind::DialogOpened,
+            EventKind::PageBlocked,
+            EventKind::DialogClosed,
+            EventKind::PageLoaded,
+            EventKind::TabOpened,
+        ],
+    ),
 ];
 /// `browser_navigate`'s deadline for the load event.
 pub const NAVIGATE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,18 +74,35 @@ pub const CDP_DEFAULT_TIMEOUT_S: f64 = 10.0;
 /// `browser_cdp`'s largest `timeout_s`.
 pub const CDP_MAX_TIMEOUT_S: f64 = 300.0;
 
+/// How long a tool waits for Chromium to tell the page's URL and title now
+/// (`Target.getTargetInfo`) before it falls back to the last known ones.
+pub const LIVE_READ_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long `browser_dialog` waits, after its answer, for the calls the
+/// dialog interrupted to complete (DESIGN: "Calls a dialog interrupts").
+pub const COMPLETED_CALLS_WAIT: Duration = Duration::from_secs(1);
+/// `browser_snapshot`'s note before any browser exists (local launch).
+pub const NO_BROWSER_NOTE: &str =
+    "no browser is running yet: browser_navigate starts one (or browser_connect attaches to one)";
+/// `browser_snapshot`'s note while the supervisor is being started.
+pub const CONNECTING_NOTE: &str =
+    "the supervisor is attaching to the browser; call browser_snapshot again in a moment";
+
 /// A tool failure the agent can act on; `Display` is the text it reads.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
     /// One line for the agent: what failed and what to do about it.
     pub message: String,
+    /// Structured details for the agent (the MCP result's
+    /// `structuredContent`), e.g. `{interrupted_by_dialog: true, call_id, …}`.
+    pub structured: Option<Value>,
 }
 
 impl ToolError {
     fn new(message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
+            structured: None,
         }
     }
 }
@@ -73,6 +120,12 @@ pub struct AgentSession {
     task_id: String,
     config: Config,
     connected: Mutex<Option<(String, Option<String>)>>,
+    /// Set by `browser_disconnect`: nothing attaches again until the next
+    /// `browser_navigate` or `browser_connect`.
+    detached: AtomicBool,
+    /// Bumped whenever this task's supervisor may have changed (started,
+    /// replaced, stopped): what the snapshot resource's watcher follows.
+    supervisor_changes: tokio::sync::watch::Sender<u64>,
     /// The cloud provider (`browser.cloud_provider`), when it has session support.
     provider: Option<Arc<dyn BrowserProvider>>,
     /// The provider session this task runs on, ended with the task.
@@ -109,6 +162,16 @@ struct CdpArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct WaitArgs {
+    event: String,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    since: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ConnectArgs {
     cdp_url: String,
     #[serde(default)]
@@ -140,6 +203,8 @@ impl AgentSession {
             task_id: task_id.into(),
             config,
             connected: Mutex::new(None),
+            detached: AtomicBool::new(false),
+            supervisor_changes: tokio::sync::watch::Sender::new(0),
             provider,
             provider_session: AsyncMutex::new(None),
         }
@@ -187,7 +252,7 @@ impl AgentSession {
             }
             "browser_snapshot" => {
                 let _: NoArgs = parse(name, args)?;
-                Ok(self.browser_snapshot().await)
+                self.browser_snapshot().await
             }
             "browser_dialog" => {
                 let a: DialogArgs = parse(name, args)?;
@@ -198,6 +263,10 @@ impl AgentSession {
                 let a: CdpArgs = parse(name, args)?;
                 self.browser_cdp(&a.method, a.params, a.frame_id.as_deref(), a.timeout_s)
                     .await
+            }
+            "browser_wait" => {
+                let a: WaitArgs = parse(name, args)?;
+                self.browser_wait(&a.event, a.timeout_s, a.since).await
             }
             "browser_connect" => {
                 let a: ConnectArgs = parse(name, args)?;
@@ -228,12 +297,58 @@ impl AgentSession {
         }
     }
 
+    /// Whether the first call of any kind attaches: a CDP endpoint is
+    /// configured (`cdp_url`, a cloud provider) or chosen (`browser_connect`),
+    /// and no `browser_disconnect` came since.
+    fn attaches_on_any_call(&self) -> bool {
+        let b = &self.config.browser;
+        let endpoint = self.connected.lock().expect("session lock").is_some()
+            || !b.cdp_url.is_empty()
+            || b.cloud_provider != CloudProvider::Local;
+        endpoint && self.config.has_cdp() && !self.detached.load(Ordering::SeqCst)
+    }
+
+    /// The running supervisor, or `None` where this call must not start
+    /// one: a local browser is launched only by the calls that act on the
+    /// page, and after `browser_disconnect` nothing attaches until the next
+    /// navigate or connect.
+    async fn supervisor_for_reading(&self) -> Result<Option<Supervisor>, ToolError> {
+        if let Some(s) = self.registry.get(&self.task_id) {
+            return Ok(Some(s));
+        }
+        if !self.attaches_on_any_call() {
+            return Ok(None);
+        }
+        self.supervisor().await.map(Some)
+    }
+
+    /// The running supervisor, if any. Never waits, never starts one.
+    pub fn current_supervisor(&self) -> Option<Supervisor> {
+        self.registry.get(&self.task_id)
+    }
+
+    /// A receiver that wakes whenever this task's supervisor may have
+    /// changed (started, replaced by `browser_connect`, stopped).
+    pub fn supervisor_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.supervisor_changes.subscribe()
+    }
+
+    fn supervisor_changed(&self) {
+        self.supervisor_changes.send_modify(|g| *g += 1);
+    }
+
     /// The running supervisor, started on the connected or configured
     /// browser if there is none.
     pub async fn supervisor(&self) -> Result<Supervisor, ToolError> {
-        if let Some(s) = self.registry.get(&self.task_id).await {
+        if let Some(s) = self.registry.get(&self.task_id) {
             return Ok(s);
         }
+        let started = self.start_supervisor().await;
+        self.supervisor_changed();
+        started
+    }
+
+    async fn start_supervisor(&self) -> Result<Supervisor, ToolError> {
         let connected = self.connected.lock().expect("session lock").clone();
         let connected_url = connected.as_ref().map(|(u, _)| u.clone());
         let b = &self.config.browser;
@@ -293,21 +408,38 @@ impl AgentSession {
     }
 
     /// `browser_snapshot`: `{url, title, pending_dialogs, recent_dialogs,
-    /// frame_tree, console_errors, page_blocked, connection}`; without a
-    /// supervisor (none started yet, disconnected, or no CDP backend) only
-    /// `{url: "", title: ""}`. Never starts a browser, never waits.
-    pub async fn browser_snapshot(&self) -> Value {
-        match self.registry.get(&self.task_id).await {
-            Some(s) if self.config.has_cdp() => {
-                serde_json::to_value(&*s.snapshot()).expect("snapshot serializes")
-            }
-            // Gated (no CDP backend): the page, without the supervisor's fields.
-            Some(s) => {
-                let snap = s.snapshot();
-                json!({"url": snap.url, "title": snap.title})
-            }
-            None => json!({"url": "", "title": ""}),
+    /// frame_tree, console_errors, page_blocked, connection,
+    /// completed_calls}`. `url` and `title` are read from Chromium now
+    /// ([`Supervisor::live_page`], at most [`LIVE_READ_TIMEOUT`], else the
+    /// last known ones).
+    ///
+    /// With a CDP endpoint configured the first call attaches (so an agent
+    /// attaching to a running browser sees its dialogs or `page_blocked` at
+    /// once). Without a supervisor — local launch before the first
+    /// `browser_navigate`, or after `browser_disconnect` — it is `{url: "",
+    /// title: "", note}`; while another call is starting one, `{url: "",
+    /// title: "", connection: "connecting", note}`. Never waits on a start,
+    /// stop or rebind in progress. Gated (no CDP backend): `{url, title}` only.
+    ///
+    /// # Errors
+    /// Attaching to the configured endpoint failed.
+    pub async fn browser_snapshot(&self) -> Result<Value, ToolError> {
+        if self.registry.is_starting(&self.task_id) && self.registry.get(&self.task_id).is_none() {
+            return Ok(json!({
+                "url": "",
+                "title": "",
+                "connection": ConnectionStatus::Connecting,
+                "note": CONNECTING_NOTE,
+            }));
         }
+        let Some(s) = self.supervisor_for_reading().await? else {
+            return Ok(if self.config.has_cdp() {
+                json!({"url": "", "title": "", "note": NO_BROWSER_NOTE})
+            } else {
+                json!({"url": "", "title": ""})
+            });
+        };
+        Ok(snapshot_json(&s).await)
     }
 
     /// `browser_navigate`: navigates and waits for the load event (30 s);
@@ -316,9 +448,11 @@ impl AgentSession {
     /// first (during load, or a `beforeunload` of the page being left).
     pub async fn browser_navigate(&self, url: &str) -> Result<Value, ToolError> {
         check_url(url)?;
+        self.detached.store(false, Ordering::SeqCst);
         let s = self.supervisor().await?;
         let outcome = s.navigate(url, NAVIGATE_TIMEOUT).await?;
         let snap = s.snapshot();
+        let (live_url, title) = live_url_title(&s, &snap).await;
         let (status, note) = match &outcome {
             NavigateOutcome::Loaded => ("loaded", None),
             NavigateOutcome::DialogPending(_) => (
@@ -336,8 +470,8 @@ impl AgentSession {
         };
         let mut v = json!({
             "status": status,
-            "url": snap.url,
-            "title": snap.title,
+            "url": live_url,
+            "title": title,
             "pending_dialogs": pending,
         });
         if let Some(n) = note {
@@ -347,7 +481,10 @@ impl AgentSession {
     }
 
     /// `browser_dialog`: answers the named or sole pending dialog. Returns
-    /// `{answered: {…closed dialog…}, pending_dialogs}`. Errors: bad action,
+    /// `{answered: {…closed dialog…}, pending_dialogs, completed_calls}`:
+    /// `completed_calls` are the interrupted calls that completed (waiting up
+    /// to [`COMPLETED_CALLS_WAIT`] for those this answer released when no
+    /// other dialog is pending), each handed out once. Errors: bad action,
     /// no dialog, several without `dialog_id`, unknown `dialog_id`, a dialog
     /// Chromium will not answer (navigate to release it).
     pub async fn browser_dialog(
@@ -357,10 +494,8 @@ impl AgentSession {
         dialog_id: Option<String>,
     ) -> Result<Value, ToolError> {
         let action = DialogAction::parse(action).map_err(|e| ToolError::new(e.to_string()))?;
-        let Some(s) = self.registry.get(&self.task_id).await else {
-            return Err(ToolError::new(
-                crate::supervisor::state::DialogError::NoDialog.to_string(),
-            ));
+        let Some(s) = self.supervisor_for_reading().await? else {
+            return Err(ToolError::new(DialogError::NoDialog.to_string()));
         };
         let closed = s
             .answer_dialog(DialogRequest {
@@ -385,16 +520,31 @@ impl AgentSession {
                 closed.closed_by.as_str()
             )));
         }
+        // The script the dialog held up runs on now: let it finish (bounded),
+        // so the agent's next read sees what it did (a new title, say), and
+        // the calls the dialog held up deliver their outcomes with this answer.
+        s.settle_after_dialog(closed.dialog.frame_id.as_deref(), COMPLETED_CALLS_WAIT)
+            .await;
+        if s.snapshot().pending_dialogs.is_empty() {
+            s.interrupted_calls_settled(COMPLETED_CALLS_WAIT).await;
+        }
         Ok(json!({
             "answered": closed,
             "pending_dialogs": s.snapshot().pending_dialogs,
+            "completed_calls": s.take_completed_calls(),
         }))
     }
 
     /// `browser_cdp`: a raw CDP command over the supervisor's connection; with
-    /// `frame_id` of an OOPIF, on its child session. Returns `{result}`, or
-    /// `{dialog_pending: true, pending_dialogs, note}` when a dialog blocks
-    /// the call. `timeout_s` in seconds (default 10, at most 300).
+    /// `frame_id` of an OOPIF, on its child session. Returns `{result}` (the
+    /// CDP reply). `timeout_s` in seconds (default 10, at most 300).
+    ///
+    /// # Errors
+    /// A dialog that blocks the command makes it an error whose
+    /// [`ToolError::structured`] is `{interrupted_by_dialog: true, call_id,
+    /// method, pending_dialogs}`: not completed, still queued in the page,
+    /// delivered later in `completed_calls`; it must not be resent. Also: bad
+    /// arguments, a `frame_id` that cannot take the call, a CDP error.
     pub async fn browser_cdp(
         &self,
         method: &str,
@@ -418,23 +568,81 @@ impl AgentSession {
                 "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {CDP_MAX_TIMEOUT_S}"
             )));
         }
+        if self.detached.load(Ordering::SeqCst) {
+            return Err(ToolError::new(
+                "no browser is attached since browser_disconnect; call browser_navigate (starts the configured browser) or browser_connect first",
+            ));
+        }
         let s = self.supervisor().await?;
         match s
             .cdp(method, params, frame_id, Duration::from_secs_f64(timeout_s))
             .await?
         {
             CallOutcome::Reply(v) => Ok(json!({"result": v})),
-            CallOutcome::DialogPending(d) => Ok(json!({
-                "dialog_pending": true,
-                "pending_dialogs": d,
-                "note": format!("{method} got no reply: a dialog blocks the page; answer it with browser_dialog, then retry"),
-            })),
+            CallOutcome::Interrupted {
+                call_id,
+                pending_dialogs,
+            } => Err(interrupted(method, &call_id, pending_dialogs)),
         }
     }
 
+    /// `browser_wait`: waits until `event` (one of [`WAIT_EVENTS`]) happens
+    /// after this call started — or, with `since` (an `event_seq` from an
+    /// earlier snapshot), after that point, so an event between the agent's
+    /// last read and this call counts — at most `timeout_s` (default 30,
+    /// at most 300). Returns `{event, happened, snapshot}`. Ends early with
+    /// `happened: false` when the supervisor stops.
+    ///
+    /// # Errors
+    /// An unknown event or a bad timeout; no browser is running (with a
+    /// local browser, before the first `browser_navigate`).
+    pub async fn browser_wait(
+        &self,
+        event: &str,
+        timeout_s: Option<f64>,
+        since: Option<u64>,
+    ) -> Result<Value, ToolError> {
+        let Some((_, kinds)) = WAIT_EVENTS.iter().find(|(name, _)| *name == event) else {
+            let names: Vec<&str> = WAIT_EVENTS.iter().map(|(n, _)| *n).collect();
+            return Err(ToolError::new(format!(
+                "event {event:?} is not one browser_wait knows; allowed: {}",
+                names.join(", ")
+            )));
+        };
+        let timeout_s = timeout_s.unwrap_or(WAIT_DEFAULT_TIMEOUT_S);
+        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= WAIT_MAX_TIMEOUT_S) {
+            return Err(ToolError::new(format!(
+                "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {WAIT_MAX_TIMEOUT_S}"
+            )));
+        }
+        let Some(s) = self.supervisor_for_reading().await? else {
+            return Err(ToolError::new(
+                "no browser is running, so nothing can happen yet: browser_navigate starts one (or browser_connect attaches to one)",
+            ));
+        };
+        let events = s.events();
+        let since = since.unwrap_or_else(|| events.latest());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(timeout_s);
+        let happened = tokio::select! {
+            found = events.wait_after(since, kinds, deadline) => found.is_some(),
+            () = s.exited() => false,
+        };
+        Ok(json!({
+            "event": event,
+            "happened": happened,
+            "snapshot": snapshot_json(&s).await,
+        }))
+    }
+
     /// `browser_connect`: supervises the browser at `cdp_url` (the tab
-    /// `target_id`, else the first page) instead; the old supervisor stops
-    /// and nothing of its state is kept. Returns `{connected, url, title, frame_tree}`.
+    /// `target_id`, else the first page) instead. The new supervisor is
+    /// started first; only once it has attached is the old one stopped (its
+    /// state is not carried over). Returns `{connected, url, title,
+    /// pending_dialogs, frame_tree, page_blocked}` (`url`, `title` live).
+    ///
+    /// # Errors
+    /// An empty URL, or the new browser could not be attached: then the
+    /// old supervisor (if any) keeps running, and the error says so.
     pub async fn browser_connect(
         &self,
         cdp_url: &str,
@@ -448,17 +656,34 @@ impl AgentSession {
         let target_id = target_id.filter(|t| !t.is_empty());
         let endpoint = Endpoint::Url(cdp_url.to_owned());
         let desc = endpoint.describe();
-        let s = self
+        let started = self
             .registry
             .get_or_start(&self.task_id, endpoint, self.options(target_id.clone()))
-            .await
-            .map_err(|e| ToolError::new(format!("cannot attach to {desc}: {e}")))?;
+            .await;
+        let s = match started {
+            Ok(s) => s,
+            Err(e) => {
+                let kept = match self.registry.get(&self.task_id) {
+                    Some(old) => format!(
+                        "; the previous browser ({}) is still supervised, unchanged",
+                        old.endpoint()
+                    ),
+                    None => "; no browser is supervised now".to_owned(),
+                };
+                return Err(ToolError::new(format!(
+                    "cannot attach to {desc}: {e}{kept}"
+                )));
+            }
+        };
         *self.connected.lock().expect("session lock") = Some((cdp_url.to_owned(), target_id));
+        self.detached.store(false, Ordering::SeqCst);
+        self.supervisor_changed();
         let snap = s.snapshot();
+        let (url, title) = live_url_title(&s, &snap).await;
         Ok(json!({
             "connected": s.endpoint(),
-            "url": snap.url,
-            "title": snap.title,
+            "url": url,
+            "title": title,
             "pending_dialogs": snap.pending_dialogs,
             "frame_tree": snap.frame_tree,
             "page_blocked": snap.page_blocked,
@@ -470,7 +695,9 @@ impl AgentSession {
     /// browser again. Returns `{disconnected: bool}` (false: nothing was attached).
     pub async fn browser_disconnect(&self) -> Value {
         *self.connected.lock().expect("session lock") = None;
+        self.detached.store(true, Ordering::SeqCst);
         let was = self.registry.stop(&self.task_id).await;
+        self.supervisor_changed();
         self.end_provider_session().await;
         json!({"disconnected": was})
     }
@@ -478,7 +705,48 @@ impl AgentSession {
     /// Ends the session: stops its supervisor and browser (a provider session too).
     pub async fn close(&self) {
         self.registry.stop(&self.task_id).await;
+        self.supervisor_changed();
         self.end_provider_session().await;
+    }
+}
+
+/// The snapshot as the agent reads it: the supervisor's, with `url` and
+/// `title` read from Chromium now and the interrupted calls that completed.
+async fn snapshot_json(s: &Supervisor) -> Value {
+    let snap = s.snapshot();
+    let (url, title) = live_url_title(s, &snap).await;
+    let mut v = serde_json::to_value(&*snap).expect("snapshot serializes");
+    v["url"] = json!(url);
+    v["title"] = json!(title);
+    v["completed_calls"] = json!(s.completed_calls());
+    v["event_seq"] = json!(s.events().latest());
+    v
+}
+
+/// The page's URL and title now ([`Supervisor::live_page`]), else the last
+/// known ones from `snap`.
+async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
+    match s.live_page(LIVE_READ_TIMEOUT).await {
+        Some(p) => (p.url, p.title),
+        None => (snap.url.clone(), snap.title.clone()),
+    }
+}
+
+/// The tool error of a call a dialog interrupted (DESIGN: "Calls a dialog
+/// interrupts"): it must say that the command is queued, not lost, and
+/// must not be resent.
+fn interrupted(method: &str, call_id: &str, pending_dialogs: Vec<PendingDialog>) -> ToolError {
+    let structured = json!({
+        "interrupted_by_dialog": true,
+        "call_id": call_id,
+        "method": method,
+        "pending_dialogs": pending_dialogs,
+    });
+    ToolError {
+        message: format!(
+            "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). Answer the dialog with browser_dialog: its completed_calls will carry call_id {call_id} with this command's result (browser_snapshot's completed_calls lists it too)."
+        ),
+        structured: Some(structured),
     }
 }
 

@@ -600,7 +600,7 @@ async fn click_opening_confirm_then_snapshot_and_cdp_return_promptly() {
         );
     }
     assert!(
-        matches!(outcomes.last(), Some(CallOutcome::DialogPending(d)) if d.len() == 1),
+        matches!(outcomes.last(), Some(CallOutcome::Interrupted { pending_dialogs: d, .. }) if d.len() == 1),
         "{outcomes:?}"
     );
     assert!(
@@ -630,7 +630,7 @@ async fn click_opening_confirm_then_snapshot_and_cdp_return_promptly() {
         t.elapsed()
     );
     assert!(
-        matches!(r, CallOutcome::DialogPending(ref d) if d.len() == 1),
+        matches!(r, CallOutcome::Interrupted { pending_dialogs: ref d, .. } if d.len() == 1),
         "{r:?}"
     );
     h.answer(DialogAction::Accept, None, None)

@@ -54,7 +54,7 @@ async fn chromium_killed_mid_session_the_supervisor_gives_up_and_leaves_the_regi
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(registry.get("task").await.is_none());
+    assert!(registry.get("task").is_none());
 }
 
 /// A loopback TCP proxy that can cut every connection and refuse new ones.

@@ -32,7 +32,7 @@ async fn get_or_start_twice_returns_the_same_supervisor() {
     assert_eq!(a.id(), b.id());
     assert!(a.is_running());
     assert_eq!(registry.task_ids(), vec!["task".to_owned()]);
-    assert_eq!(registry.get("task").await.map(|s| s.id()), Some(a.id()));
+    assert_eq!(registry.get("task").map(|s| s.id()), Some(a.id()));
     assert!(registry.stop("task").await);
     assert!(!a.is_running());
     assert!(registry.task_ids().is_empty());
@@ -96,7 +96,7 @@ async fn new_endpoint_stops_the_old_supervisor_and_starts_fresh() {
     assert!(!old.is_running(), "the old supervisor still runs");
     assert_ne!(new.id(), old.id());
     assert!(new.is_running());
-    assert_eq!(registry.get("task").await.map(|s| s.id()), Some(new.id()));
+    assert_eq!(registry.get("task").map(|s| s.id()), Some(new.id()));
     let s = new.snapshot();
     assert!(s.recent_dialogs.is_empty(), "old state leaked: {s:#?}");
     assert!(s.pending_dialogs.is_empty(), "{s:#?}");

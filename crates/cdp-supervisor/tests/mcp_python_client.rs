@@ -1,27 +1,63 @@
 //! The MCP server driven from outside the project: the official MCP Python
-//! SDK runs `tests/mcp_client/client.py` against the real binary, over stdio
-//! and streamable HTTP (see `tests/mcp_client/run.sh`). Fails — never skips —
+//! SDK runs scripts of `tests/mcp_client/` against the real binary (see
+//! `tests/mcp_client/run.sh`): `client.py` over stdio and streamable HTTP,
+//! `truth.py` for what the agent reads being true (live titles, attach on
+//! the first call, interrupted calls delivered once, readers that never
+//! wait, a failed connect that keeps the old browser), `push.py` for what the
+//! server pushes and waits on (the `browser://snapshot` resource and its
+//! update notifications, `browser_wait`, `ask_user` through elicitation, a
+//! dialog policy per type, output schemas). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
-#[test]
-fn the_official_python_sdk_drives_the_binary_over_stdio_and_http() {
+/// One script at a time: each starts several Chromiums, and `truth.py` and
+/// `push.py` measure response times that a parallel run would skew.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs `tests/mcp_client/run.sh BINARY SCRIPT` and fails unless it exits 0.
+fn run_script(script_name: &str) {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let python = Command::new("python3").arg("--version").output();
     assert!(
         python.is_ok_and(|o| o.status.success()),
         "python3 is missing: this test drives the server with the MCP Python SDK; install python3 (with venv)"
     );
-    if let Err(e) = cdp_supervisor::browser::find_chromium(None) {
-        panic!("this test needs a real Chromium (install chromium): {e}");
-    }
+    let chromium = match cdp_supervisor::browser::find_chromium(None) {
+        Ok(path) => path,
+        Err(e) => panic!("this test needs a real Chromium (install chromium): {e}"),
+    };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client/run.sh");
     let status = Command::new("bash")
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_cdp-supervisor"))
+        .arg(script_name)
+        .env("CHROMIUM", &chromium)
         .status()
         .expect("run tests/mcp_client/run.sh");
-    assert!(status.success(), "{} failed: {status}", script.display());
+    assert!(
+        status.success(),
+        "{} {script_name} failed: {status}",
+        script.display()
+    );
+}
+
+#[test]
+fn the_official_python_sdk_drives_the_binary_over_stdio_and_http() {
+    run_script("client.py");
+}
+
+#[test]
+fn what_the_agent_reads_through_the_python_sdk_is_true() {
+    run_script("truth.py");
+}
+
+#[test]
+fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
+    run_script("push.py");
 }

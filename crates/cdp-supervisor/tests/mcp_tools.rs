@@ -87,7 +87,7 @@ async fn an_unknown_tool_is_a_protocol_error() {
 #[tokio::test]
 async fn bad_arguments_are_error_results_the_model_can_act_on() {
     let c = Client::connect(Config::default()).await;
-    let cases: [(&str, Value, &[&str]); 9] = [
+    let cases: [(&str, Value, &[&str]); 12] = [
         (
             "browser_dialog",
             json!({"action": "maybe"}),
@@ -125,6 +125,25 @@ async fn bad_arguments_are_error_results_the_model_can_act_on() {
             &["timeout_s"],
         ),
         ("browser_snapshot", json!({"extra": 1}), &["extra"]),
+        (
+            "browser_wait",
+            json!({"event": "popup"}),
+            &[
+                "popup",
+                "dialog_opened, dialog_closed, page_loaded, tab_opened, any",
+            ],
+        ),
+        (
+            "browser_wait",
+            json!({"event": "any", "timeout_s": 301}),
+            &["timeout_s", "300"],
+        ),
+        // Local launch: nothing runs before browser_navigate, so nothing can happen.
+        (
+            "browser_wait",
+            json!({"event": "any", "timeout_s": 1}),
+            &["browser_navigate"],
+        ),
     ];
     for (tool, args, wants) in cases {
         let text = c.err(tool, args.clone()).await.to_lowercase();
@@ -309,9 +328,13 @@ async fn dialogs_and_oopifs_through_mcp_on_real_chromium() {
     // Disconnect stops the browser; the next navigate starts a fresh one.
     let d = c.ok("browser_disconnect", json!({})).await;
     assert_eq!(d, json!({"disconnected": true}));
-    assert_eq!(
-        c.ok("browser_snapshot", json!({})).await,
-        json!({"url": "", "title": ""})
+    let snap = c.ok("browser_snapshot", json!({})).await;
+    assert_eq!((&snap["url"], &snap["title"]), (&json!(""), &json!("")));
+    assert!(
+        snap["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("browser_navigate")),
+        "{snap}"
     );
     wait_no_chromium_children().await;
     let nav = c

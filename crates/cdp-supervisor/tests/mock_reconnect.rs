@@ -214,7 +214,7 @@ async fn endpoint_never_returns_and_the_supervisor_gives_up_and_leaves_the_regis
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(registry.get("task").await.is_none());
+    assert!(registry.get("task").is_none());
 }
 
 /// A must_respond dialog pending across a reconnect keeps its watchdog:

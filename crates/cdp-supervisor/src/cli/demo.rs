@@ -5,7 +5,9 @@
 //! - "agent" (`must_respond`, watchdog 3 s): dialogs in the main frame, a
 //!   same-origin iframe and a cross-origin OOPIF are answered through
 //!   `browser_dialog` as an agent would; one is left to the watchdog;
-//!   `browser_cdp(frame_id)` reads `document.title` inside the OOPIF.
+//!   `browser_cdp(frame_id)` reads `document.title` inside the OOPIF; an
+//!   evaluate a dialog interrupts is delivered once, in `browser_dialog`'s
+//!   `completed_calls`; a `beforeunload` (after a real click) is answered.
 //! - "auto" (`auto_accept`): the same kinds of dialogs answered by the policy.
 
 use super::CliError;
@@ -234,13 +236,17 @@ async fn play(
         render::closed_line(&closed),
         started.elapsed().as_secs_f64()
     ));
-    summarize(&p, &agent, &tree).await?;
+    interrupted_call(&p, &agent, &mut seen).await?;
+    // The page is left next: keep what it received, and its frames, for the table.
+    let earlier = page_results(&agent).await?;
+    let tree = agent_sup.snapshot().frame_tree.clone();
+    beforeunload(&p, &agent, site, &mut seen).await?;
+    summarize(&p, &agent, &tree, earlier).await?;
 
     // ---- The auto tab ----
     p.heading("tab 2, policy auto_accept: the supervisor answers at once");
     let nav = tool(&auto, "browser_navigate", json!({"url": demo_url})).await?;
     p.say(format!("browser_navigate {demo_url} -> {}", nav["status"]));
-    let auto_tree = auto_sup.snapshot().frame_tree.clone();
     for script in [
         "fireLater('confirm', 'Auto: continue?')",
         "fireIn('same', 'alert', 'Auto: hello')",
@@ -251,9 +257,146 @@ async fn play(
         eval_top(&auto, script).await?;
         wait_recent(&auto, before + 1).await?;
     }
-    summarize(&p, &auto, &auto_tree).await?;
+    // The tree as it is now: an OOPIF's URL may have arrived after the navigate.
+    let auto_tree = auto_sup.snapshot().frame_tree.clone();
+    summarize(&p, &auto, &auto_tree, Vec::new()).await?;
     p.say("\ndone: every dialog was caught and closed; Chromium is shut down.");
     Ok(())
+}
+
+/// A call a dialog interrupts: the agent's evaluate returns at once as
+/// interrupted, runs once the dialog is answered, and its result comes in
+/// `browser_dialog`'s `completed_calls` — exactly once.
+async fn interrupted_call(
+    p: &Printer,
+    agent: &AgentSession,
+    seen: &mut HashSet<String>,
+) -> Result<(), CliError> {
+    p.say("\npage runs fireLater('confirm', 'Pay 12 EUR?'); while it is open the agent evaluates window.payments += 1");
+    eval_top(
+        agent,
+        "window.payments = 0; fireLater('confirm', 'Pay 12 EUR?')",
+    )
+    .await?;
+    let d = wait_dialog(agent, seen).await?;
+    let pay = json!({"method": "Runtime.evaluate", "params": {"expression": "window.payments += 1", "returnByValue": true}});
+    let call_id = match agent.call("browser_cdp", pay).await {
+        Err(e)
+            if e.structured
+                .as_ref()
+                .is_some_and(|s| s["interrupted_by_dialog"] == true) =>
+        {
+            let call_id = e
+                .structured
+                .as_ref()
+                .map(|s| s["call_id"].clone())
+                .unwrap_or_default();
+            p.say(format!(
+                "  browser_cdp -> error interrupted_by_dialog, call_id {call_id}: not completed, queued in the page, not to be resent"
+            ));
+            call_id
+        }
+        other => {
+            return Err(CliError(format!(
+                "expected the evaluate to be interrupted by {}, got {other:?}",
+                d.id
+            )));
+        }
+    };
+    let r = tool(
+        agent,
+        "browser_dialog",
+        json!({"action": "accept", "dialog_id": d.id}),
+    )
+    .await?;
+    let done = r["completed_calls"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["call_id"] == call_id))
+        .ok_or_else(|| CliError(format!("browser_dialog did not deliver {call_id}: {r}")))?;
+    p.say(format!(
+        "  agent: browser_dialog accept {} -> completed_calls: {call_id} {} = {}",
+        d.id, done["method"], done["result"]["result"]["value"]
+    ));
+    let payments = eval_top(agent, "window.payments").await?;
+    p.say(format!(
+        "  page: window.payments = {} (the evaluate ran exactly once)",
+        payments["result"]["result"]["value"]
+    ));
+    Ok(())
+}
+
+/// A `beforeunload`: shown only after a real user gesture, so the agent
+/// clicks (`Input.dispatchMouseEvent`), then navigates away; the navigation
+/// returns with the dialog pending and the agent accepts it.
+async fn beforeunload(
+    p: &Printer,
+    agent: &AgentSession,
+    site: &SiteServer,
+    seen: &mut HashSet<String>,
+) -> Result<(), CliError> {
+    let page = site.url("a.test", "/beforeunload");
+    let away = site.url("a.test", "/demo");
+    tool(agent, "browser_navigate", json!({"url": page})).await?;
+    p.say(format!(
+        "
+browser_navigate {page}; the agent clicks the page (Input.dispatchMouseEvent), then navigates away"
+    ));
+    for kind in ["mousePressed", "mouseReleased"] {
+        tool(
+            agent,
+            "browser_cdp",
+            json!({"method": "Input.dispatchMouseEvent", "params": {"type": kind, "x": 100, "y": 100, "button": "left", "clickCount": 1}}),
+        )
+        .await?;
+    }
+    let nav = tool(agent, "browser_navigate", json!({"url": away})).await?;
+    p.say(format!("  browser_navigate {away} -> {}", nav["status"]));
+    let d = wait_dialog(agent, seen).await?;
+    p.say(format!(
+        "  snapshot shows pending {}",
+        render::dialog_line(&d)
+    ));
+    let r = tool(
+        agent,
+        "browser_dialog",
+        json!({"action": "accept", "dialog_id": d.id}),
+    )
+    .await?;
+    let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
+        .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
+    p.say(format!(
+        "  agent: browser_dialog accept -> {}",
+        render::closed_line(&closed)
+    ));
+    let deadline = Instant::now() + DIALOG_WAIT;
+    loop {
+        let snap = tool(agent, "browser_snapshot", json!({})).await?;
+        // The title is read live: it is the new page's once it has parsed its <title>.
+        if snap["url"] == away.as_str() && snap["title"] == "cdp-supervisor demo" {
+            p.say(format!(
+                "  the page left: browser_snapshot url {} title {}",
+                snap["url"], snap["title"]
+            ));
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(CliError(format!(
+                "the page did not leave for {away}: {snap}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What the current page's dialogs returned (`window.results`).
+async fn page_results(session: &AgentSession) -> Result<Vec<Value>, CliError> {
+    // Results from iframes reach the top by postMessage; give them a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = eval_top(session, "JSON.stringify(window.results)").await?;
+    Ok(r["result"]["result"]["value"]
+        .as_str()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default())
 }
 
 fn indent(s: &str) -> String {
@@ -404,36 +547,26 @@ fn page_frame_name(tree: &FrameTreeView, frame_id: Option<&str>) -> &'static str
     }
 }
 
-/// A table of every dialog of the tab: type, frame, who closed it, what the page received.
+/// A table of every dialog of the tab: type, frame, who closed it, what the
+/// page received (`earlier`: what pages the tab has left received).
 async fn summarize(
     p: &Printer,
     session: &AgentSession,
     tree: &FrameTreeView,
+    earlier: Vec<Value>,
 ) -> Result<(), CliError> {
     let sup = session
         .supervisor()
         .await
         .map_err(|e| CliError(e.message))?;
-    // Results from iframes reach the top by postMessage; give them a moment.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let r = eval_top(session, "JSON.stringify(window.results)").await?;
-    let results: Vec<Value> = r["result"]["result"]["value"]
-        .as_str()
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or_default();
+    let mut results = earlier;
+    results.extend(page_results(session).await?);
     let mut used = vec![false; results.len()];
     p.say(format!(
-        "\n{:<5} {:<8} {:<28} {:<12} {:<22} {}",
+        "\n{:<5} {:<12} {:<28} {:<12} {:<22} {}",
         "id", "type", "frame", "closed by", "answer", "page received"
     ));
     let snap = sup.snapshot();
-    // The tree as it is now: an OOPIF's URL may have arrived after `tree` was taken.
-    let now_tree = &snap.frame_tree;
-    let tree = if now_tree.children.len() >= tree.children.len() {
-        now_tree
-    } else {
-        tree
-    };
     for c in &snap.recent_dialogs {
         let name = page_frame_name(tree, c.dialog.frame_id.as_deref());
         let received = results
@@ -446,7 +579,11 @@ async fn summarize(
                 used[i] = true;
                 r["value"].to_string()
             })
-            .unwrap_or_else(|| "?".into());
+            .unwrap_or_else(|| match (c.dialog.dialog_type.as_str(), c.accepted) {
+                // Its page is gone: leaving it is what the page received.
+                ("beforeunload", Some(true)) => "left the page".into(),
+                _ => "?".into(),
+            });
         let answer = match (c.accepted, &c.user_input) {
             (Some(true), Some(t)) => format!("accepted {t:?}"),
             (Some(true), None) => "accepted".into(),
@@ -454,7 +591,7 @@ async fn summarize(
             (None, _) => "closed".into(),
         };
         p.say(format!(
-            "{:<5} {:<8} {:<28} {:<12} {:<22} {}",
+            "{:<5} {:<12} {:<28} {:<12} {:<22} {}",
             c.dialog.id,
             c.dialog.dialog_type,
             frame_label(tree, c.dialog.frame_id.as_deref()),

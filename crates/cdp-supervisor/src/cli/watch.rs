@@ -128,7 +128,10 @@ pub async fn snapshot(config: Config, url: &str, settle_ms: u64) -> Result<(), C
             .await
             .map_err(|e| CliError(e.message))?;
         tokio::time::sleep(std::time::Duration::from_millis(settle_ms)).await;
-        let snap = session.browser_snapshot().await;
+        let snap = session
+            .browser_snapshot()
+            .await
+            .map_err(|e| CliError(e.message))?;
         println!(
             "{}",
             serde_json::to_string_pretty(&snap).unwrap_or_default()

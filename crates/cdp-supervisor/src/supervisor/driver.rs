@@ -20,6 +20,8 @@ use crate::cdp::connection::{
 };
 use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
+use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
+use crate::supervisor::events::{EventKind, EventLog};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{ClosedDialog, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{
@@ -159,9 +161,27 @@ pub enum CdpCallError {
 pub enum CallOutcome {
     /// Chromium replied.
     Reply(Value),
-    /// A dialog blocks the page: the call returned without its reply (which
-    /// may still come, and is dropped). These are the pending dialogs.
-    DialogPending(Vec<PendingDialog>),
+    /// A dialog blocks the command: it has not completed, but Chromium
+    /// queued it and runs it once the dialog closes. The supervisor keeps
+    /// waiting for its reply ([`Supervisor::take_completed_calls`],
+    /// [`Supervisor::completed_calls`]); resending it would run it twice.
+    Interrupted {
+        /// The id its completion will carry (`c-N`).
+        call_id: String,
+        /// The dialogs pending when the call returned.
+        pending_dialogs: Vec<PendingDialog>,
+    },
+}
+
+/// The supervised page as Chromium has it at this moment (`Target.getTargetInfo`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LivePage {
+    /// The page's target id.
+    pub target_id: String,
+    /// Its URL now.
+    pub url: String,
+    /// Its `document.title` now.
+    pub title: String,
 }
 
 /// How `navigate` ended.
@@ -228,7 +248,15 @@ struct Shared {
     id: u64,
     policy: DialogPolicy,
     command_timeout: Duration,
+    /// The current connection, for reads that must not wait on the event
+    /// loop (the live title); set by the driver.
+    live: LiveConnection,
+    happened: Arc<EventLog>,
+    calls: Arc<InterruptedCalls>,
+    dialog_timeout: Duration,
 }
+
+type LiveConnection = Arc<Mutex<Option<Connection>>>;
 
 static NEXT_SUPERVISOR_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -321,7 +349,12 @@ impl Supervisor {
         let (tree_tx, tree_rx) = oneshot::channel();
         let cancel = CancellationToken::new();
         let exited = CancellationToken::new();
+        let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
+        let dialog_timeout = opts.dialog_timeout;
+        let happened = Arc::new(EventLog::default());
         let mut driver = Driver {
+            live: live.clone(),
+            happened: happened.clone(),
             state,
             opts,
             ws_url: ws,
@@ -368,6 +401,10 @@ impl Supervisor {
                 id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 policy,
                 command_timeout,
+                live,
+                happened,
+                calls: Arc::new(InterruptedCalls::default()),
+                dialog_timeout,
             }),
         })
     }
@@ -502,6 +539,33 @@ impl Supervisor {
         }
     }
 
+    /// Waits, at most `within`, until the script that a just-answered dialog
+    /// of `frame_id` held up has run on: its renderer answers a
+    /// `Runtime.evaluate("0")` only once that script's task is over, so what
+    /// the script did (a new `document.title`, a queued command) is visible
+    /// to the next read. The OOPIF's own session for a dialog in an OOPIF,
+    /// else the page's. Gives up early when a new dialog opens (the script
+    /// is blocked again) or the call cannot be routed.
+    pub async fn settle_after_dialog(&self, frame_id: Option<&str>, within: Duration) {
+        let routed = match frame_id {
+            Some(f) => match self.route(Some(f)).await {
+                Ok(r) => Ok(r),
+                // A same-process frame runs on the page's renderer.
+                Err(CdpCallError::Route(RouteError::SameProcess { .. })) => self.route(None).await,
+                Err(e) => Err(e),
+            },
+            None => self.route(None).await,
+        };
+        let Ok((conn, session)) = routed else { return };
+        let probe = conn.send(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({"expression": "0"}),
+            within,
+        );
+        let _ = self.race_dialogs(probe, false).await;
+    }
+
     async fn route(&self, frame_id: Option<&str>) -> Result<(Connection, SessionId), CdpCallError> {
         let (tx, rx) = oneshot::channel();
         self.request(Request::Route {
@@ -514,9 +578,19 @@ impl Supervisor {
 
     /// Sends a raw CDP command over the supervisor's own connection: to the
     /// page session, or with `frame_id` of an OOPIF to its child session.
-    /// Returns early with [`CallOutcome::DialogPending`] when a dialog opens
-    /// during the call, or when one already blocks the page and no reply
-    /// comes within [`BLOCKED_CALL_GRACE`].
+    ///
+    /// Returns [`CallOutcome::Interrupted`] — within `timeout`, and at most
+    /// [`BLOCKED_CALL_GRACE`] after the dialog opened — when a dialog blocks
+    /// the command: one opens during the call, or one already blocked the
+    /// page and no reply came within the grace. The command is then still
+    /// queued in the page: the supervisor keeps waiting for its reply (at
+    /// most `dialog_timeout` + `timeout`) and records the outcome once
+    /// ([`Supervisor::take_completed_calls`]).
+    ///
+    /// # Errors
+    /// [`CdpCallError::Route`] for a `frame_id` that cannot take the call;
+    /// [`CdpCallError::Command`] for a CDP error, the `timeout` passing
+    /// with no dialog in the way, or the connection dropping.
     pub async fn cdp(
         &self,
         method: &str,
@@ -525,18 +599,123 @@ impl Supervisor {
         timeout: Duration,
     ) -> Result<CallOutcome, CdpCallError> {
         let (_conn, session) = self.route(frame_id).await?;
-        let reply = self.send_agent(Target::Session(session), method, params, timeout);
-        match self.race_dialogs(reply).await {
-            Ok(r) => Ok(CallOutcome::Reply(r?)),
-            Err(d) => Ok(CallOutcome::DialogPending(d)),
-        }
+        // The command's own deadline outlives the call: an interrupted
+        // command runs once its dialog is answered, and its outcome is kept.
+        let keep = timeout.saturating_add(self.shared.dialog_timeout);
+        // Through the driver and the core: in wire order with the events, so
+        // the core knows which navigations (and closed dialogs) it causes.
+        let mut reply = Box::pin(self.send_agent(Target::Session(session), method, params, keep));
+        let own_deadline = async {
+            tokio::select! {
+                r = &mut reply => Some(r),
+                () = tokio::time::sleep(timeout) => None,
+            }
+        };
+        let pending_dialogs = match self.race_dialogs(own_deadline, true).await {
+            Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
+            Ok(None) => {
+                let s = self.snapshot();
+                if s.pending_dialogs.is_empty() && !s.page_blocked {
+                    return Err(CdpCallError::Command(CommandError::Timeout {
+                        method: method.to_owned(),
+                        after: timeout,
+                    }));
+                }
+                s.pending_dialogs.clone()
+            }
+            Err(d) => d,
+        };
+        let call_id = self.shared.calls.begin(method);
+        let calls = self.shared.calls.clone();
+        let id = call_id.clone();
+        // Ends with the reply, the deadline, or the connection: never lingers.
+        tokio::spawn(async move {
+            let outcome = reply.await.map_err(|e| match e {
+                AgentCallError::Command(CommandError::Disconnected { .. }) => format!(
+                    "{e}; the command may or may not have run before the connection dropped"
+                ),
+                e => e.to_string(),
+            });
+            calls.complete(&id, outcome);
+        });
+        Ok(CallOutcome::Interrupted {
+            call_id,
+            pending_dialogs,
+        })
+    }
+
+    /// What happened, by kind and sequence number (`browser_wait`,
+    /// `event_seq`, the snapshot resource's updates).
+    pub fn events(&self) -> &EventLog {
+        &self.shared.happened
+    }
+
+    /// Interrupted calls that completed and were not handed out yet, oldest
+    /// first; each is handed out once (`browser_dialog`'s `completed_calls`).
+    pub fn take_completed_calls(&self) -> Vec<CompletedCall> {
+        self.shared.calls.take_undelivered()
+    }
+
+    /// The last 10 interrupted calls that completed, delivered or not
+    /// (the snapshot's `completed_calls`).
+    pub fn completed_calls(&self) -> Vec<CompletedCall> {
+        self.shared.calls.recent()
+    }
+
+    /// Waits until every interrupted call has completed, at most `within`.
+    pub async fn interrupted_calls_settled(&self, within: Duration) {
+        self.shared
+            .calls
+            .settled(tokio::time::Instant::now() + within)
+            .await
+    }
+
+    /// The page's URL and title as Chromium has them now
+    /// (`Target.getTargetInfo` on the browser session: answered by the
+    /// browser process, also while a dialog blocks the page). `None` when
+    /// not connected, no page is attached, or no answer came `within`.
+    /// Never waits on the event loop. [`Supervisor::snapshot`]'s `url` and
+    /// `title` are the last ones events told (the title is refreshed after
+    /// each load; Chromium sends no event when a script changes it).
+    pub async fn live_page(&self, within: Duration) -> Option<LivePage> {
+        let conn = self
+            .shared
+            .live
+            .lock()
+            .expect("live connection lock")
+            .clone()?;
+        let target_id = self.snapshot().frame_tree.top.as_ref()?.frame_id.clone();
+        let info = conn
+            .send(
+                None,
+                "Target.getTargetInfo",
+                json!({ "targetId": target_id }),
+                within,
+            )
+            .await
+            .ok()?;
+        let field = |k: &str| {
+            info.pointer(&format!("/targetInfo/{k}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        Some(LivePage {
+            target_id,
+            url: field("url")?,
+            title: field("title").unwrap_or_default(),
+        })
     }
 
     /// Runs `fut` unless a dialog blocks the page first: a new pending
     /// dialog (under an auto policy, only one the policy could not answer),
-    /// or — when one already blocked the page at the start — no result
-    /// within [`BLOCKED_CALL_GRACE`]. `Err` carries the pending dialogs.
-    async fn race_dialogs<F, T>(&self, fut: F) -> Result<T, Vec<PendingDialog>>
+    /// or — when `existing_block` and one already blocked the page at the
+    /// start — no result within [`BLOCKED_CALL_GRACE`]. `Err` carries the
+    /// pending dialogs.
+    async fn race_dialogs<F, T>(
+        &self,
+        fut: F,
+        existing_block: bool,
+    ) -> Result<T, Vec<PendingDialog>>
     where
         F: Future<Output = T>,
     {
@@ -563,7 +742,7 @@ impl Supervisor {
             }
         };
         let grace = async {
-            if blocked_at_start {
+            if blocked_at_start && existing_block {
                 tokio::time::sleep(BLOCKED_CALL_GRACE).await;
                 let s = self.snapshot();
                 // Released meanwhile: nothing blocks the call any more.
@@ -610,9 +789,13 @@ impl Supervisor {
             .is_some_and(|v| v == "complete")
     }
 
-    /// Navigates the page (`Page.navigate`) and waits for its load event, at
-    /// most `timeout`. Returns promptly with the pending dialog when one
-    /// opens first. A navigation error (`errorText`) is a
+    /// Navigates the page (`Page.navigate`) and waits for its document's
+    /// load (`Page.lifecycleEvent{name:"load"}` with the navigation's
+    /// `loaderId`, or the page found loaded when asked), at most `timeout`.
+    /// Returns promptly with the pending dialogs when a new one opens first
+    /// (during load, or a `beforeunload` of the page being left); dialogs
+    /// already pending when it starts do not count — this navigation
+    /// releases them. A navigation error (`errorText`) is a
     /// [`CommandError::Protocol`] with code 0.
     pub async fn navigate(
         &self,
@@ -628,7 +811,7 @@ impl Supervisor {
             json!({"url": url}),
             timeout,
         );
-        let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply)).await {
+        let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply, false)).await {
             Err(_) => return Ok(NavigateOutcome::LoadTimeout),
             Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
             Ok(Ok(r)) => r?,
@@ -675,7 +858,7 @@ impl Supervisor {
             }
         };
         Ok(
-            match tokio::time::timeout_at(deadline, self.race_dialogs(load)).await {
+            match tokio::time::timeout_at(deadline, self.race_dialogs(load, false)).await {
                 Err(_) => NavigateOutcome::LoadTimeout,
                 Ok(Err(d)) => NavigateOutcome::DialogPending(d),
                 Ok(Ok(())) => NavigateOutcome::Loaded,
@@ -688,6 +871,10 @@ type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
 struct Driver {
+    /// Mirrors `conn` for [`Supervisor::live_page`].
+    live: LiveConnection,
+    /// What happened, by kind ([`Driver::announce`]).
+    happened: Arc<EventLog>,
     state: State,
     opts: SupervisorOptions,
     ws_url: String,
@@ -738,6 +925,21 @@ async fn poll_slot<T>(slot: &mut Option<BoxFuture<T>>) -> T {
 }
 
 impl Driver {
+    /// Records `notice` in the event log (what `browser_wait` and the
+    /// snapshot resource watch) and sends it to live watchers.
+    fn announce(&self, notice: Notice) {
+        let top = self.state.top_target().map(|t| t.0.as_str());
+        if let Some(kind) = EventKind::of(&notice, top) {
+            self.happened.record(kind);
+        }
+        let _ = self.notices.send(notice);
+    }
+
+    fn set_conn(&mut self, conn: Option<Connection>) {
+        *self.live.lock().expect("live connection lock") = conn.clone();
+        self.conn = conn;
+    }
+
     async fn run(&mut self, cancel: CancellationToken) {
         loop {
             let timeout = if self.conn.is_some() {
@@ -769,7 +971,7 @@ impl Driver {
                 _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
                     if self.local.as_mut().is_some_and(LocalChromium::has_exited) {
                         tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
-                        let _ = self.notices.send(connection_notice(ConnectionStatus::Closed));
+                        self.announce(connection_notice(ConnectionStatus::Closed));
                         break;
                     }
                 }
@@ -791,10 +993,10 @@ impl Driver {
                             tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
                             self.ws_url = ws;
                             self.failures = 0;
-                            self.conn = Some(conn);
+                            self.set_conn(Some(conn));
                             self.events = Some(events);
                             self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
-                            let _ = self.notices.send(connection_notice(ConnectionStatus::Connected));
+                            self.announce(connection_notice(ConnectionStatus::Connected));
                         }
                         Err(e) => {
                             self.failures += 1;
@@ -804,7 +1006,7 @@ impl Driver {
                                     failures = self.failures,
                                     "giving up: the CDP endpoint did not come back ({e})"
                                 );
-                                let _ = self.notices.send(connection_notice(ConnectionStatus::Closed));
+                                self.announce(connection_notice(ConnectionStatus::Closed));
                                 break;
                             }
                             self.schedule_reconnect();
@@ -814,7 +1016,7 @@ impl Driver {
             }
             self.flush();
         }
-        self.conn = None;
+        self.set_conn(None);
         self.events = None;
         self.publish(ConnectionStatus::Closed);
         for (_, tx) in self.calls.drain() {
@@ -947,7 +1149,7 @@ impl Driver {
             return;
         }
         tracing::warn!(endpoint = %self.shown_url, "CDP connection dropped ({reason}); reconnecting");
-        self.conn = None;
+        self.set_conn(None);
         self.events = None;
         self.reattach = None;
         // The state forgets dead sessions but keeps dialogs and their
@@ -963,9 +1165,7 @@ impl Driver {
             self.on_reply(target, purpose, &method, Err(e));
         }
         self.tree_pending = 0;
-        let _ = self
-            .notices
-            .send(connection_notice(ConnectionStatus::Reconnecting));
+        self.announce(connection_notice(ConnectionStatus::Reconnecting));
         self.failures = 0;
         self.schedule_reconnect();
     }
@@ -1065,7 +1265,7 @@ impl Driver {
                     if matches!(n, Notice::PageGone { .. }) {
                         self.schedule_reattach();
                     }
-                    let _ = self.notices.send(n);
+                    self.announce(n);
                 }
                 Output::AnswerDone { ticket, result } => {
                     if let Some(tx) = self.tickets.remove(&ticket) {

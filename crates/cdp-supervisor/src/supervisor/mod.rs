@@ -2,7 +2,9 @@
 //! them, and the [`registry`] of supervisors by task id.
 
 pub mod bridge;
+pub mod calls;
 pub mod driver;
+pub mod events;
 pub mod policy;
 pub mod registry;
 pub mod snapshot;

@@ -3,14 +3,21 @@
 //! [`Registry::get_or_start`] is idempotent and safe under concurrent calls:
 //! calls for the same task wait for one start and share its supervisor;
 //! calls for different tasks run in parallel. A new endpoint for a task
-//! stops the old supervisor first and starts a fresh one (no state is
-//! reused across endpoints). A supervisor that gives up (its endpoint never
-//! came back) removes its own entry — only if it is still the registered one.
+//! starts a fresh supervisor *beside* the old one and swaps only when it
+//! attached: a rebind that fails leaves the old supervisor registered and
+//! working (no state is ever reused across endpoints). A supervisor that
+//! gives up (its endpoint never came back) removes its own entry — only if
+//! it is still the registered one.
+//!
+//! Readers never wait: [`Registry::get`] and [`Registry::is_starting`]
+//! answer at once, also while a start, a rebind or a stop of the same task
+//! is in progress.
 
 use crate::browser::LaunchOptions;
 use crate::cdp::endpoint::redact_url;
 use crate::supervisor::driver::{StartError, Supervisor, SupervisorOptions};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -41,18 +48,49 @@ impl Endpoint {
     }
 }
 
+#[derive(Clone)]
 struct Entry {
     key: String,
     target: Option<String>,
     supervisor: Supervisor,
 }
 
-type Slot = Arc<AsyncMutex<Option<Entry>>>;
+/// One task's place in the registry. `changing` serializes starts, rebinds
+/// and stops of the task; `current` is what readers see, swapped in one
+/// step under a plain lock that is never held across an await.
+#[derive(Default)]
+struct SlotInner {
+    changing: AsyncMutex<()>,
+    current: Mutex<Option<Entry>>,
+    starting: AtomicBool,
+}
+
+impl SlotInner {
+    fn current(&self) -> Option<Entry> {
+        self.current.lock().expect("slot lock").clone()
+    }
+
+    fn replace(&self, entry: Option<Entry>) -> Option<Entry> {
+        std::mem::replace(&mut *self.current.lock().expect("slot lock"), entry)
+    }
+}
+
+type Slot = Arc<SlotInner>;
 
 /// Supervisors by task id. Cheap to clone (shared).
 #[derive(Clone, Default)]
 pub struct Registry {
     slots: Arc<Mutex<HashMap<String, Slot>>>,
+}
+
+/// Clears [`SlotInner::starting`] however the start ends (also when the
+/// caller's future is dropped mid-start).
+struct Starting<'a>(&'a AtomicBool);
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Registry {
@@ -70,6 +108,14 @@ impl Registry {
             .clone()
     }
 
+    fn existing_slot(&self, task_id: &str) -> Option<Slot> {
+        self.slots
+            .lock()
+            .expect("registry lock")
+            .get(task_id)
+            .cloned()
+    }
+
     fn is_current(&self, task_id: &str, slot: &Slot) -> bool {
         self.slots
             .lock()
@@ -79,9 +125,14 @@ impl Registry {
     }
 
     /// The running supervisor of `task_id`, started on `endpoint` if there
-    /// is none. The same endpoint (and target) returns the same supervisor;
-    /// another endpoint stops the old one first. A start failure is returned
-    /// at once and leaves no entry.
+    /// is none. The same endpoint (and target) returns the same supervisor.
+    /// Another endpoint starts a new supervisor first and, once it has
+    /// attached, stops the old one; if the new one fails, the old one stays
+    /// registered and running ([`Registry::get`] still returns it).
+    ///
+    /// # Errors
+    /// The new supervisor's [`StartError`], returned at once; a task that
+    /// had no supervisor is left with no entry.
     pub async fn get_or_start(
         &self,
         task_id: &str,
@@ -90,41 +141,48 @@ impl Registry {
     ) -> Result<Supervisor, StartError> {
         loop {
             let slot = self.slot(task_id);
-            let mut entry = slot.lock().await;
+            let changing = slot.changing.lock().await;
             if !self.is_current(task_id, &slot) {
                 // Removed while we waited: take the fresh slot.
                 continue;
             }
-            if let Some(e) = entry.as_ref() {
-                if e.key == endpoint.key()
-                    && e.target == opts.target_id
-                    && e.supervisor.is_running()
-                {
-                    return Ok(e.supervisor.clone());
-                }
+            let old = slot.current();
+            if let Some(e) = &old
+                && e.key == endpoint.key()
+                && e.target == opts.target_id
+                && e.supervisor.is_running()
+            {
+                return Ok(e.supervisor.clone());
+            }
+            if old.is_some() {
                 tracing::info!(task_id, "rebinding to {}", endpoint.describe());
-                let old = entry.take().expect("checked");
-                old.supervisor.stop().await;
             }
             let target = opts.target_id.clone();
-            let started = match &endpoint {
-                Endpoint::Url(u) => Supervisor::start(u, opts).await,
-                Endpoint::Local(launch) => Supervisor::start_local(launch, opts).await,
+            slot.starting.store(true, Ordering::SeqCst);
+            let started = {
+                let _starting = Starting(&slot.starting);
+                match &endpoint {
+                    Endpoint::Url(u) => Supervisor::start(u, opts).await,
+                    Endpoint::Local(launch) => Supervisor::start_local(launch, opts).await,
+                }
             };
             let supervisor = match started {
                 Ok(s) => s,
                 Err(e) => {
-                    drop(entry);
-                    self.remove_if_empty(task_id, &slot).await;
+                    drop(changing);
+                    self.remove_if_empty(task_id, &slot);
                     return Err(e);
                 }
             };
-            *entry = Some(Entry {
+            let replaced = slot.replace(Some(Entry {
                 key: endpoint.key(),
                 target,
                 supervisor: supervisor.clone(),
-            });
+            }));
             self.watch_exit(task_id, &slot, &supervisor);
+            if let Some(old) = replaced {
+                old.supervisor.stop().await;
+            }
             return Ok(supervisor);
         }
     }
@@ -139,59 +197,57 @@ impl Registry {
         tokio::spawn(async move {
             exited.cancelled().await;
             let Some(slot) = slot.upgrade() else { return };
-            let mut entry = slot.lock().await;
-            if entry.as_ref().is_some_and(|e| e.supervisor.id() == id) {
-                *entry = None;
-                drop(entry);
-                registry.remove_if_empty(&task_id, &slot).await;
+            let _changing = slot.changing.lock().await;
+            let mine = slot.current().is_some_and(|e| e.supervisor.id() == id);
+            if mine {
+                slot.replace(None);
+                registry.remove_if_empty(&task_id, &slot);
             }
         });
     }
 
-    async fn remove_if_empty(&self, task_id: &str, slot: &Slot) {
-        let guard = slot.lock().await;
-        if guard.is_none() {
-            let mut slots = self.slots.lock().expect("registry lock");
-            if slots.get(task_id).is_some_and(|s| Arc::ptr_eq(s, slot)) {
-                slots.remove(task_id);
-            }
+    /// Forgets the task's slot when it holds no supervisor and no start is
+    /// under way. Call with the slot's `changing` lock released or held.
+    fn remove_if_empty(&self, task_id: &str, slot: &Slot) {
+        if slot.current().is_some() || slot.starting.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut slots = self.slots.lock().expect("registry lock");
+        if slots.get(task_id).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(task_id);
         }
     }
 
-    /// The running supervisor of `task_id`, if any (waits for a start in progress).
-    pub async fn get(&self, task_id: &str) -> Option<Supervisor> {
-        let slot = self
-            .slots
-            .lock()
-            .expect("registry lock")
-            .get(task_id)
-            .cloned()?;
-        let entry = slot.lock().await;
-        entry
-            .as_ref()
-            .map(|e| e.supervisor.clone())
+    /// The running supervisor of `task_id`, if any. Never waits: during a
+    /// rebind it is the old supervisor until the new one has attached;
+    /// during a first start it is `None` ([`Registry::is_starting`] says so).
+    pub fn get(&self, task_id: &str) -> Option<Supervisor> {
+        self.existing_slot(task_id)?
+            .current()
+            .map(|e| e.supervisor)
             .filter(Supervisor::is_running)
     }
 
+    /// Whether a supervisor for `task_id` is being started (or rebound) now.
+    pub fn is_starting(&self, task_id: &str) -> bool {
+        self.existing_slot(task_id)
+            .is_some_and(|s| s.starting.load(Ordering::SeqCst))
+    }
+
     /// Stops `task_id`'s supervisor (and its local Chromium) and forgets it.
-    /// Returns whether there was one.
+    /// A start in progress for the task finishes first (bounded by its
+    /// attach deadline) and is then stopped too. Returns whether there was one.
     pub async fn stop(&self, task_id: &str) -> bool {
-        let Some(slot) = self
-            .slots
-            .lock()
-            .expect("registry lock")
-            .get(task_id)
-            .cloned()
-        else {
+        let Some(slot) = self.existing_slot(task_id) else {
             return false;
         };
-        let mut entry = slot.lock().await;
-        let old = entry.take();
-        drop(entry);
+        let changing = slot.changing.lock().await;
+        let old = slot.replace(None);
         if let Some(e) = &old {
             e.supervisor.stop().await;
         }
-        self.remove_if_empty(task_id, &slot).await;
+        drop(changing);
+        self.remove_if_empty(task_id, &slot);
         old.is_some()
     }
 

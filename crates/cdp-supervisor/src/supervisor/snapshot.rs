@@ -141,6 +141,9 @@ pub enum ConnectionStatus {
     Reconnecting,
     /// The supervisor stopped (gave up, or was stopped).
     Closed,
+    /// No supervisor yet: one is being started (attaching, or launching
+    /// Chromium). Only the tools layer says this; a running supervisor never does.
+    Connecting,
 }
 
 /// Everything the supervisor knows, as `browser_snapshot` shows it.

@@ -109,7 +109,11 @@ impl Harness {
                 assert!(v.get("exceptionDetails").is_none(), "{expression}: {v}");
                 v["result"]["value"].clone()
             }
-            CallOutcome::DialogPending(d) => panic!("{expression}: interrupted by dialogs {d:?}"),
+            CallOutcome::Interrupted {
+                pending_dialogs, ..
+            } => {
+                panic!("{expression}: interrupted by dialogs {pending_dialogs:?}")
+            }
         }
     }
 

@@ -2,24 +2,37 @@
 # End-to-end test of `cdp-supervisor mcp` with the official MCP Python SDK.
 #
 #   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor
+#   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor truth.py [ARGS…]
+#   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor push.py [ARGS…]
 #
-# Creates (or reuses) a virtualenv with the `mcp` package, then runs
-# client.py against the given binary over stdio and streamable HTTP.
-# Needs python3 (with venv), network access for the first pip install, and
-# Chromium on PATH. Exits non-zero on any failure.
+# Creates (or reuses) a virtualenv with the `mcp` package, then runs a script
+# of this folder against the given binary: client.py (the default: stdio and
+# streamable HTTP), truth.py (what the agent reads is true) or push.py (the
+# snapshot resource and its notifications, browser_wait, ask_user, policy per
+# type, output schemas); ARGS such as `--only NAME` or `--serial` go to it
+# (truth.py and push.py share common.py). Needs python3 (with venv), network
+# access for the first pip install, and Chromium on PATH. Exits non-zero on
+# any failure.
 #
 # MCP_CLIENT_VENV: where the virtualenv lives
 #   (default: ${TMPDIR:-/tmp}/cdp-supervisor-mcp-client-venv).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [ $# -ne 1 ]; then
-    echo "usage: $0 PATH/TO/cdp-supervisor" >&2
+if [ $# -lt 1 ]; then
+    echo "usage: $0 PATH/TO/cdp-supervisor [SCRIPT.py [ARGS…]]   (SCRIPT: client.py, the default, truth.py or push.py)" >&2
     exit 2
 fi
+given="$1"
 binary="$(realpath "$1")"
+script="${2:-client.py}"
+shift $(( $# < 2 ? $# : 2 ))
+if [ ! -f "$here/$script" ]; then
+    echo "mcp_client: no script $script in $here" >&2
+    exit 2
+fi
 if [ ! -x "$binary" ]; then
-    echo "mcp_client: $1 is not an executable; build it with cargo build -p cdp-supervisor" >&2
+    echo "mcp_client: $given is not an executable; build it with cargo build -p cdp-supervisor" >&2
     exit 1
 fi
 if ! command -v python3 >/dev/null; then
@@ -30,11 +43,16 @@ fi
 # The client API used (mcp.Client, StdioServerParameters) is the SDK's 2.x.
 MCP_REQUIREMENT='mcp>=2.3,<3'
 venv="${MCP_CLIENT_VENV:-${TMPDIR:-/tmp}/cdp-supervisor-mcp-client-venv}"
+# Two runs at once (the Rust tests run in parallel) must not build it twice.
+exec 9>"$venv.lock"
+flock 9
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
 if ! "$venv/bin/python" -c 'import mcp; from mcp import Client' 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check "$MCP_REQUIREMENT"
 fi
+flock -u 9
+exec 9>&-
 
-exec "$venv/bin/python" "$here/client.py" "$binary"
+exec "$venv/bin/python" "$here/$script" "$binary" "$@"

@@ -40,6 +40,9 @@ pub struct Frames {
     /// by a commit or a tree reply, so a lifecycle event of a new document
     /// arriving before its commit cannot pass the old frames off as its own.
     doc_loader: Option<String>,
+    /// The last loader announced with [`super::Notice::PageLoaded`]: the
+    /// lifecycle event and the load event both announce a load, once.
+    loaded_loader: Option<String>,
 }
 
 impl Frames {
@@ -76,6 +79,16 @@ impl Frames {
         if Some(frame) == self.top.as_ref() {
             self.top_loader = Some(loader);
         }
+    }
+
+    /// Whether a load of the top document of `loader` is news (not yet
+    /// announced); records it. A load with no loader is always news.
+    pub fn load_is_news(&mut self, loader: Option<&String>) -> bool {
+        if loader.is_some() && loader == self.loaded_loader.as_ref() {
+            return false;
+        }
+        self.loaded_loader = loader.cloned();
+        true
     }
 
     /// Marks the tree as missing frames (a session past its bound).

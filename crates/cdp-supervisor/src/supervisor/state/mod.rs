@@ -336,7 +336,15 @@ impl State {
                 }
             }
             Event::Lifecycle(l) => {
-                if self.targets.is_top(session_id) {
+                if self.targets.is_top(session_id) && Some(&l.frame_id) == self.frames.top() {
+                    // A load event for a loader is proof that its document
+                    // loaded, whatever frameNavigated said (or did not say).
+                    if l.name == "load" && self.frames.load_is_news(Some(&l.loader_id)) {
+                        self.out.notice(Notice::PageLoaded {
+                            url: self.frames.top_url().to_owned(),
+                            loader_id: Some(l.loader_id.clone()),
+                        });
+                    }
                     self.frames.set_top_loader(&l.frame_id, l.loader_id);
                 }
             }
@@ -507,8 +515,10 @@ impl State {
                 if let Some(url) = field("url") {
                     self.frames.set_top_url(url);
                 }
-                let url = self.frames.top_url().to_owned();
-                self.out.notice(Notice::PageLoaded { url, loader_id });
+                if self.frames.load_is_news(loader_id.as_ref()) {
+                    let url = self.frames.top_url().to_owned();
+                    self.out.notice(Notice::PageLoaded { url, loader_id });
+                }
             }
             Purpose::Agent { call } => {
                 self.navs

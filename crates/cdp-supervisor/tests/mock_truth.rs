@@ -1,0 +1,276 @@
+//! Scenario tests on the mock CDP endpoint for what the agent reads being
+//! true (issue 7) in orderings real Chromium will not produce on demand:
+//! a load told only by its loader's lifecycle event, a navigation away from
+//! a dialog whose commit is slow, a command a dialog interrupts and that
+//! completes later, the live title, and a rebind that fails or stalls.
+
+mod mock_support;
+
+use cdp_mock::{MockCdp, Reply};
+use cdp_supervisor::supervisor::driver::{CallOutcome, NavigateOutcome, Supervisor};
+use cdp_supervisor::supervisor::policy::DialogPolicy;
+use cdp_supervisor::supervisor::registry::{Endpoint, Registry};
+use mock_support::*;
+use serde_json::json;
+use std::time::Duration;
+
+const NAVIGATE: Duration = Duration::from_secs(4);
+
+async fn open_alert(mock: &MockCdp, sup: &Supervisor) {
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        json!({"url": "http://a.test/", "frameId": "T1", "message": "hi", "type": "alert"}),
+    )
+    .await;
+    wait_snapshot(sup, "the alert is pending", |s| {
+        s.pending_dialogs.len() == 1
+    })
+    .await;
+}
+
+/// DESIGN (CDP facts): a `lifecycleEvent{name:"load"}` for the navigation's
+/// `loaderId` proves its document loaded, with no `frameNavigated` and no
+/// `loadEventFired` at all (a new tab's first navigation can look like this).
+#[tokio::test]
+async fn navigate_ends_on_its_loaders_lifecycle_load_without_frame_navigated() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Page.navigate",
+        Reply::result(json!({"frameId": "T1", "loaderId": "L2"})),
+    );
+    let nav = {
+        let sup = sup.clone();
+        tokio::spawn(async move { sup.navigate("http://a.test/next", NAVIGATE).await })
+    };
+    nth_command(&mock, "Page.navigate", Some("S1"), 1).await;
+    // Another document's load first: it must not end the wait.
+    mock.emit(
+        Some("S1"),
+        "Page.lifecycleEvent",
+        json!({"frameId": "T1", "loaderId": "L-OLD", "name": "load", "timestamp": 1.0}),
+    )
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.lifecycleEvent",
+        json!({"frameId": "T1", "loaderId": "L2", "name": "load", "timestamp": 2.0}),
+    )
+    .await;
+    let out = nav.await.expect("join").expect("navigate");
+    assert!(matches!(out, NavigateOutcome::Loaded), "{out:?}");
+    sup.stop().await;
+}
+
+/// Issue 8, defect 5: navigating away from an unanswerable dialog (the
+/// remedy) does not come back with `dialog_pending` for that very dialog
+/// when the commit takes longer than the blocked-call grace.
+#[tokio::test]
+async fn navigating_away_from_a_pending_dialog_does_not_report_it_when_the_commit_is_slow() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    open_alert(&mock, &sup).await;
+    mock.on(
+        "Page.navigate",
+        Reply::result(json!({"frameId": "T1", "loaderId": "L2"}))
+            .after(Duration::from_millis(1_200))
+            .emit_first(
+                Some("S1"),
+                "Page.javascriptDialogClosed",
+                json!({"frameId": "T1", "result": false, "userInput": ""}),
+            ),
+    );
+    let nav = {
+        let sup = sup.clone();
+        tokio::spawn(async move { sup.navigate("http://a.test/next", NAVIGATE).await })
+    };
+    nth_command(&mock, "Page.navigate", Some("S1"), 1).await;
+    wait_snapshot(&sup, "the alert closed", |s| s.pending_dialogs.is_empty()).await;
+    mock.emit(
+        Some("S1"),
+        "Page.lifecycleEvent",
+        json!({"frameId": "T1", "loaderId": "L2", "name": "load", "timestamp": 2.0}),
+    )
+    .await;
+    let out = nav.await.expect("join").expect("navigate");
+    assert!(matches!(out, NavigateOutcome::Loaded), "{out:?}");
+    sup.stop().await;
+}
+
+/// DESIGN ("Calls a dialog interrupts"): a command a dialog blocks returns
+/// as interrupted, the supervisor keeps waiting, and the reply that comes
+/// once the dialog closes is handed out exactly once.
+#[tokio::test]
+async fn an_interrupted_command_completes_later_and_is_handed_out_once() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    open_alert(&mock, &sup).await;
+    mock.on(
+        "Runtime.evaluate",
+        Reply::result(json!({"result": {"type": "number", "value": 1}}))
+            .after(Duration::from_millis(1_500)),
+    );
+    let out = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "++window.counter"}),
+            None,
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("cdp");
+    let CallOutcome::Interrupted {
+        call_id,
+        pending_dialogs,
+    } = out
+    else {
+        panic!("expected an interrupted call, got {out:?}");
+    };
+    assert_eq!(pending_dialogs.len(), 1);
+    assert!(sup.take_completed_calls().is_empty(), "not completed yet");
+    sup.interrupted_calls_settled(Duration::from_secs(5)).await;
+    let done = sup.take_completed_calls();
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done[0].call_id, call_id);
+    assert_eq!(done[0].method, "Runtime.evaluate");
+    assert_eq!(
+        done[0].result,
+        Some(json!({"result": {"type": "number", "value": 1}}))
+    );
+    assert!(sup.take_completed_calls().is_empty(), "handed out once");
+    assert_eq!(sup.completed_calls(), done, "still listed for the snapshot");
+    assert_eq!(
+        mock.commands_named("Runtime.evaluate")
+            .iter()
+            .filter(|c| c.params["expression"] == "++window.counter")
+            .count(),
+        1,
+        "sent once"
+    );
+    sup.stop().await;
+}
+
+/// An interrupted command whose connection drops is completed with an
+/// error that says it may or may not have run: never "lost" silently.
+#[tokio::test]
+async fn an_interrupted_command_cut_by_a_drop_completes_with_an_error() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    open_alert(&mock, &sup).await;
+    mock.on("Runtime.evaluate", Reply::never());
+    let out = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "1"}),
+            None,
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("cdp");
+    assert!(matches!(out, CallOutcome::Interrupted { .. }), "{out:?}");
+    mock.drop_connections(cdp_mock::Disconnect::Reset).await;
+    sup.interrupted_calls_settled(Duration::from_secs(5)).await;
+    let done = sup.take_completed_calls();
+    assert_eq!(done.len(), 1, "{done:?}");
+    let error = done[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("may or may not have run"), "{error}");
+    sup.stop().await;
+}
+
+/// The live title comes from `Target.getTargetInfo` at read time; the
+/// library's instant snapshot keeps the last title events told.
+#[tokio::test]
+async fn live_page_reads_the_title_chromium_has_now() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Target.getTargetInfo",
+        Reply::result(json!({"targetInfo": {"targetId": "T1", "type": "page", "title": "confirm:true", "url": "http://a.test/page", "attached": true, "canAccessOpener": false}})),
+    );
+    let live = sup
+        .live_page(Duration::from_secs(1))
+        .await
+        .expect("live page");
+    assert_eq!(live.title, "confirm:true");
+    assert_eq!(live.url, "http://a.test/page");
+    let asked = mock.commands_named("Target.getTargetInfo");
+    let last = asked.last().expect("asked");
+    assert_eq!(
+        last.session_id, None,
+        "browser level: answered while a dialog blocks the page"
+    );
+    assert_eq!(last.params["targetId"], "T1");
+    sup.stop().await;
+}
+
+/// Issue 7, item 5: a rebind that fails leaves the working supervisor
+/// registered and running.
+#[tokio::test]
+async fn a_failed_rebind_keeps_the_old_supervisor() {
+    let mock = MockCdp::start().await;
+    let registry = Registry::new();
+    let old = registry
+        .get_or_start(
+            "task",
+            Endpoint::Url(mock.ws_url()),
+            opts(DialogPolicy::MustRespond),
+        )
+        .await
+        .expect("start");
+    let dead = MockCdp::start().await;
+    dead.refuse_connections(true);
+    let err = registry
+        .get_or_start(
+            "task",
+            Endpoint::Url(dead.ws_url()),
+            opts(DialogPolicy::MustRespond),
+        )
+        .await
+        .expect_err("the dead endpoint fails");
+    drop(err);
+    let now = registry.get("task").expect("still registered");
+    assert_eq!(now.id(), old.id());
+    assert!(old.is_running());
+    open_alert(&mock, &old).await;
+    registry.stop_all().await;
+}
+
+/// Issue 7, item 4: readers never wait on a rebind in progress: while the
+/// new endpoint stalls, `get` answers (it takes no async lock) with the old
+/// supervisor and `is_starting` says a start is under way.
+#[tokio::test]
+async fn readers_see_the_old_supervisor_while_a_rebind_stalls() {
+    let mock = MockCdp::start().await;
+    let registry = Registry::new();
+    let old = registry
+        .get_or_start(
+            "task",
+            Endpoint::Url(mock.ws_url()),
+            opts(DialogPolicy::MustRespond),
+        )
+        .await
+        .expect("start");
+    let stalled = MockCdp::start().await;
+    stalled.stall_connections(true);
+    let rebind = {
+        let registry = registry.clone();
+        let url = stalled.ws_url();
+        tokio::spawn(async move {
+            registry
+                .get_or_start("task", Endpoint::Url(url), opts(DialogPolicy::MustRespond))
+                .await
+        })
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !registry.is_starting("task") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the rebind never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(registry.get("task").map(|s| s.id()), Some(old.id()));
+    assert!(
+        rebind.await.expect("join").is_err(),
+        "the stalled endpoint fails by its deadline"
+    );
+    assert!(!registry.is_starting("task"));
+    assert_eq!(registry.get("task").map(|s| s.id()), Some(old.id()));
+    registry.stop_all().await;
+}
