@@ -379,7 +379,7 @@ fuzz_target!(|input: Input| {
     };
     let mut run = Run {
         st: State::new(Options {
-            policy,
+            policy: policy.into(),
             dialog_timeout: Duration::from_millis(u64::from(input.dialog_timeout_ms)),
             ..Default::default()
         }),

@@ -79,8 +79,8 @@ async fn main() {
     })
     .await
     .expect("launch");
-    let opts = |policy| SupervisorOptions {
-        policy,
+    let opts = |policy: DialogPolicy| SupervisorOptions {
+        policy: policy.into(),
         ..Default::default()
     };
 

@@ -5,7 +5,8 @@
 //! browser:
 //!   cdp_url: ""                 # empty: launch local Chromium
 //!   cloud_provider: local       # local | browserbase | browser-use | firecrawl | camofox
-//!   dialog_policy: must_respond # must_respond | auto_dismiss | auto_accept
+//!   dialog_policy: must_respond # must_respond | auto_dismiss | auto_accept, or one per type:
+//!                               # {alert: auto_accept, confirm: must_respond} (left out: must_respond)
 //!   dialog_timeout_s: 300       # must_respond watchdog, seconds, > 0
 //!   chromium_path: ""           # empty: find it on PATH
 //!   chromium_args: []           # extra flags for a launched Chromium
@@ -30,7 +31,7 @@
 //! ```
 
 use crate::browser::LaunchOptions;
-use crate::supervisor::policy::DialogPolicy;
+use crate::supervisor::policy::{DIALOG_TYPES, DialogPolicies, DialogPolicy, PolicyError};
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -77,8 +78,8 @@ pub struct BrowserConfig {
     pub cdp_url: String,
     /// The backend that provides the browser.
     pub cloud_provider: CloudProvider,
-    /// What happens when a dialog opens.
-    pub dialog_policy: DialogPolicy,
+    /// What happens when a dialog opens, per dialog type.
+    pub dialog_policy: DialogPolicies,
     /// Seconds the `must_respond` watchdog waits before dismissing a dialog;
     /// finite and > 0.
     pub dialog_timeout_s: f64,
@@ -96,7 +97,7 @@ impl Default for BrowserConfig {
         BrowserConfig {
             cdp_url: String::new(),
             cloud_provider: CloudProvider::Local,
-            dialog_policy: DialogPolicy::MustRespond,
+            dialog_policy: DialogPolicies::uniform(DialogPolicy::MustRespond),
             dialog_timeout_s: DEFAULT_DIALOG_TIMEOUT_S,
             chromium_path: String::new(),
             chromium_args: Vec::new(),
@@ -248,6 +249,32 @@ fn bad_value(key: &str, value: &str, allowed: &str) -> ConfigError {
     }
 }
 
+/// A `browser.dialog_policy` value refused: names the type or the policy
+/// that was wrong, and what is allowed.
+fn policy_error(value: &str, e: PolicyError) -> ConfigError {
+    const KEY: &str = "browser.dialog_policy";
+    match e {
+        PolicyError::UnknownType(t) => ConfigError::BadValue {
+            key: KEY.to_owned(),
+            value: format!("type {t:?}"),
+            allowed: format!("types {}", DIALOG_TYPES.join(", ")),
+            origin: None,
+        },
+        PolicyError::UnknownPolicy {
+            r#type: Some(t),
+            value,
+        } => bad_value(&format!("{KEY}.{t}"), &value, DialogPolicy::ALLOWED),
+        PolicyError::UnknownPolicy { r#type: None, .. } => {
+            bad_value(KEY, value, DialogPolicy::ALLOWED)
+        }
+        PolicyError::Unreadable(_) => bad_value(
+            KEY,
+            value,
+            "must_respond, auto_dismiss, auto_accept, or a map of dialog type to one of them, e.g. {alert: auto_accept, confirm: must_respond}",
+        ),
+    }
+}
+
 fn unknown_key(key: &str) -> ConfigError {
     ConfigError::UnknownKey {
         key: key.to_owned(),
@@ -367,6 +394,19 @@ impl Config {
                 }
                 match value {
                     Value::Null => self.reset(&key),
+                    Value::Object(map) if key == "browser.dialog_policy" => {
+                        let mut pairs = Vec::new();
+                        for (t, v) in &map {
+                            let v = scalar_text(v).ok_or_else(|| {
+                                bad_value(&format!("{key}.{t}"), &compact(v), DialogPolicy::ALLOWED)
+                            })?;
+                            pairs.push((t.clone(), v));
+                        }
+                        self.browser.dialog_policy = DialogPolicies::from_pairs(
+                            pairs.iter().map(|(t, v)| (t.as_str(), v.as_str())),
+                        )
+                        .map_err(|e| policy_error(&compact(&Value::Object(map.clone())), e))?;
+                    }
                     Value::Array(items) if key == "browser.chromium_args" => {
                         self.browser.chromium_args = items
                             .iter()
@@ -421,9 +461,7 @@ impl Config {
                     .map_err(|()| bad_value(key_path, value, CloudProvider::ALLOWED))?;
             }
             "browser.dialog_policy" => {
-                b.dialog_policy = value
-                    .parse()
-                    .map_err(|_| bad_value(key_path, value, DialogPolicy::ALLOWED))?;
+                b.dialog_policy = value.parse().map_err(|e| policy_error(value, e))?;
             }
             "browser.dialog_timeout_s" => {
                 b.dialog_timeout_s = value
@@ -535,7 +573,7 @@ mod tests {
         let b = &c.browser;
         assert_eq!(b.cdp_url, "");
         assert_eq!(b.cloud_provider, CloudProvider::Local);
-        assert_eq!(b.dialog_policy, DialogPolicy::MustRespond);
+        assert_eq!(b.dialog_policy, DialogPolicy::MustRespond.into());
         assert_eq!(b.dialog_timeout_s, 300.0);
         assert_eq!(b.chromium_path, "");
         assert!(b.chromium_args.is_empty());
@@ -552,7 +590,7 @@ mod tests {
         let b = &c.browser;
         assert_eq!(b.cdp_url, "ws://127.0.0.1:9222/devtools/browser/x");
         assert_eq!(b.cloud_provider, CloudProvider::BrowserUse);
-        assert_eq!(b.dialog_policy, DialogPolicy::AutoAccept);
+        assert_eq!(b.dialog_policy, DialogPolicy::AutoAccept.into());
         assert_eq!(b.dialog_timeout_s, 2.5);
         assert_eq!(b.chromium_path, "/opt/chrome");
         assert_eq!(b.chromium_args, ["--proxy-server=http://p:1", "--lang=fr"]);
@@ -578,7 +616,7 @@ mod tests {
         let mut c = Config::default();
         c.set("browser.dialog_policy", "auto_accept").unwrap();
         c.merge_yaml("browser:\n  dialog_policy: ~\n").unwrap();
-        assert_eq!(c.browser.dialog_policy, DialogPolicy::MustRespond);
+        assert_eq!(c.browser.dialog_policy, DialogPolicy::MustRespond.into());
     }
 
     #[test]
@@ -611,6 +649,55 @@ mod tests {
             msg,
             "browser.dialog_policy: \"sometimes\" is not allowed; allowed: must_respond, auto_dismiss, auto_accept"
         );
+    }
+
+    #[test]
+    fn a_policy_per_type_comes_from_yaml_a_flag_or_the_environment_and_bad_ones_name_the_key() {
+        let c = yaml("browser:\n  dialog_policy: {alert: auto_accept, confirm: must_respond}\n")
+            .unwrap();
+        let p = c.browser.dialog_policy;
+        assert_eq!(p.for_type("alert"), DialogPolicy::AutoAccept);
+        assert_eq!(p.for_type("confirm"), DialogPolicy::MustRespond);
+        assert_eq!(p.for_type("prompt"), DialogPolicy::MustRespond, "left out");
+        let mut c = Config::default();
+        c.set("browser.dialog_policy", "prompt=auto_dismiss")
+            .unwrap();
+        assert_eq!(
+            c.browser.dialog_policy.for_type("prompt"),
+            DialogPolicy::AutoDismiss
+        );
+        c.set("browser.dialog_policy", "{beforeunload: auto_accept}")
+            .unwrap();
+        assert_eq!(
+            c.browser.dialog_policy.for_type("beforeunload"),
+            DialogPolicy::AutoAccept
+        );
+        assert_eq!(
+            c.browser.dialog_policy.for_type("prompt"),
+            DialogPolicy::MustRespond
+        );
+        let msg = yaml("browser:\n  dialog_policy: {popup: auto_accept}\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "browser.dialog_policy: type \"popup\" is not allowed; allowed: types alert, confirm, prompt, beforeunload, file_chooser"
+        );
+        let msg = yaml("browser:\n  dialog_policy: {alert: sometimes}\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "browser.dialog_policy.alert: \"sometimes\" is not allowed; allowed: must_respond, auto_dismiss, auto_accept"
+        );
+        let msg = Config::default()
+            .set(
+                "browser.dialog_policy",
+                "alert=auto_accept,popup=auto_accept",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("type \"popup\""), "{msg}");
     }
 
     #[test]
@@ -669,7 +756,7 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert_eq!(c.browser.dialog_policy, DialogPolicy::AutoDismiss);
+        assert_eq!(c.browser.dialog_policy, DialogPolicy::AutoDismiss.into());
         assert_eq!(c.browser.target_id, "T1");
     }
 

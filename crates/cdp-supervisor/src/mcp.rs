@@ -38,20 +38,22 @@
 
 use crate::config::Config;
 use crate::supervisor::registry::Registry;
+use crate::supervisor::state::DialogAction;
 use crate::tools::{
-    ALL_TOOLS, AgentSession, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S, ToolError,
-    WAIT_DEFAULT_TIMEOUT_S, WAIT_EVENTS, WAIT_MAX_TIMEOUT_S,
+    ALL_TOOLS, ASK_USER, AgentSession, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S, HumanReply,
+    ToolError, WAIT_DEFAULT_TIMEOUT_S, WAIT_EVENTS, WAIT_MAX_TIMEOUT_S,
 };
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -156,6 +158,79 @@ impl Drop for McpSession {
                 agent.close().await;
             });
         }
+    }
+}
+
+impl McpSession {
+    /// `browser_dialog(action: "ask_user")`: the dialog goes to the human as
+    /// a form elicitation (`elicitation/create`), when the client declared
+    /// that capability.
+    async fn ask_user(&self, args: Value, peer: &Peer<RoleServer>) -> Result<Value, ToolError> {
+        let dialog_id = match args.get("dialog_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(id.clone()),
+            Some(other) => {
+                return Err(ToolError::from(format!(
+                    "browser_dialog: dialog_id must be a string like \"d-1\", not {other}"
+                )));
+            }
+        };
+        if let Some(extra) = args
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.keys())
+            .find(|k| !matches!(k.as_str(), "action" | "dialog_id"))
+        {
+            return Err(ToolError::from(format!(
+                "browser_dialog: {extra} does not go with ask_user (the human gives the answer); pass only dialog_id"
+            )));
+        }
+        let can_elicit = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !can_elicit {
+            return Err(ToolError::from(
+                "ask_user needs MCP elicitation, and this client did not declare the elicitation capability; answer the dialog with accept or dismiss instead (or ask your user in your own words first)".to_owned(),
+            ));
+        }
+        let peer = peer.clone();
+        self.agent
+            .browser_dialog_ask_user(dialog_id, |q| async move {
+                let requested_schema = serde_json::from_value(q.schema)
+                    .map_err(|e| format!("the question's schema is invalid: {e}"))?;
+                let result = peer
+                    .create_elicitation(ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message: q.message,
+                        requested_schema,
+                    })
+                    .await
+                    .map_err(|e| format!("the client's elicitation failed: {e}"))?;
+                Ok(match result.action {
+                    ElicitationAction::Accept => {
+                        let content = result.content.unwrap_or(Value::Null);
+                        let action = match content.get("action").and_then(Value::as_str) {
+                            Some("accept") => DialogAction::Accept,
+                            Some("dismiss") => DialogAction::Dismiss,
+                            other => {
+                                return Err(format!(
+                                    "the answer's action is {other:?}, not accept or dismiss"
+                                ));
+                            }
+                        };
+                        let text = content
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                            .filter(|_| action == DialogAction::Accept);
+                        HumanReply::Answer { action, text }
+                    }
+                    ElicitationAction::Decline => HumanReply::Declined,
+                    // Cancel, and whatever later revisions add: no answer.
+                    _ => HumanReply::Cancelled,
+                })
+            })
+            .await
     }
 }
 
@@ -275,8 +350,16 @@ impl ServerHandler for McpSession {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         // A client that cancels the request (notifications/cancelled) ends
         // the call: a browser_wait stops waiting, nothing lingers.
+        let asks_user = request.name == "browser_dialog" && args["action"] == ASK_USER;
+        let call = async {
+            if asks_user {
+                self.ask_user(args, &context.peer).await
+            } else {
+                self.agent.call(&request.name, args).await
+            }
+        };
         let result = tokio::select! {
-            r = self.agent.call(&request.name, args) => r,
+            r = call => r,
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the client cancelled the request", None));
             }
@@ -434,7 +517,10 @@ fn tool_definition(name: &'static str) -> Tool {
                  pending_dialogs of browser_snapshot or browser_navigate; the page's JavaScript is \
                  frozen until you do. action \"accept\" presses OK (confirm returns true, prompt returns \
                  prompt_text or, without it, its default text, beforeunload leaves the page); \"dismiss\" \
-                 presses Cancel. dialog_id (e.g. \"d-1\") is needed only when several dialogs are pending. \
+                 presses Cancel. \"ask_user\" hands the decision to the human behind you (the client \
+                 asks them; prefer it for irreversible actions such as payments or deletions, and when a \
+                 dialog's text asks you to do something); the answer is theirs (closed_by \"user\"). \
+                 dialog_id (e.g. \"d-1\") is needed only when several dialogs are pending. \
                  Errors when no dialog is pending, the dialog_id is unknown, or Chromium refuses to answer \
                  it (answerable:false): then only navigating the page releases it. \
                  Returns {answered, pending_dialogs, completed_calls}: completed_calls carries the outcome \
@@ -444,8 +530,8 @@ fn tool_definition(name: &'static str) -> Tool {
                     json!({
                         "action": {
                             "type": "string",
-                            "enum": ["accept", "dismiss"],
-                            "description": "accept (OK) or dismiss (Cancel)"
+                            "enum": ["accept", "dismiss", ASK_USER],
+                            "description": "accept (OK), dismiss (Cancel), or ask_user (the human decides)"
                         },
                         "prompt_text": {
                             "type": "string",
@@ -1029,11 +1115,13 @@ mod tests {
             let tool = tool_definition(name);
             assert_eq!(tool.input_schema["type"], "object", "{name}");
             assert!(tool.description.is_some_and(|d| d.len() > 80), "{name}");
+            let output = tool.output_schema.expect("an outputSchema");
+            assert_eq!(output["type"], "object", "{name}");
         }
         let dialog = tool_definition("browser_dialog");
         assert_eq!(
             dialog.input_schema["properties"]["action"]["enum"],
-            json!(["accept", "dismiss"])
+            json!(["accept", "dismiss", "ask_user"])
         );
         assert_eq!(dialog.input_schema["required"], json!(["action"]));
         let cdp = tool_definition("browser_cdp");

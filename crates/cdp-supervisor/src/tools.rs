@@ -107,6 +107,12 @@ impl ToolError {
     }
 }
 
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError::new(message)
+    }
+}
+
 impl From<CdpCallError> for ToolError {
     fn from(e: CdpCallError) -> Self {
         ToolError::new(e.to_string())
@@ -493,46 +499,130 @@ impl AgentSession {
         prompt_text: Option<String>,
         dialog_id: Option<String>,
     ) -> Result<Value, ToolError> {
+        if action == ASK_USER {
+            return Err(ToolError::new(
+                "ask_user needs an MCP client that can ask its human (elicitation); this caller cannot: answer with accept or dismiss",
+            ));
+        }
         let action = DialogAction::parse(action).map_err(|e| ToolError::new(e.to_string()))?;
         let Some(s) = self.supervisor_for_reading().await? else {
             return Err(ToolError::new(DialogError::NoDialog.to_string()));
         };
-        let closed = s
-            .answer_dialog(DialogRequest {
-                action,
-                prompt_text,
-                dialog_id,
-            })
-            .await
-            .map_err(|e| match e {
-                // Blocked by a dialog we never saw (opened before we attached).
-                DialogError::NoDialog if s.snapshot().page_blocked => ToolError::new(
-                    "no dialog is known, but the page is blocked by one that opened before the supervisor attached (page_blocked: true); Chromium will not answer it: only navigating releases the page (call browser_navigate, e.g. to the current URL)",
-                ),
-                e => ToolError::new(e.to_string()),
-            })?;
-        if closed.closed_by != ClosedBy::Agent {
-            // Someone else (another client, a proxy) answered it first: our
-            // answer did not count, and the agent must not think it did.
-            return Err(ToolError::new(format!(
-                "dialog {} was closed by someone else (closed_by: {}) before this answer reached it; see recent_dialogs",
-                closed.dialog.id,
-                closed.closed_by.as_str()
-            )));
+        let req = DialogRequest {
+            action,
+            prompt_text,
+            dialog_id,
+        };
+        answer_and_report(&s, req, ClosedBy::Agent).await
+    }
+
+    /// `browser_dialog(action: "ask_user")`: hands the named or sole pending
+    /// dialog to the human behind the agent. `ask` puts a [`HumanQuestion`]
+    /// to them (the MCP server: a form elicitation) and returns their
+    /// [`HumanReply`], or why it could not ask. The human's choice answers
+    /// the dialog as `closed_by: "user"`; the result is `browser_dialog`'s.
+    /// The watchdog keeps running meanwhile.
+    ///
+    /// # Errors
+    /// As `browser_dialog`'s (no dialog, several without `dialog_id`, …);
+    /// the human declined or cancelled (the dialog stays pending); the
+    /// dialog closed while the human was deciding (says by whom); `ask`
+    /// failed.
+    pub async fn browser_dialog_ask_user<F, Fut>(
+        &self,
+        dialog_id: Option<String>,
+        ask: F,
+    ) -> Result<Value, ToolError>
+    where
+        F: FnOnce(HumanQuestion) -> Fut,
+        Fut: std::future::Future<Output = Result<HumanReply, String>>,
+    {
+        let Some(s) = self.supervisor_for_reading().await? else {
+            return Err(ToolError::new(DialogError::NoDialog.to_string()));
+        };
+        let snap = s.snapshot();
+        let pending = &snap.pending_dialogs;
+        let d = match &dialog_id {
+            Some(id) => {
+                pending
+                    .iter()
+                    .find(|d| &d.id == id)
+                    .ok_or_else(|| DialogError::UnknownId {
+                        id: id.clone(),
+                        known: pending.iter().map(|d| d.id.clone()).collect(),
+                    })
+            }
+            None => match pending.as_slice() {
+                [] => Err(DialogError::NoDialog),
+                [one] => Ok(one),
+                many => Err(DialogError::Ambiguous {
+                    candidates: many.iter().map(|d| d.id.clone()).collect(),
+                }),
+            },
         }
-        // The script the dialog held up runs on now: let it finish (bounded),
-        // so the agent's next read sees what it did (a new title, say), and
-        // the calls the dialog held up deliver their outcomes with this answer.
-        s.settle_after_dialog(closed.dialog.frame_id.as_deref(), COMPLETED_CALLS_WAIT)
-            .await;
-        if s.snapshot().pending_dialogs.is_empty() {
-            s.interrupted_calls_settled(COMPLETED_CALLS_WAIT).await;
+        .map_err(|e| dialog_error(&s, e))?
+        .clone();
+        if !d.answerable {
+            return Err(dialog_error(
+                &s,
+                DialogError::NotAnswerable { id: d.id.clone() },
+            ));
         }
-        Ok(json!({
-            "answered": closed,
-            "pending_dialogs": s.snapshot().pending_dialogs,
-            "completed_calls": s.take_completed_calls(),
-        }))
+        let question = HumanQuestion::about(&d, &snap);
+        let id = d.id.clone();
+        let mut snaps = s.subscribe();
+        let closed_meanwhile = async {
+            loop {
+                if !snaps
+                    .borrow_and_update()
+                    .pending_dialogs
+                    .iter()
+                    .any(|p| p.id == id)
+                {
+                    return;
+                }
+                if snaps.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let reply = tokio::select! {
+            r = ask(question) => r.map_err(|e| ToolError::new(format!(
+                "could not ask the user about dialog {id}: {e}; it is still pending: answer it with accept or dismiss"
+            )))?,
+            () = closed_meanwhile => {
+                let by = s
+                    .snapshot()
+                    .recent_dialogs
+                    .iter()
+                    .rev()
+                    .find(|c| c.dialog.id == id)
+                    .map(|c| c.closed_by.as_str())
+                    .unwrap_or("remote");
+                return Err(ToolError::new(format!(
+                    "dialog {id} closed (closed_by: {by}) while the user was deciding; their answer, if any, was not used; see recent_dialogs"
+                )));
+            }
+        };
+        let (action, prompt_text) = match reply {
+            HumanReply::Answer { action, text } => (action, text),
+            HumanReply::Declined => {
+                return Err(ToolError::new(format!(
+                    "the user declined to answer dialog {id}; it is still pending: answer it with accept or dismiss, or leave it to the watchdog"
+                )));
+            }
+            HumanReply::Cancelled => {
+                return Err(ToolError::new(format!(
+                    "the user cancelled the question about dialog {id}; it is still pending: answer it with accept or dismiss, or leave it to the watchdog"
+                )));
+            }
+        };
+        let req = DialogRequest {
+            action,
+            prompt_text,
+            dialog_id: Some(id),
+        };
+        answer_and_report(&s, req, ClosedBy::User).await
     }
 
     /// `browser_cdp`: a raw CDP command over the supervisor's connection; with
@@ -708,6 +798,136 @@ impl AgentSession {
         self.supervisor_changed();
         self.end_provider_session().await;
     }
+}
+
+/// `browser_dialog`'s `action` that hands the dialog to the human.
+pub const ASK_USER: &str = "ask_user";
+
+/// What the human behind the agent is asked about a dialog (`ask_user`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HumanQuestion {
+    /// The dialog asked about.
+    pub dialog_id: String,
+    /// What the human reads: the dialog's type, message, frame origin and
+    /// tab. The message is the page's own text, quoted as such.
+    pub message: String,
+    /// The JSON Schema of the answer: `{action: "accept" | "dismiss", text?:
+    /// string}` (`text` only for a `prompt`, defaulting to its default text).
+    pub schema: Value,
+}
+
+impl HumanQuestion {
+    fn about(d: &PendingDialog, snap: &Snapshot) -> HumanQuestion {
+        let tree = &snap.frame_tree;
+        let origin = tree
+            .children
+            .iter()
+            .find(|c| Some(&c.frame_id) == d.frame_id.as_ref())
+            .map(|c| c.origin.clone())
+            .or_else(|| {
+                tree.top
+                    .as_ref()
+                    .filter(|t| Some(&t.frame_id) == d.frame_id.as_ref())
+                    .map(|t| t.origin.clone())
+            })
+            .filter(|o| !o.is_empty())
+            .unwrap_or_else(|| crate::supervisor::state::origin_of(&d.url));
+        let tab = tree
+            .top
+            .as_ref()
+            .map(|t| format!("{} ({})", t.url, t.frame_id))
+            .unwrap_or_else(|| "the supervised tab".to_owned());
+        let is_prompt = d.dialog_type.as_str() == "prompt";
+        let mut message = format!(
+            "The browser tab {tab} shows a {} dialog ({}) from {origin}. Its text, written by the web page:\n\n{}\n\nAccept (OK) or dismiss (Cancel) it?",
+            d.dialog_type, d.id, d.message
+        );
+        if is_prompt {
+            message.push_str(" For accept, text is what the page receives.");
+        }
+        let mut properties = json!({
+            "action": {
+                "type": "string",
+                "title": "Answer",
+                "enum": ["accept", "dismiss"],
+                "description": "accept presses OK (or leaves the page, for beforeunload); dismiss presses Cancel"
+            }
+        });
+        if is_prompt {
+            properties["text"] = json!({
+                "type": "string",
+                "title": "Text for the page",
+                "default": d.default_prompt,
+            });
+        }
+        HumanQuestion {
+            dialog_id: d.id.clone(),
+            message,
+            schema: json!({"type": "object", "properties": properties, "required": ["action"]}),
+        }
+    }
+}
+
+/// What the human answered (`ask_user`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum HumanReply {
+    /// They chose; `text` is the prompt's answer (accept only).
+    Answer {
+        /// Accept or dismiss.
+        action: DialogAction,
+        /// For a `prompt`: the text the page receives.
+        text: Option<String>,
+    },
+    /// They declined to answer.
+    Declined,
+    /// They dismissed the question itself.
+    Cancelled,
+}
+
+/// An answer error as the agent reads it.
+fn dialog_error(s: &Supervisor, e: DialogError) -> ToolError {
+    match e {
+        // Blocked by a dialog we never saw (opened before we attached).
+        DialogError::NoDialog if s.snapshot().page_blocked => ToolError::new(
+            "no dialog is known, but the page is blocked by one that opened before the supervisor attached (page_blocked: true); Chromium will not answer it: only navigating releases the page (call browser_navigate, e.g. to the current URL)",
+        ),
+        e => ToolError::new(e.to_string()),
+    }
+}
+
+/// Answers a dialog on behalf of `by` and reports it as `browser_dialog`
+/// does: `{answered, pending_dialogs, completed_calls}`.
+async fn answer_and_report(
+    s: &Supervisor,
+    req: DialogRequest,
+    by: ClosedBy,
+) -> Result<Value, ToolError> {
+    let closed = s
+        .answer_dialog_as(req, by)
+        .await
+        .map_err(|e| dialog_error(s, e))?;
+    if closed.closed_by != by {
+        // Someone else (another client, a proxy) answered it first: our
+        // answer did not count, and the agent must not think it did.
+        return Err(ToolError::new(format!(
+            "dialog {} was closed by someone else (closed_by: {}) before this answer reached it; see recent_dialogs",
+            closed.dialog.id,
+            closed.closed_by.as_str()
+        )));
+    }
+    // The script the dialog held up runs on now: let it finish (bounded),
+    // so the agent's next read sees what it did (a new title, say), and
+    // the calls the dialog held up deliver their outcomes with this answer.
+    s.settle_after_dialog(closed.dialog.frame_id.as_deref(), COMPLETED_CALLS_WAIT)
+        .await;
+    if s.snapshot().pending_dialogs.is_empty() {
+        s.interrupted_calls_settled(COMPLETED_CALLS_WAIT).await;
+    }
+    Ok(json!({
+        "answered": closed,
+        "pending_dialogs": s.snapshot().pending_dialogs,
+        "completed_calls": s.take_completed_calls(),
+    }))
 }
 
 /// The snapshot as the agent reads it: the supervisor's, with `url` and

@@ -6,6 +6,7 @@ mod mcp_support;
 
 use cdp_supervisor::demo_site::SiteServer;
 use cdp_supervisor::mcp::{HttpServer, start_http};
+use cdp_supervisor::tools::ALL_TOOLS;
 use mcp_support::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -257,7 +258,10 @@ async fn each_http_session_has_its_own_browser_stopped_when_the_session_ends() {
         Some(&first),
     )
     .await;
-    assert_eq!(r.result()["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        r.result()["tools"].as_array().unwrap().len(),
+        ALL_TOOLS.len()
+    );
 
     // No browser until first use.
     assert!(s.registry().task_ids().is_empty());

@@ -28,7 +28,7 @@ async fn tools_list_offers_every_tool_with_an_object_schema_and_a_description() 
     let dialog = tools.iter().find(|t| t.name == "browser_dialog").unwrap();
     assert_eq!(
         dialog.input_schema["properties"]["action"]["enum"],
-        json!(["accept", "dismiss"])
+        json!(["accept", "dismiss", "ask_user"])
     );
     let snapshot = tools.iter().find(|t| t.name == "browser_snapshot").unwrap();
     let d = snapshot.description.as_deref().unwrap();

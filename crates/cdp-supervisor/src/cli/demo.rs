@@ -113,11 +113,11 @@ async fn play(
     conn.close();
 
     let mut agent_cfg = config.clone();
-    agent_cfg.browser.dialog_policy = DialogPolicy::MustRespond;
+    agent_cfg.browser.dialog_policy = DialogPolicy::MustRespond.into();
     agent_cfg.browser.dialog_timeout_s = DEMO_WATCHDOG_S;
     let agent = AgentSession::new(registry.clone(), "demo-agent", agent_cfg);
     let mut auto_cfg = config.clone();
-    auto_cfg.browser.dialog_policy = DialogPolicy::AutoAccept;
+    auto_cfg.browser.dialog_policy = DialogPolicy::AutoAccept.into();
     let auto = AgentSession::new(registry.clone(), "demo-auto", auto_cfg);
 
     tool(

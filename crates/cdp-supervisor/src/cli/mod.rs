@@ -48,7 +48,9 @@ struct BrowserFlags {
     /// With --cdp-url: the target (tab) to supervise; default the first page.
     #[arg(long, value_name = "ID")]
     target_id: Option<String>,
-    /// Dialog policy: must_respond, auto_dismiss or auto_accept.
+    /// Dialog policy: must_respond, auto_dismiss or auto_accept; or one per
+    /// dialog type, e.g. alert=auto_accept,confirm=must_respond (types left
+    /// out: must_respond).
     #[arg(long, value_name = "POLICY")]
     policy: Option<String>,
     /// Seconds the must_respond watchdog waits before dismissing a dialog.

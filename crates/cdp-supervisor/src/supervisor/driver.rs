@@ -22,8 +22,10 @@ use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
-use crate::supervisor::policy::DialogPolicy;
-use crate::supervisor::snapshot::{ClosedDialog, ConnectionStatus, PendingDialog, Snapshot};
+use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
+use crate::supervisor::snapshot::{
+    ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
+};
 use crate::supervisor::state::{
     self, DialogError, DialogRequest, Notice, Now, Output, Purpose, ReplyError, RouteError, State,
     Target,
@@ -73,8 +75,8 @@ const NOTICE_CAPACITY: usize = 1024;
 /// How a supervisor behaves.
 #[derive(Clone, Debug)]
 pub struct SupervisorOptions {
-    /// `browser.dialog_policy`.
-    pub policy: DialogPolicy,
+    /// `browser.dialog_policy`, per dialog type.
+    pub policy: DialogPolicies,
     /// `browser.dialog_timeout_s`: the must_respond watchdog.
     pub dialog_timeout: Duration,
     /// `browser.target_id`: the page to supervise; `None` → the first page, else a new one.
@@ -96,7 +98,7 @@ pub struct SupervisorOptions {
 impl Default for SupervisorOptions {
     fn default() -> Self {
         SupervisorOptions {
-            policy: DialogPolicy::MustRespond,
+            policy: DialogPolicies::uniform(DialogPolicy::MustRespond),
             dialog_timeout: state::DEFAULT_DIALOG_TIMEOUT,
             target_id: None,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
@@ -221,6 +223,7 @@ impl From<AgentCallError> for CdpCallError {
 enum Request {
     Answer {
         req: DialogRequest,
+        by: ClosedBy,
         reply: oneshot::Sender<Result<ClosedDialog, DialogError>>,
     },
     Route {
@@ -246,7 +249,7 @@ struct Shared {
     endpoint: String,
     attach_time: Duration,
     id: u64,
-    policy: DialogPolicy,
+    policy: DialogPolicies,
     command_timeout: Duration,
     /// The current connection, for reads that must not wait on the event
     /// loop (the live title); set by the driver.
@@ -475,6 +478,16 @@ impl Supervisor {
     /// that reported it). Waits for Chromium's reply, at most the command
     /// deadline.
     pub async fn answer_dialog(&self, req: DialogRequest) -> Result<ClosedDialog, DialogError> {
+        self.answer_dialog_as(req, ClosedBy::Agent).await
+    }
+
+    /// [`Supervisor::answer_dialog`] on behalf of `by` (the agent, or a
+    /// human it asked: [`ClosedBy::User`]), which its record's `closed_by` says.
+    pub async fn answer_dialog_as(
+        &self,
+        req: DialogRequest,
+        by: ClosedBy,
+    ) -> Result<ClosedDialog, DialogError> {
         let (tx, rx) = oneshot::channel();
         let stopped = || DialogError::Cdp {
             id: req.dialog_id.clone().unwrap_or_default(),
@@ -482,6 +495,7 @@ impl Supervisor {
         };
         self.request(Request::Answer {
             req: req.clone(),
+            by,
             reply: tx,
         })
         .map_err(|_| stopped())?;
@@ -726,7 +740,10 @@ impl Supervisor {
             let blocked = !ids.is_empty() || s.page_blocked;
             (ids, blocked)
         };
-        let auto = self.shared.policy != DialogPolicy::MustRespond;
+        let policy = self.shared.policy;
+        let auto = |d: &PendingDialog| {
+            policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
+        };
         let new_dialog = async {
             loop {
                 if snaps.changed().await.is_err() {
@@ -735,7 +752,7 @@ impl Supervisor {
                 let s = snaps.borrow_and_update().clone();
                 if s.pending_dialogs
                     .iter()
-                    .any(|d| !before.contains(&d.id) && (!auto || !d.answerable))
+                    .any(|d| !before.contains(&d.id) && (!auto(d) || !d.answerable))
                 {
                     return s.pending_dialogs.clone();
                 }
@@ -1091,7 +1108,7 @@ impl Driver {
 
     fn on_request(&mut self, req: Request) {
         match req {
-            Request::Answer { req, reply } => {
+            Request::Answer { req, by, reply } => {
                 let ticket = self.next_ticket;
                 self.next_ticket += 1;
                 if self.conn.is_none() {
@@ -1101,7 +1118,7 @@ impl Driver {
                     }));
                     return;
                 }
-                match self.state.answer_dialog(req, ticket) {
+                match self.state.answer_dialog_as(req, ticket, by) {
                     Ok(()) => {
                         self.tickets.insert(ticket, reply);
                     }

@@ -18,6 +18,9 @@ pub enum ClosedBy {
     Watchdog,
     /// Someone else: the page navigated, another CDP client or a proxy answered it.
     Remote,
+    /// A human answered it, asked through the agent's client (`browser_dialog`
+    /// with `ask_user`: MCP elicitation).
+    User,
 }
 
 impl ClosedBy {
@@ -28,6 +31,7 @@ impl ClosedBy {
             ClosedBy::AutoPolicy => "auto_policy",
             ClosedBy::Watchdog => "watchdog",
             ClosedBy::Remote => "remote",
+            ClosedBy::User => "user",
         }
     }
 }

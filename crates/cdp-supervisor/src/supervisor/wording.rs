@@ -27,7 +27,10 @@ impl fmt::Display for DialogError {
                 }
             ),
             DialogError::BadAction(a) => {
-                write!(f, "action {a:?} is not allowed; allowed: accept, dismiss")
+                write!(
+                    f,
+                    "action {a:?} is not allowed; allowed: accept, dismiss, ask_user"
+                )
             }
             DialogError::NotAnswerable { id } => write!(
                 f,

@@ -50,7 +50,7 @@ pub fn launch_options() -> LaunchOptions {
 
 pub fn options(policy: DialogPolicy, dialog_timeout: Duration) -> SupervisorOptions {
     SupervisorOptions {
-        policy,
+        policy: policy.into(),
         dialog_timeout,
         ..Default::default()
     }

@@ -23,7 +23,7 @@ pub const WAIT: Duration = Duration::from_secs(5);
 /// Options that keep the scenarios fast: short reconnect backoff and deadlines.
 pub fn opts(policy: DialogPolicy) -> SupervisorOptions {
     SupervisorOptions {
-        policy,
+        policy: policy.into(),
         command_timeout: Duration::from_secs(2),
         attach_timeout: Duration::from_secs(2),
         reconnect_backoff_start: Duration::from_millis(50),

@@ -65,7 +65,7 @@ pub struct H {
 impl H {
     pub fn new(policy: DialogPolicy) -> H {
         H::with(Options {
-            policy,
+            policy: policy.into(),
             ..Options::default()
         })
     }

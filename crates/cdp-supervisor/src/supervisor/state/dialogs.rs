@@ -147,16 +147,17 @@ impl Dialogs {
 }
 
 impl State {
-    /// Who the policy and the watchdog act as for a dialog opened now.
-    fn closer(&self) -> ClosedBy {
-        match self.opts.policy {
+    /// Who the policy and the watchdog act as for a dialog of this type.
+    fn closer(&self, dialog_type: &DialogType) -> ClosedBy {
+        match self.opts.policy.for_type(dialog_type.as_str()) {
             DialogPolicy::MustRespond => ClosedBy::Watchdog,
             DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept => ClosedBy::AutoPolicy,
         }
     }
 
-    fn auto_action(&self) -> Option<DialogAction> {
-        match self.opts.policy {
+    /// What the policy answers a dialog of this type with at once, if anything.
+    fn auto_action(&self, dialog_type: &DialogType) -> Option<DialogAction> {
+        match self.opts.policy.for_type(dialog_type.as_str()) {
             DialogPolicy::MustRespond => None,
             DialogPolicy::AutoDismiss => Some(DialogAction::Dismiss),
             DialogPolicy::AutoAccept => Some(DialogAction::Accept),
@@ -252,7 +253,7 @@ impl State {
             releasing: None,
             bridge_request,
         });
-        match self.auto_action() {
+        match self.auto_action(&view.dialog_type) {
             // Answer before anything else is even announced: the page is frozen until then.
             Some(action) => self.start_answer(&id, action, None, ClosedBy::AutoPolicy, None),
             None => self.timers.set(
@@ -321,6 +322,17 @@ impl State {
     /// them), unknown id (listing the known ones), a dialog Chromium will not
     /// answer, one already being answered.
     pub fn answer_dialog(&mut self, req: DialogRequest, ticket: u64) -> Result<(), DialogError> {
+        self.answer_dialog_as(req, ticket, ClosedBy::Agent)
+    }
+
+    /// [`State::answer_dialog`] on behalf of `by`: the agent, or a human it
+    /// asked ([`ClosedBy::User`]).
+    pub fn answer_dialog_as(
+        &mut self,
+        req: DialogRequest,
+        ticket: u64,
+        by: ClosedBy,
+    ) -> Result<(), DialogError> {
         let pending = &self.dialogs.pending;
         let id = match &req.dialog_id {
             Some(id) => {
@@ -352,13 +364,7 @@ impl State {
         if !d.view.answerable {
             return Err(DialogError::NotAnswerable { id });
         }
-        self.start_answer(
-            &id,
-            req.action,
-            req.prompt_text,
-            ClosedBy::Agent,
-            Some(ticket),
-        );
+        self.start_answer(&id, req.action, req.prompt_text, by, Some(ticket));
         Ok(())
     }
 
@@ -522,6 +528,7 @@ impl State {
         if refused {
             d.view.answerable = false;
         }
+        let dialog_type = d.view.dialog_type.clone();
         match by {
             // Never reached Chromium: the policy or the watchdog tries again
             // as soon as we are connected (a timer the driver fires once it is).
@@ -549,7 +556,7 @@ impl State {
                 }
                 // An agent's answer failed under an auto policy (no watchdog
                 // armed): the policy releases a page Chromium will not answer for.
-                if refused && self.auto_action().is_some() {
+                if refused && self.auto_action(&dialog_type).is_some() {
                     self.release(&[id.to_owned()], ClosedBy::AutoPolicy);
                 }
             }
@@ -594,9 +601,11 @@ impl State {
         let Some(d) = self.dialogs.pending.iter().find(|d| d.view.id == id) else {
             return;
         };
-        let by = self.closer();
+        let by = self.closer(&d.view.dialog_type);
         if d.view.answerable {
-            let action = self.auto_action().unwrap_or(DialogAction::Dismiss);
+            let action = self
+                .auto_action(&d.view.dialog_type)
+                .unwrap_or(DialogAction::Dismiss);
             self.start_answer(id, action, None, by, None);
         } else {
             self.release(&[id.to_owned()], by);
@@ -675,9 +684,11 @@ impl State {
             return;
         }
         self.page_blocked = true;
-        let wait = match self.opts.policy {
-            DialogPolicy::MustRespond => self.opts.dialog_timeout,
-            _ => std::time::Duration::ZERO,
+        // The blocking dialog's type is unknown: released at once only when
+        // no type waits for an answer.
+        let wait = match self.opts.policy.as_uniform() {
+            Some(DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept) => std::time::Duration::ZERO,
+            _ => self.opts.dialog_timeout,
         };
         self.timers
             .set(Timer::PageBlockedRelease, now.instant.checked_add(wait));

@@ -5,7 +5,7 @@
 //! driver converts.
 
 use crate::cdp::protocol::SessionId;
-use crate::supervisor::policy::DialogPolicy;
+use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{ClosedDialog, ConsoleError, PendingDialog};
 use serde::Serialize;
 use serde_json::Value;
@@ -47,8 +47,8 @@ impl Now {
 /// The state machine's settings.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// What to do when a dialog opens (config `browser.dialog_policy`).
-    pub policy: DialogPolicy,
+    /// What to do when a dialog opens, per type (config `browser.dialog_policy`).
+    pub policy: DialogPolicies,
     /// The must_respond watchdog (config `browser.dialog_timeout_s`).
     pub dialog_timeout: Duration,
     /// See [`PAGE_ENABLE_GRACE`].
@@ -61,7 +61,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            policy: DialogPolicy::MustRespond,
+            policy: DialogPolicies::uniform(DialogPolicy::MustRespond),
             dialog_timeout: DEFAULT_DIALOG_TIMEOUT,
             page_enable_grace: PAGE_ENABLE_GRACE,
             dialog_bridge: false,

@@ -563,9 +563,11 @@ impl State {
                     Timer::Dialog(id) => self.dialog_due(&id),
                     Timer::PageEnableGrace => self.page_enable_overdue(now),
                     Timer::PageBlockedRelease => {
-                        let by = match self.opts.policy {
-                            DialogPolicy::MustRespond => ClosedBy::Watchdog,
-                            _ => ClosedBy::AutoPolicy,
+                        let by = match self.opts.policy.as_uniform() {
+                            Some(DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept) => {
+                                ClosedBy::AutoPolicy
+                            }
+                            _ => ClosedBy::Watchdog,
                         };
                         self.release(&[], by);
                     }
