@@ -182,6 +182,40 @@ fn auto_dismiss_answers_first_and_records_auto_policy() {
     assert_eq!(h.recent()[0].accepted, Some(false));
 }
 
+/// DESIGN (config `dialog_policy` per type): each type gets its own policy;
+/// the watchdog covers the must_respond types only.
+#[test]
+fn a_policy_per_type_answers_the_auto_types_and_leaves_the_others_to_the_agent() {
+    let mut h = H::with(Options {
+        policy: "{alert: auto_accept, confirm: must_respond}"
+            .parse()
+            .unwrap(),
+        dialog_timeout: Duration::from_secs(300),
+        ..Options::default()
+    });
+    h.attach_page(&top_tree(&[]));
+    h.reply_ok("S1", Purpose::PageEnable, json!({}));
+    h.drain();
+    h.alert("S1", "T1", "auto");
+    let cmds = h.sends();
+    assert_eq!(answers(&cmds).len(), 1, "the alert is answered at once");
+    assert_eq!(answers(&cmds)[0].params, json!({"accept": true}));
+    h.closed("S1", "T1", true, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::AutoPolicy);
+    h.open("S1", "T1", "confirm", "Delete your account?", "");
+    assert!(
+        answers(&h.sends()).is_empty(),
+        "the confirm waits for the agent"
+    );
+    assert_eq!(h.pending_ids(), ["d-2"]);
+    assert_eq!(
+        h.st.poll_timeout(),
+        Some(h.now.instant + Duration::from_secs(300)),
+        "its watchdog is armed"
+    );
+}
+
 #[test]
 fn auto_accept_of_a_prompt_sends_its_default_text() {
     let mut h = H::attached(AutoAccept);
