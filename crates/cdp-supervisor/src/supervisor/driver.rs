@@ -239,10 +239,41 @@ enum Request {
     },
 }
 
+/// The live notices of one supervisor: a broadcast channel that exists only
+/// while someone listens. Its buffer ([`NOTICE_CAPACITY`] notices, a few
+/// hundred KiB) is allocated on the first [`NoticeHub::subscribe`] and freed
+/// at the first notice sent after the last receiver is gone — an idle
+/// supervisor nobody watches carries none of it.
+#[derive(Default)]
+struct NoticeHub {
+    tx: Mutex<Option<broadcast::Sender<Notice>>>,
+}
+
+impl NoticeHub {
+    fn subscribe(&self) -> broadcast::Receiver<Notice> {
+        self.tx
+            .lock()
+            .expect("notice hub lock")
+            .get_or_insert_with(|| broadcast::channel(NOTICE_CAPACITY).0)
+            .subscribe()
+    }
+
+    fn send(&self, notice: Notice) {
+        let mut tx = self.tx.lock().expect("notice hub lock");
+        if let Some(sender) = tx.as_ref() {
+            if sender.receiver_count() == 0 {
+                *tx = None;
+            } else {
+                let _ = sender.send(notice);
+            }
+        }
+    }
+}
+
 struct Shared {
     requests: mpsc::UnboundedSender<Request>,
     snapshot: watch::Receiver<Arc<Snapshot>>,
-    notices: broadcast::Sender<Notice>,
+    notices: Arc<NoticeHub>,
     cancel: CancellationToken,
     exited: CancellationToken,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -347,7 +378,7 @@ impl Supervisor {
             Now::system(),
         );
         let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
-        let (notice_tx, _) = broadcast::channel(NOTICE_CAPACITY);
+        let notice_tx = Arc::new(NoticeHub::default());
         let (req_tx, req_rx) = mpsc::unbounded_channel();
         let (tree_tx, tree_rx) = oneshot::channel();
         let cancel = CancellationToken::new();
@@ -905,7 +936,7 @@ struct Driver {
     calls: HashMap<u64, oneshot::Sender<Result<Value, ReplyError>>>,
     next_ticket: u64,
     snapshot: watch::Sender<Arc<Snapshot>>,
-    notices: broadcast::Sender<Notice>,
+    notices: Arc<NoticeHub>,
     requests: mpsc::UnboundedReceiver<Request>,
     /// getFrameTree / setAutoAttach commands not yet answered.
     tree_pending: usize,
@@ -949,7 +980,7 @@ impl Driver {
         if let Some(kind) = EventKind::of(&notice, top) {
             self.happened.record(kind);
         }
-        let _ = self.notices.send(notice);
+        self.notices.send(notice);
     }
 
     fn set_conn(&mut self, conn: Option<Connection>) {
