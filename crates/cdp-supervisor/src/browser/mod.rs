@@ -215,12 +215,17 @@ impl LocalChromium {
             .tempdir()
             .map_err(LaunchError::UserDataDir)?;
         let user_data_path = dir.path().to_path_buf();
+        // Chromium's own temporary files (org.chromium.Chromium.*) go
+        // inside the user-data-dir, so they are removed with it.
+        let tmp = user_data_path.join("tmp");
+        std::fs::create_dir(&tmp).map_err(LaunchError::UserDataDir)?;
 
         let mut cmd = Command::new(&exe);
         cmd.args(BASE_ARGS)
             .arg(format!("--user-data-dir={}", user_data_path.display()))
             .args(&opts.extra_args)
             .arg("about:blank")
+            .env("TMPDIR", &tmp)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

@@ -1078,6 +1078,12 @@ impl Driver {
                 error: "the supervisor stopped".into(),
             }));
         }
+        // A Chromium we launched goes with us, its user-data-dir too, before
+        // the task ends: `stop()` (and a server exiting after it) waits for
+        // it, so nothing is left behind in the temp directory.
+        if let Some(local) = self.local.take() {
+            local.shutdown().await;
+        }
     }
 
     /// Handles one message from the stream; `false` once the connection is gone.

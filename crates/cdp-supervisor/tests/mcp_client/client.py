@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -227,8 +228,20 @@ async def workflow(client: Client, site_port: int, server_pid: int, label: str) 
     return browsers
 
 
+def wait_empty(path: str, what: str) -> None:
+    """The server's temp directory holds nothing once it has exited: the
+    Chromium user-data-dirs it made (and Chromium's own temp files) are gone."""
+    deadline = time.monotonic() + DEADLINE_S
+    while os.listdir(path):
+        if time.monotonic() > deadline:
+            raise Fail(f"{what}: left behind in its TMPDIR: {os.listdir(path)}")
+        time.sleep(0.1)
+    log(f"ok: {what}: nothing left in its TMPDIR")
+
+
 async def run_stdio(binary: str, site_port: int) -> None:
-    params = StdioServerParameters(command=binary, args=["mcp"], env=dict(os.environ))
+    tmp = tempfile.mkdtemp(prefix="cdp-mcp-tmp-")
+    params = StdioServerParameters(command=binary, args=["mcp"], env=dict(os.environ, TMPDIR=tmp))
     async with Client(params) as client:
         server_pid = server_pid_of(binary)
         browsers = await workflow(client, site_port, server_pid, "stdio")
@@ -240,6 +253,8 @@ async def run_stdio(binary: str, site_port: int) -> None:
     check(took < STDIO_GRACE_S, f"stdio: the server exited on stdin EOF within {took:.2f} s")
     wait_gone(browsers, "stdio: after the session ended")
     wait_gone([server_pid], "stdio: the server process exited", kind="server")
+    wait_empty(tmp, "stdio: the server exited")
+    os.rmdir(tmp)
 
 
 def start_http_server(
