@@ -83,6 +83,8 @@ pub const COMPLETED_CALLS_WAIT: Duration = Duration::from_secs(1);
 /// `browser_snapshot`'s note before any browser exists (local launch).
 pub const NO_BROWSER_NOTE: &str =
     "no browser is running yet: browser_navigate starts one (or browser_connect attaches to one)";
+/// What a call says when the session's browser connection ended by itself.
+pub const ENDED_NOTE: &str = "the connection to the browser ended (the browser closed or crashed, or its endpoint did not come back); the snapshot shows its last state. Call browser_navigate to start a browser again, or browser_connect to attach to one";
 /// `browser_snapshot`'s note while the supervisor is being started.
 pub const CONNECTING_NOTE: &str =
     "the supervisor is attaching to the browser; call browser_snapshot again in a moment";
@@ -129,6 +131,8 @@ pub struct AgentSession {
     /// Set by `browser_disconnect`: nothing attaches again until the next
     /// `browser_navigate` or `browser_connect`.
     detached: AtomicBool,
+    /// The supervisor this session used last (see `ended`).
+    last: Mutex<Option<Supervisor>>,
     /// Bumped whenever this task's supervisor may have changed (started,
     /// replaced, stopped): what the snapshot resource's watcher follows.
     supervisor_changes: tokio::sync::watch::Sender<u64>,
@@ -210,6 +214,7 @@ impl AgentSession {
             config,
             connected: Mutex::new(None),
             detached: AtomicBool::new(false),
+            last: Mutex::new(None),
             supervisor_changes: tokio::sync::watch::Sender::new(0),
             provider,
             provider_session: AsyncMutex::new(None),
@@ -322,6 +327,9 @@ impl AgentSession {
         if let Some(s) = self.registry.get(&self.task_id) {
             return Ok(Some(s));
         }
+        if self.ended().is_some() {
+            return Err(ToolError::new(ENDED_NOTE));
+        }
         if !self.attaches_on_any_call() {
             return Ok(None);
         }
@@ -350,8 +358,24 @@ impl AgentSession {
             return Ok(s);
         }
         let started = self.start_supervisor().await;
+        if let Ok(s) = &started {
+            *self.last.lock().expect("session lock") = Some(s.clone());
+        }
         self.supervisor_changed();
         started
+    }
+
+    /// The last supervisor this session used, when it ended by itself (its
+    /// browser closed or crashed, or its endpoint never came back) and
+    /// nothing replaced it: calls then say so instead of silently starting
+    /// a new browser. `browser_navigate` and `browser_connect` start anew.
+    fn ended(&self) -> Option<Supervisor> {
+        let last = self.last.lock().expect("session lock").clone()?;
+        let replaced = self
+            .registry
+            .get(&self.task_id)
+            .is_some_and(|now| now.id() != last.id());
+        (!last.is_running() && !replaced).then_some(last)
     }
 
     async fn start_supervisor(&self) -> Result<Supervisor, ToolError> {
@@ -437,6 +461,15 @@ impl AgentSession {
                 "connection": ConnectionStatus::Connecting,
                 "note": CONNECTING_NOTE,
             }));
+        }
+        if let Some(dead) = self.ended() {
+            // Its last state, as it was when the connection ended.
+            let mut v = serde_json::to_value(&*dead.snapshot()).expect("snapshot serializes");
+            v["connection"] = json!(ConnectionStatus::Closed);
+            v["completed_calls"] = json!(dead.completed_calls());
+            v["event_seq"] = json!(dead.events().latest());
+            v["note"] = json!(ENDED_NOTE);
+            return Ok(v);
         }
         let Some(s) = self.supervisor_for_reading().await? else {
             return Ok(if self.config.has_cdp() {
@@ -663,6 +696,9 @@ impl AgentSession {
                 "no browser is attached since browser_disconnect; call browser_navigate (starts the configured browser) or browser_connect first",
             ));
         }
+        if self.ended().is_some() {
+            return Err(ToolError::new(ENDED_NOTE));
+        }
         let s = self.supervisor().await?;
         match s
             .cdp(method, params, frame_id, Duration::from_secs_f64(timeout_s))
@@ -766,6 +802,7 @@ impl AgentSession {
             }
         };
         *self.connected.lock().expect("session lock") = Some((cdp_url.to_owned(), target_id));
+        *self.last.lock().expect("session lock") = Some(s.clone());
         self.detached.store(false, Ordering::SeqCst);
         self.supervisor_changed();
         let snap = s.snapshot();
@@ -786,6 +823,7 @@ impl AgentSession {
     pub async fn browser_disconnect(&self) -> Value {
         *self.connected.lock().expect("session lock") = None;
         self.detached.store(true, Ordering::SeqCst);
+        *self.last.lock().expect("session lock") = None;
         let was = self.registry.stop(&self.task_id).await;
         self.supervisor_changed();
         self.end_provider_session().await;
@@ -794,6 +832,7 @@ impl AgentSession {
 
     /// Ends the session: stops its supervisor and browser (a provider session too).
     pub async fn close(&self) {
+        *self.last.lock().expect("session lock") = None;
         self.registry.stop(&self.task_id).await;
         self.supervisor_changed();
         self.end_provider_session().await;

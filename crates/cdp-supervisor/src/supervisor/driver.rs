@@ -468,9 +468,12 @@ impl Supervisor {
         self.shared.attach_time
     }
 
-    /// Whether the supervisor's task is still running.
+    /// Whether the supervisor still serves: its task runs and has not begun
+    /// to end (it publishes `connection: closed` first, then shuts down a
+    /// Chromium it launched, then exits).
     pub fn is_running(&self) -> bool {
         !self.shared.exited.is_cancelled()
+            && self.shared.snapshot.borrow().connection != ConnectionStatus::Closed
     }
 
     /// A number unique to this supervisor in the process.

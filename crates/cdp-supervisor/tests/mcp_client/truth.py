@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -598,6 +599,52 @@ async def snapshot_before_browser_has_note(sc: Scenario, binary: str) -> None:
         sc.check(not started, f"browser_snapshot started no Chromium ({started})")
 
 
+async def browser_gone_is_said_not_hidden(sc: Scenario, binary: str) -> None:
+    """The browser the session drives dies under it (here: its Chromium is
+    killed). The next snapshot says connection "closed" and keeps the last
+    state (the pending dialog), with a note naming browser_navigate; acting
+    calls fail saying so, and none of them silently starts a new browser;
+    browser_navigate does start one."""
+    port = await start_site(sc, site_pages)
+    top = f"http://127.0.0.1:{port}/top.html"
+    async with mcp_server(sc, binary, "s1", []) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": top})
+        sc.check(nav.get("status") == "loaded", f"navigate to top.html ({nav.get('status')})")
+        await trigger(c, "openConfirm")
+        d = await wait_pending(sc, c, "confirm", "confirm from top", "before the crash")
+        first = srv.chromium_now()
+        sc.check(len(first) >= 1, f"the server launched Chromium {first}")
+        for pid in first:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 15
+        while True:
+            snap = await snapshot(c)
+            if snap.get("connection") == "closed":
+                break
+            sc.check(time.monotonic() < deadline, f"the snapshot says connection closed within 15 s ({snap.get('connection')!r})")
+            await anyio.sleep(0.1)
+        note = snap.get("note") or ""
+        sc.expect("browser_navigate" in note, f"the note names browser_navigate ({note!r})")
+        sc.expect([p.get("id") for p in snap.get("pending_dialogs", [])] == [d["id"]],
+                  f"the last state is kept: {d['id']} pending ({snap.get('pending_dialogs')})")
+        for name, args in [("browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "1"}}),
+                           ("browser_dialog", {"action": "accept"}),
+                           ("browser_wait", {"event": "any", "timeout_s": 1})]:
+            r = await call_raw(c, name, args)
+            sc.expect(r.is_error and "browser_navigate" in r.text, f"{name} fails naming browser_navigate ({r.text[:160]!r})")
+        await anyio.sleep(0.3)
+        sc.expect(not srv.chromium_now(), f"no call started a new Chromium ({srv.chromium_now()})")
+        nav = await call(c, "browser_navigate", {"url": top})
+        sc.check(nav.get("status") == "loaded", f"browser_navigate starts a browser again ({nav.get('status')})")
+        snap = await snapshot(c)
+        sc.expect(snap.get("connection") == "connected" and snap.get("title") == "top page",
+                  f"the new browser's snapshot ({snap.get('connection')}, {snap.get('title')!r})")
+
+
 # --- main -------------------------------------------------------------------------
 
 
@@ -608,13 +655,14 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "snapshot_during_stalled_rebind": snapshot_during_stalled_rebind,
     "connect_to_dead_endpoint_keeps_old": connect_to_dead_endpoint_keeps_old,
     "snapshot_before_browser_has_note": snapshot_before_browser_has_note,
+    "browser_gone_is_said_not_hidden": browser_gone_is_said_not_hidden,
 }
 # Run together within a phase; phases one after the other. The timing checks
 # (100 ms readers, the title right after an answer) run with little else on
 # the CPU: the stalled rebind alone.
 PHASES = [
     ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old"],
-    ["title_after_each_dialog", "interrupted_evaluate_runs_once"],
+    ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden"],
     ["snapshot_during_stalled_rebind"],
 ]
 
