@@ -267,6 +267,12 @@ fn policy_error(value: &str, e: PolicyError) -> ConfigError {
         PolicyError::UnknownPolicy { r#type: None, .. } => {
             bad_value(KEY, value, DialogPolicy::ALLOWED)
         }
+        PolicyError::Duplicate(t) => ConfigError::BadValue {
+            key: KEY.to_owned(),
+            value: format!("type {t:?} given twice"),
+            allowed: "each dialog type once".to_owned(),
+            origin: None,
+        },
         PolicyError::Unreadable(_) => bad_value(
             KEY,
             value,

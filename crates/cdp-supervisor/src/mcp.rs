@@ -214,7 +214,8 @@ impl McpSession {
                             Some("dismiss") => DialogAction::Dismiss,
                             other => {
                                 return Err(format!(
-                                    "the answer's action is {other:?}, not accept or dismiss"
+                                    "the answer's action is {}, not accept or dismiss",
+                                    other.map_or("missing".to_owned(), |a| format!("{a:?}"))
                                 ));
                             }
                         };

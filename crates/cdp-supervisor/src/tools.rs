@@ -1003,7 +1003,7 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: Vec<PendingDialog>)
     });
     ToolError {
         message: format!(
-            "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). Answer the dialog with browser_dialog: its completed_calls will carry call_id {call_id} with this command's result (browser_snapshot's completed_calls lists it too)."
+            "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). Answer the dialog with browser_dialog: its completed_calls will carry call_id {call_id} with this command's result. If the dialog closes another way (the watchdog, a navigation, another client), browser_snapshot's completed_calls lists it."
         ),
         structured: Some(structured),
     }

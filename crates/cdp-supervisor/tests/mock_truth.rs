@@ -274,3 +274,33 @@ async fn readers_see_the_old_supervisor_while_a_rebind_stalls() {
     assert_eq!(registry.get("task").map(|s| s.id()), Some(old.id()));
     registry.stop_all().await;
 }
+
+/// A navigation does not release a pending `beforeunload` (it queues behind
+/// it): a second navigate returns at once with it, sending nothing.
+#[tokio::test]
+async fn navigate_over_a_pending_beforeunload_returns_it_at_once() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        json!({"url": "http://a.test/", "frameId": "T1", "message": "", "type": "beforeunload"}),
+    )
+    .await;
+    wait_snapshot(&sup, "the beforeunload is pending", |s| {
+        s.pending_dialogs.len() == 1
+    })
+    .await;
+    let out = sup
+        .navigate("http://a.test/next", NAVIGATE)
+        .await
+        .expect("navigate");
+    let NavigateOutcome::DialogPending(d) = out else {
+        panic!("expected the pending beforeunload, got {out:?}");
+    };
+    assert_eq!(d[0].dialog_type.as_str(), "beforeunload");
+    assert!(
+        mock.commands_named("Page.navigate").is_empty(),
+        "nothing was sent"
+    );
+    sup.stop().await;
+}

@@ -854,6 +854,15 @@ impl Supervisor {
         timeout: Duration,
     ) -> Result<NavigateOutcome, CdpCallError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        // A pending beforeunload is the page asking whether it may be left:
+        // a navigation does not release it but queues behind it.
+        let pending = self.snapshot().pending_dialogs.clone();
+        if pending
+            .iter()
+            .any(|d| d.dialog_type.as_str() == "beforeunload")
+        {
+            return Ok(NavigateOutcome::DialogPending(pending));
+        }
         let mut notices = self.notices();
         let (conn, session) = self.route(None).await?;
         let reply = self.send_agent(

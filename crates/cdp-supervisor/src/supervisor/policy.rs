@@ -93,6 +93,9 @@ pub enum PolicyError {
         /// The value given.
         value: String,
     },
+    /// A type given twice (`alert=auto_accept,alert=auto_dismiss`).
+    #[error("dialog type {0:?} is given twice; give each type once")]
+    Duplicate(String),
     /// Text that is neither a policy, a `{type: policy}` map nor `type=policy,…`.
     #[error(
         "{0:?} is neither a policy nor a map of dialog type to policy (e.g. {{alert: auto_accept, confirm: must_respond}} or alert=auto_accept,confirm=must_respond)"
@@ -177,8 +180,13 @@ impl DialogPolicies {
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<DialogPolicies, PolicyError> {
         let mut out = DialogPolicies::default();
+        let mut seen: Vec<&str> = Vec::new();
         for (t, p) in pairs {
             let (t, p) = (t.trim(), p.trim());
+            if seen.contains(&t) {
+                return Err(PolicyError::Duplicate(t.to_owned()));
+            }
+            seen.push(t);
             let policy = p.parse().map_err(|_| PolicyError::UnknownPolicy {
                 r#type: Some(t.to_owned()),
                 value: p.to_owned(),
@@ -291,6 +299,13 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "alert: \"sometimes\" is not a dialog policy; allowed: must_respond, auto_dismiss, auto_accept"
+        );
+        let e = "alert=auto_accept,alert=auto_dismiss"
+            .parse::<DialogPolicies>()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dialog type \"alert\" is given twice; give each type once"
         );
         let e = "sometimes".parse::<DialogPolicies>().unwrap_err();
         assert!(

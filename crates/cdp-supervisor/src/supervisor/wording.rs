@@ -39,6 +39,9 @@ impl fmt::Display for DialogError {
             DialogError::AlreadyAnswering { id } => {
                 write!(f, "dialog {id} is already being answered")
             }
+            DialogError::Cdp { id, error } if id.is_empty() => {
+                write!(f, "answering the dialog failed: {error}")
+            }
             DialogError::Cdp { id, error } => write!(f, "answering dialog {id} failed: {error}"),
         }
     }
