@@ -572,6 +572,24 @@ async fn console_error_and_uncaught_exception_in_snapshot() {
     assert_eq!(s.console_errors.len(), 2, "{:#?}", s.console_errors);
 }
 
+/// A page's lone UTF-16 surrogates (which Chromium sends as `\udc00`
+/// escapes) neither hide its console errors nor lose an evaluate's result:
+/// they read as U+FFFD.
+#[tokio::test(flavor = "multi_thread")]
+async fn lone_surrogates_hide_no_console_error_and_lose_no_result() {
+    let h = Harness::start(DialogPolicy::MustRespond).await;
+    h.goto("a.test", "/blank").await;
+    let v = h
+        .eval("console.error('low\\udc00'); console.error('hi\\ud800'); 'x\\udc00y'")
+        .await;
+    assert_eq!(v, json!("x\u{fffd}y"));
+    let s = h
+        .wait_snapshot("both console errors", |s| s.console_errors.len() == 2)
+        .await;
+    assert_eq!(s.console_errors[0].text, "low\u{fffd}");
+    assert_eq!(s.console_errors[1].text, "hi\u{fffd}");
+}
+
 /// Bug class 1: a click that opens confirm() must not hang the snapshot or
 /// the next CDP call.
 #[tokio::test(flavor = "multi_thread")]

@@ -101,6 +101,12 @@ fn empty_object() -> Box<RawValue> {
 /// A frame with both `id` and `method` is a reply (CDP never sends such a
 /// thing, but the `id` is what a waiting caller needs).
 pub fn decode(text: &str) -> Result<Decoded, DecodeError> {
+    // A page can put lone UTF-16 surrogates in strings (`'\udc00'`), which
+    // Chromium sends as `\udc00` escapes and serde_json refuses: the frame
+    // (a console error, an evaluate's result) would be lost. They become
+    // U+FFFD, as a browser shows them.
+    let repaired = repair_lone_surrogates(text);
+    let text = repaired.as_deref().unwrap_or(text);
     let envelope: Envelope =
         serde_json::from_str(text).map_err(|e| DecodeError::Malformed(e.to_string()))?;
     let session_id = envelope.session_id.map(SessionId);
@@ -123,6 +129,54 @@ pub fn decode(text: &str) -> Result<Decoded, DecodeError> {
         }),
         None => Err(DecodeError::NeitherReplyNorEvent),
     }
+}
+
+/// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate (one not
+/// part of a high-low pair) replaced by `\ufffd`; `None` when there is none
+/// (the common case: one scan for `\ud`, no copy).
+fn repair_lone_surrogates(text: &str) -> Option<String> {
+    if !text.contains("\\ud") && !text.contains("\\uD") {
+        return None;
+    }
+    let b = text.as_bytes();
+    // The code unit of the `\uXXXX` escape at `i`, if there is one.
+    let unit = |i: usize| -> Option<u16> {
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = text.get(i + 2..i + 6)?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut last = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(u) if is_high(u) && unit(i + 6).is_some_and(is_low) => i += 12,
+            Some(u) if is_high(u) || is_low(u) => {
+                out.push_str(&text[last..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                last = i;
+                changed = true;
+            }
+            Some(_) => i += 6,
+            // Any other escape: skip the escaped character (it may be a backslash).
+            None => i += 2,
+        }
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
 }
 
 /// [`decode`] for raw bytes (a fuzz entry point; the connection itself only sees text frames).
@@ -162,6 +216,20 @@ pub fn encode_command(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
+        let frame = r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"low\udc00 hi\ud800 pair\ud83d\ude00 lit\\ud800"}]}}"#;
+        let Ok(super::Decoded::Event { params, .. }) = super::decode(frame) else {
+            panic!("the frame decodes");
+        };
+        let v: serde_json::Value = serde_json::from_str(params.get()).expect("params parse");
+        assert_eq!(
+            v["args"][0]["value"],
+            "low\u{fffd} hi\u{fffd} pair\u{1f600} lit\\ud800"
+        );
+        assert!(super::repair_lone_surrogates(r#"{"a":"\ud83d\ude00 \\udc00"}"#).is_none());
+    }
+
     use super::*;
     use serde_json::json;
 
