@@ -87,8 +87,9 @@ impl DialogType {
 }
 
 impl fmt::Display for DialogType {
+    /// The CDP spelling, honouring width and alignment (`{:<12}`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

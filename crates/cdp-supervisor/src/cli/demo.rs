@@ -593,7 +593,7 @@ async fn summarize(
         p.say(format!(
             "{:<5} {:<12} {:<28} {:<12} {:<22} {}",
             c.dialog.id,
-            c.dialog.dialog_type.as_str(),
+            c.dialog.dialog_type,
             frame_label(tree, c.dialog.frame_id.as_deref()),
             c.closed_by.as_str(),
             answer,
