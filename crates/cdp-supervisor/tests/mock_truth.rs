@@ -199,13 +199,10 @@ async fn live_page_reads_the_title_chromium_has_now() {
     sup.stop().await;
 }
 
-/// Issue 7, item 5: a rebind that fails leaves the working supervisor
-/// registered and running.
-#[tokio::test]
-async fn a_failed_rebind_keeps_the_old_supervisor() {
-    let mock = MockCdp::start().await;
+/// A registry whose task `task` runs a supervisor on `mock`.
+async fn registered_on(mock: &MockCdp) -> (Registry, Supervisor) {
     let registry = Registry::new();
-    let old = registry
+    let sup = registry
         .get_or_start(
             "task",
             Endpoint::Url(mock.ws_url()),
@@ -213,6 +210,15 @@ async fn a_failed_rebind_keeps_the_old_supervisor() {
         )
         .await
         .expect("start");
+    (registry, sup)
+}
+
+/// Issue 7, item 5: a rebind that fails leaves the working supervisor
+/// registered and running.
+#[tokio::test]
+async fn a_failed_rebind_keeps_the_old_supervisor() {
+    let mock = MockCdp::start().await;
+    let (registry, old) = registered_on(&mock).await;
     let dead = MockCdp::start().await;
     dead.refuse_connections(true);
     let err = registry
@@ -237,15 +243,7 @@ async fn a_failed_rebind_keeps_the_old_supervisor() {
 #[tokio::test]
 async fn readers_see_the_old_supervisor_while_a_rebind_stalls() {
     let mock = MockCdp::start().await;
-    let registry = Registry::new();
-    let old = registry
-        .get_or_start(
-            "task",
-            Endpoint::Url(mock.ws_url()),
-            opts(DialogPolicy::MustRespond),
-        )
-        .await
-        .expect("start");
+    let (registry, old) = registered_on(&mock).await;
     let stalled = MockCdp::start().await;
     stalled.stall_connections(true);
     let rebind = {

@@ -215,17 +215,12 @@ impl LocalChromium {
             .tempdir()
             .map_err(LaunchError::UserDataDir)?;
         let user_data_path = dir.path().to_path_buf();
-        // Chromium's own temporary files (org.chromium.Chromium.*) go
-        // inside the user-data-dir, so they are removed with it.
-        let tmp = user_data_path.join("tmp");
-        std::fs::create_dir(&tmp).map_err(LaunchError::UserDataDir)?;
 
         let mut cmd = Command::new(&exe);
         cmd.args(BASE_ARGS)
             .arg(format!("--user-data-dir={}", user_data_path.display()))
             .args(&opts.extra_args)
             .arg("about:blank")
-            .env("TMPDIR", &tmp)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -433,6 +428,7 @@ fn reap(child: &mut tokio::process::Child) {
 /// it, so a failed removal is retried briefly (on the clean-up thread).
 fn remove_dir(dir: tempfile::TempDir) {
     let path = dir.keep();
+    remove_singleton_dir(&path);
     for attempt in 0..10 {
         match std::fs::remove_dir_all(&path) {
             Ok(()) => return,
@@ -444,6 +440,27 @@ fn remove_dir(dir: tempfile::TempDir) {
                 );
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Removes the directory Chromium made in the temp directory for its
+/// singleton socket (`$TMPDIR/org.chromium.Chromium.XXXXXX`), which
+/// `<user-data-dir>/SingletonSocket` links to; it would outlive the
+/// user-data-dir otherwise. (It cannot live inside the user-data-dir: a
+/// socket path over 108 bytes makes Chromium abort.)
+fn remove_singleton_dir(user_data_dir: &Path) {
+    let Ok(socket) = std::fs::read_link(user_data_dir.join("SingletonSocket")) else {
+        return;
+    };
+    let Some(dir) = socket.parent() else { return };
+    let ours = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("org.chromium.Chromium."));
+    if ours && let Err(e) = std::fs::remove_dir_all(dir) {
+        if e.kind() != io::ErrorKind::NotFound {
+            tracing::warn!("cannot remove Chromium's socket dir {}: {e}", dir.display());
         }
     }
 }

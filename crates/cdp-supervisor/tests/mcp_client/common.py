@@ -785,3 +785,17 @@ def summarize(script: str, outcomes: list[Outcome], started: float) -> int:
     failed = sum(not o.ok for o in outcomes)
     log(f"{script}: {len(outcomes) - failed} passed, {failed} failed in {time.monotonic() - started:.1f} s")
     return 1 if failed else 0
+
+
+def preflight(binary: str) -> int | None:
+    """Why the run cannot start (an exit code), or None: the binary must be
+    executable and Chromium present."""
+    if not os.access(binary, os.X_OK):
+        log(f"FAIL: {binary} is not an executable")
+        return 1
+    try:
+        find_chromium()
+    except Fail as e:
+        log(f"FAIL: {e}")
+        return 1
+    return None

@@ -90,7 +90,6 @@ from common import (
     call_raw,
     cancel_on_signals,
     evaluate,
-    find_chromium,
     first_fail,
     log,
     mcp_server,
@@ -104,6 +103,7 @@ from common import (
     start_site,
     summarize,
     wait_pending,
+    preflight,
 )
 
 set_log_name("push")
@@ -975,14 +975,9 @@ async def main() -> int:
     except ValueError:
         print(__doc__, file=sys.stderr)
         return 2
-    if not os.access(binary, os.X_OK):
-        log(f"FAIL: {binary} is not an executable")
-        return 1
-    try:
-        find_chromium()
-    except Fail as e:
-        log(f"FAIL: {e}")
-        return 1
+    failed = preflight(binary)
+    if failed is not None:
+        return failed
     unknown = [n for n in only or [] if n not in SCENARIOS]
     if unknown or any(t not in ("stdio", "http") for t in transports):
         log(f"unknown scenario(s) {unknown} or transport {transports}; known: {list(SCENARIOS)}, stdio, http")

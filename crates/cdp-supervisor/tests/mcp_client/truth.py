@@ -66,7 +66,6 @@ from common import (
     click,
     dead_port,
     evaluate,
-    find_chromium,
     is_chromium,
     launch_chromium,
     log,
@@ -80,6 +79,7 @@ from common import (
     summarize,
     trigger,
     wait_pending,
+    preflight,
 )
 
 set_log_name("truth")
@@ -685,14 +685,9 @@ async def main() -> int:
         else:
             print(__doc__, file=sys.stderr)
             return 2
-    if not os.access(binary, os.X_OK):
-        log(f"FAIL: {binary} is not an executable")
-        return 1
-    try:
-        find_chromium()
-    except Fail as e:
-        log(f"FAIL: {e}")
-        return 1
+    failed = preflight(binary)
+    if failed is not None:
+        return failed
     unknown = [n for n in only or [] if n not in SCENARIOS]
     if unknown:
         log(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
