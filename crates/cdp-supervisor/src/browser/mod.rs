@@ -458,10 +458,11 @@ fn remove_singleton_dir(user_data_dir: &Path) {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with("org.chromium.Chromium."));
-    if ours && let Err(e) = std::fs::remove_dir_all(dir) {
-        if e.kind() != io::ErrorKind::NotFound {
-            tracing::warn!("cannot remove Chromium's socket dir {}: {e}", dir.display());
-        }
+    if ours
+        && let Err(e) = std::fs::remove_dir_all(dir)
+        && e.kind() != io::ErrorKind::NotFound
+    {
+        tracing::warn!("cannot remove Chromium's socket dir {}: {e}", dir.display());
     }
 }
 
