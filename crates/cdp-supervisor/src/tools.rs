@@ -463,11 +463,10 @@ impl AgentSession {
             }));
         }
         if let Some(dead) = self.ended() {
-            // Its last state, as it was when the connection ended.
-            let mut v = serde_json::to_value(&*dead.snapshot()).expect("snapshot serializes");
+            // Its last state, as it was when the connection ended (a dead
+            // supervisor has no connection to read the title live from).
+            let mut v = snapshot_json(&dead).await;
             v["connection"] = json!(ConnectionStatus::Closed);
-            v["completed_calls"] = json!(dead.completed_calls());
-            v["event_seq"] = json!(dead.events().latest());
             v["note"] = json!(ENDED_NOTE);
             return Ok(v);
         }

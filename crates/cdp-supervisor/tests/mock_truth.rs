@@ -302,3 +302,46 @@ async fn navigate_over_a_pending_beforeunload_returns_it_at_once() {
     );
     sup.stop().await;
 }
+
+/// The reply contract when a session goes: Chromium answers no command
+/// still in flight on a detached session (an OOPIF whose iframe the page
+/// removed), so the supervisor ends them at once — never at their deadline.
+#[tokio::test]
+async fn a_command_on_a_session_that_detaches_ends_at_once() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    emit_oopif(&mock, "S1", "S7", "F3", "https://b.test/ad").await;
+    wait_snapshot(&sup, "the OOPIF is routable", |s| {
+        s.frame_tree
+            .children
+            .iter()
+            .any(|c| c.frame_id == "F3" && c.session_id.is_some())
+    })
+    .await;
+    mock.on_session("S7", "Runtime.evaluate", Reply::never());
+    let call = {
+        let sup = sup.clone();
+        tokio::spawn(async move {
+            sup.cdp(
+                "Runtime.evaluate",
+                json!({"expression": "1"}),
+                Some("F3"),
+                Duration::from_secs(60),
+            )
+            .await
+        })
+    };
+    nth_command(&mock, "Runtime.evaluate", Some("S7"), 1).await;
+    mock.emit(
+        Some("S1"),
+        "Target.detachedFromTarget",
+        json!({"sessionId": "S7", "targetId": "F3"}),
+    )
+    .await;
+    let out = tokio::time::timeout(WAIT, call)
+        .await
+        .expect("the call ends well before its 60 s deadline")
+        .expect("join");
+    let err = out.expect_err("no reply can come").to_string();
+    assert!(err.contains("detached"), "{err}");
+    sup.stop().await;
+}

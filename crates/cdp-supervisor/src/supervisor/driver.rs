@@ -1136,7 +1136,36 @@ impl Driver {
         if let Event::Unparsed { method, error } = &event {
             tracing::debug!(%method, %error, "event params did not parse");
         }
+        let detached = match &event {
+            Event::DetachedFromTarget(d) => Some(d.session_id.clone()),
+            _ => None,
+        };
         self.state.on_event(session.as_ref(), event, Now::system());
+        if let Some(gone) = detached {
+            self.session_gone(&gone);
+        }
+    }
+
+    /// A session detached (its frame or tab went): Chromium answers none of
+    /// the commands still in flight on it, so each gets its one reply now —
+    /// "lost" — instead of at its deadline (an interrupted call on a removed
+    /// iframe would otherwise wait `dialog_timeout_s` for its outcome).
+    fn session_gone(&mut self, gone: &SessionId) {
+        let mut lost: Vec<u64> = self
+            .inflight
+            .iter()
+            .filter(|(_, (target, _, _))| matches!(target, Target::Session(s) if s == gone))
+            .map(|(id, _)| *id)
+            .collect();
+        lost.sort_unstable();
+        for id in lost {
+            if let Some((target, purpose, method)) = self.inflight.remove(&id) {
+                let e = ReplyError::Lost {
+                    reason: format!("its session {gone} detached (its frame or tab is gone)"),
+                };
+                self.on_reply(target, purpose, &method, Err(e));
+            }
+        }
     }
 
     fn on_reply(
