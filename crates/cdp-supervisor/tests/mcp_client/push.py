@@ -520,8 +520,14 @@ async def updates_coalesced(sc: Scenario, binary: str, transport: str, samples: 
         span = got[-1] - got[0]
         worst = max(sum(1 for y in got if x <= y < x + 1.0) for x in got)
         sc.log(f"{BURST_ALERTS} alerts ({2 * BURST_ALERTS} events) brought {len(got)} updates over {ms(span)}; at most {worst} in one second")
-        # One more than the bound: a 50 ms spacing plus delivery jitter can put a 21st at the window's edge.
-        sc.expect(worst <= MAX_UPDATES_PER_S + 1, f"at most {MAX_UPDATES_PER_S} updates a second (+1 jitter; saw {worst})")
+        # The server spaces its sends by >= 50 ms; what the client sees also
+        # carries the transport's bunching (SSE over HTTP delivered 22 in one
+        # second on a loaded CI run). So: the average over the burst is at
+        # most 20 a second, and no 1 s window holds more than 25 (uncoalesced,
+        # the 200 events would bring ~200 updates in about 3 s).
+        sc.expect(len(got) <= MAX_UPDATES_PER_S * span + 1,
+                  f"on average at most {MAX_UPDATES_PER_S} updates a second ({len(got)} over {ms(span)})")
+        sc.expect(worst <= MAX_UPDATES_PER_S + 5, f"at most {MAX_UPDATES_PER_S} updates a second (+5 for delivery bunching; saw {worst})")
         snap = await snapshot(c)
         closed = [r for r in snap.get("recent_dialogs") or [] if str(r.get("message", "")).startswith("burst ")]
         sc.expect(bool(closed) and all(r.get("closed_by") == "auto_policy" for r in closed),
