@@ -123,6 +123,8 @@ SETTLE_S = 1.0  # after a load, before a page counts as idle
 QUIET_S = 0.2  # no update for this long: the previous change's updates are all in
 BAD_START_DEADLINE_S = 10.0  # a server with a bad config exits by then
 MAX_UPDATES_PER_S = 20
+# The coalescing window can run past the burst's last close by one slot.
+UPDATE_SLACK_S = 0.1
 BURST_ALERTS = 100
 
 # Latency series (seconds), by "what [transport]", for the summary.
@@ -137,7 +139,7 @@ function openAlert(m) { alert(m); }
 function openConfirm(m) { window.confirmed = confirm(m); }
 function openPrompt(m, d) { window.got = prompt(m, d); }
 function alertThenConfirm() { alert("auto alert"); window.afterAlert = true; window.confirmed = confirm("stays pending"); }
-function burst(n) { for (let i = 0; i < n; i++) alert("burst " + i); window.burstDone = true; }
+function burst(n) { window.burstStart = Date.now(); for (let i = 0; i < n; i++) alert("burst " + i); window.burstEnd = Date.now(); window.burstDone = true; }
 """
 
 
@@ -520,20 +522,24 @@ async def updates_coalesced(sc: Scenario, binary: str, transport: str, samples: 
         span = got[-1] - got[0]
         worst = max(sum(1 for y in got if x <= y < x + 1.0) for x in got)
         sc.log(f"{BURST_ALERTS} alerts ({2 * BURST_ALERTS} events) brought {len(got)} updates over {ms(span)}; at most {worst} in one second")
-        # The server spaces its sends by >= 50 ms; what the client sees also
-        # carries the transport's bunching (SSE over HTTP delivered 22 in one
-        # second on a loaded CI run). So: the average over the burst is at
-        # most 20 a second, and no 1 s window holds more than 25 (uncoalesced,
-        # the 200 events would bring ~200 updates in about 3 s).
-        sc.expect(len(got) <= MAX_UPDATES_PER_S * span + 1,
-                  f"on average at most {MAX_UPDATES_PER_S} updates a second ({len(got)} over {ms(span)})")
-        sc.expect(worst <= MAX_UPDATES_PER_S + 5, f"at most {MAX_UPDATES_PER_S} updates a second (+5 for delivery bunching; saw {worst})")
         snap = await snapshot(c)
         closed = [r for r in snap.get("recent_dialogs") or [] if str(r.get("message", "")).startswith("burst ")]
         sc.expect(bool(closed) and all(r.get("closed_by") == "auto_policy" for r in closed),
                   f"the burst's alerts were answered by the policy ({len(closed)} listed)")
         if closed:
+            # Coalescing is the server spacing its sends >= 50 ms apart. When
+            # they arrive is blurred by the transport and by this client's
+            # own event loop (17 arrived within 209 ms on a loaded run), so
+            # the count is judged against how long the burst lasted in the
+            # page: at most one update per 50 ms (plus the first and the
+            # trailing one) fits in it. Uncoalesced, its 200 events would
+            # send ~200.
             last_close = max(r.get("closed_at") or 0 for r in closed)
+            took_ms = await evaluate(c, "window.burstEnd - window.burstStart")
+            burst_s = max(0.0, float(took_ms or 0) / 1000.0)
+            allowed = int((burst_s + UPDATE_SLACK_S) * MAX_UPDATES_PER_S) + 2
+            sc.expect(len(got) <= allowed,
+                      f"at most {MAX_UPDATES_PER_S} updates a second: {len(got)} for a burst of {ms(burst_s)} (allowed {allowed})")
             sc.expect(got[-1] >= last_close - 0.002,
                       f"the last update came after the last dialog closed ({ms(got[-1] - last_close)} after it)")
 
