@@ -57,10 +57,7 @@ async fn navigate_waits_for_the_load_event_and_updates_the_url() {
         "Page.navigate",
         Reply::result(json!({"frameId": "T1", "loaderId": "L2"})),
     );
-    let nav = {
-        let sup = sup.clone();
-        tokio::spawn(async move { sup.navigate("https://a.test/next", WAIT).await })
-    };
+    let nav = spawn_navigate(&sup, "https://a.test/next", WAIT);
     let cmd = nth_command(&mock, "Page.navigate", Some("S1"), 1).await;
     assert_eq!(cmd.params["url"], "https://a.test/next");
     mock.emit(

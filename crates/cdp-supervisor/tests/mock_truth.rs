@@ -39,24 +39,11 @@ async fn navigate_ends_on_its_loaders_lifecycle_load_without_frame_navigated() {
         "Page.navigate",
         Reply::result(json!({"frameId": "T1", "loaderId": "L2"})),
     );
-    let nav = {
-        let sup = sup.clone();
-        tokio::spawn(async move { sup.navigate("http://a.test/next", NAVIGATE).await })
-    };
+    let nav = spawn_navigate(&sup, "http://a.test/next", NAVIGATE);
     nth_command(&mock, "Page.navigate", Some("S1"), 1).await;
     // Another document's load first: it must not end the wait.
-    mock.emit(
-        Some("S1"),
-        "Page.lifecycleEvent",
-        json!({"frameId": "T1", "loaderId": "L-OLD", "name": "load", "timestamp": 1.0}),
-    )
-    .await;
-    mock.emit(
-        Some("S1"),
-        "Page.lifecycleEvent",
-        json!({"frameId": "T1", "loaderId": "L2", "name": "load", "timestamp": 2.0}),
-    )
-    .await;
+    emit_top_load(&mock, "L-OLD").await;
+    emit_top_load(&mock, "L2").await;
     let out = nav.await.expect("join").expect("navigate");
     assert!(matches!(out, NavigateOutcome::Loaded), "{out:?}");
     sup.stop().await;
@@ -79,18 +66,10 @@ async fn navigating_away_from_a_pending_dialog_does_not_report_it_when_the_commi
                 json!({"frameId": "T1", "result": false, "userInput": ""}),
             ),
     );
-    let nav = {
-        let sup = sup.clone();
-        tokio::spawn(async move { sup.navigate("http://a.test/next", NAVIGATE).await })
-    };
+    let nav = spawn_navigate(&sup, "http://a.test/next", NAVIGATE);
     nth_command(&mock, "Page.navigate", Some("S1"), 1).await;
     wait_snapshot(&sup, "the alert closed", |s| s.pending_dialogs.is_empty()).await;
-    mock.emit(
-        Some("S1"),
-        "Page.lifecycleEvent",
-        json!({"frameId": "T1", "loaderId": "L2", "name": "load", "timestamp": 2.0}),
-    )
-    .await;
+    emit_top_load(&mock, "L2").await;
     let out = nav.await.expect("join").expect("navigate");
     assert!(matches!(out, NavigateOutcome::Loaded), "{out:?}");
     sup.stop().await;

@@ -6,7 +6,7 @@
 
 use cdp_mock::{Command, MockCdp};
 use cdp_supervisor::supervisor::driver::{
-    CallOutcome, CdpCallError, Supervisor, SupervisorOptions,
+    CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::Snapshot;
@@ -183,4 +183,26 @@ pub fn spawn_evaluate(
         )
         .await
     })
+}
+
+/// Starts `navigate(url)` through the supervisor in its own task (the
+/// scenario then plays the navigation's events).
+pub fn spawn_navigate(
+    sup: &Supervisor,
+    url: &str,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<Result<NavigateOutcome, CdpCallError>> {
+    let sup = sup.clone();
+    let url = url.to_owned();
+    tokio::spawn(async move { sup.navigate(&url, timeout).await })
+}
+
+/// Plays `Page.lifecycleEvent{name:"load"}` of the top frame `T1` for `loader` on `S1`.
+pub async fn emit_top_load(mock: &MockCdp, loader: &str) {
+    mock.emit(
+        Some("S1"),
+        "Page.lifecycleEvent",
+        json!({"frameId": "T1", "loaderId": loader, "name": "load", "timestamp": 1.0}),
+    )
+    .await;
 }
