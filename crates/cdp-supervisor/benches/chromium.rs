@@ -39,6 +39,7 @@ async fn eval(sup: &Supervisor, expression: &str) -> Value {
             "Runtime.evaluate",
             json!({"expression": expression, "returnByValue": true}),
             None,
+            None,
             WAIT,
         )
         .await

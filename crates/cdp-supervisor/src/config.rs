@@ -11,6 +11,7 @@
 //!   chromium_path: ""           # empty: find it on PATH
 //!   chromium_args: []           # extra flags for a launched Chromium
 //!   target_id: ""               # with cdp_url: the tab to supervise; empty: first page
+//!   max_tabs: 20                # tabs supervised per task (popups past it: tabs_truncated)
 //! ```
 //!
 //! Every value, whatever layer it comes from, goes through [`Config::set`], so
@@ -52,6 +53,10 @@ pub const DIALOG_TIMEOUT_MAX_S: f64 = 31_536_000.0;
 /// waits five minutes for the agent before dismissing.
 pub const DEFAULT_DIALOG_TIMEOUT_S: f64 = 300.0;
 
+/// The largest `browser.max_tabs`: a bound on what one task may hold.
+const MAX_TABS_MAX: usize = 1_000;
+const MAX_TABS_ALLOWED: &str = "a whole number of tabs from 1 to 1000";
+
 /// Every key path the config accepts, in documentation order.
 pub const KEYS: &[&str] = &[
     "browser.cdp_url",
@@ -61,6 +66,7 @@ pub const KEYS: &[&str] = &[
     "browser.chromium_path",
     "browser.chromium_args",
     "browser.target_id",
+    "browser.max_tabs",
 ];
 
 /// The whole configuration.
@@ -90,6 +96,9 @@ pub struct BrowserConfig {
     pub chromium_args: Vec<String>,
     /// With `cdp_url`: the target (tab) to supervise; empty: the first page.
     pub target_id: String,
+    /// Tabs supervised per task, the first one included; popups past it
+    /// are not supervised (the snapshot says `tabs_truncated`). 1 to 1000.
+    pub max_tabs: usize,
 }
 
 impl Default for BrowserConfig {
@@ -102,6 +111,7 @@ impl Default for BrowserConfig {
             chromium_path: String::new(),
             chromium_args: Vec::new(),
             target_id: String::new(),
+            max_tabs: crate::supervisor::state::MAX_TABS_DEFAULT,
         }
     }
 }
@@ -483,6 +493,14 @@ impl Config {
                     parse_args(value).ok_or_else(|| bad_value(key_path, value, ARGS_ALLOWED))?;
             }
             "browser.target_id" => b.target_id = value.to_owned(),
+            "browser.max_tabs" => {
+                b.max_tabs = value
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=MAX_TABS_MAX).contains(n))
+                    .ok_or_else(|| bad_value(key_path, value, MAX_TABS_ALLOWED))?;
+            }
             _ => return Err(unknown_key(key_path)),
         }
         Ok(())
@@ -505,6 +523,7 @@ impl Config {
             "browser.chromium_path" => b.chromium_path = d.chromium_path,
             "browser.chromium_args" => b.chromium_args = d.chromium_args,
             "browser.target_id" => b.target_id = d.target_id,
+            "browser.max_tabs" => b.max_tabs = d.max_tabs,
             _ => {}
         }
     }

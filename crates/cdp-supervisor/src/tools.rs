@@ -30,13 +30,19 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 /// The tools that need a CDP endpoint (hidden when the backend has none).
-pub const CDP_ONLY_TOOLS: [&str; 3] = ["browser_dialog", "browser_cdp", "browser_wait"];
+pub const CDP_ONLY_TOOLS: [&str; 4] = [
+    "browser_dialog",
+    "browser_cdp",
+    "browser_tabs",
+    "browser_wait",
+];
 /// Every tool, in the order they are listed.
-pub const ALL_TOOLS: [&str; 7] = [
+pub const ALL_TOOLS: [&str; 8] = [
     "browser_navigate",
     "browser_snapshot",
     "browser_dialog",
     "browser_cdp",
+    "browser_tabs",
     "browser_wait",
     "browser_connect",
     "browser_disconnect",
@@ -67,6 +73,8 @@ pub const WAIT_EVENTS: [(&str, &[EventKind]); 5] = [
         ],
     ),
 ];
+/// `browser_tabs`' deadline for creating or closing a tab.
+pub const TABS_TIMEOUT: Duration = Duration::from_secs(10);
 /// `browser_navigate`'s deadline for the load event.
 pub const NAVIGATE_TIMEOUT: Duration = Duration::from_secs(30);
 /// `browser_cdp`'s default `timeout_s`.
@@ -167,7 +175,19 @@ struct CdpArgs {
     #[serde(default)]
     frame_id: Option<String>,
     #[serde(default)]
+    target_id: Option<String>,
+    #[serde(default)]
     timeout_s: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TabsArgs {
+    action: String,
+    #[serde(default)]
+    target_id: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -272,7 +292,18 @@ impl AgentSession {
             }
             "browser_cdp" => {
                 let a: CdpArgs = parse(name, args)?;
-                self.browser_cdp(&a.method, a.params, a.frame_id.as_deref(), a.timeout_s)
+                self.browser_cdp(
+                    &a.method,
+                    a.params,
+                    a.frame_id.as_deref(),
+                    a.target_id.as_deref(),
+                    a.timeout_s,
+                )
+                .await
+            }
+            "browser_tabs" => {
+                let a: TabsArgs = parse(name, args)?;
+                self.browser_tabs(&a.action, a.target_id.as_deref(), a.url.as_deref())
                     .await
             }
             "browser_wait" => {
@@ -304,6 +335,7 @@ impl AgentSession {
             target_id,
             // Browserbase's proxy answers native dialogs within ~10 ms (spec).
             dialog_bridge: b.cloud_provider == CloudProvider::Browserbase,
+            max_tabs: b.max_tabs,
             ..Default::default()
         }
     }
@@ -488,6 +520,7 @@ impl AgentSession {
         check_url(url)?;
         self.detached.store(false, Ordering::SeqCst);
         let s = self.supervisor().await?;
+        let before = tab_ids(&s);
         let outcome = s.navigate(url, NAVIGATE_TIMEOUT).await?;
         let snap = s.snapshot();
         let (live_url, title) = live_url_title(&s, &snap).await;
@@ -515,6 +548,89 @@ impl AgentSession {
         if let Some(n) = note {
             v["note"] = json!(n);
         }
+        add_tabs_opened(&mut v, &s, &before);
+        Ok(v)
+    }
+
+    /// `browser_tabs`: `list` the supervised tabs; `new` opens `url` (or
+    /// about:blank) in a new tab, supervised from its first script, and
+    /// makes it current; `select` makes the supervised tab `target_id`
+    /// current; `close` closes it with `Page.close`, running its
+    /// `beforeunload` (which then shows as a pending dialog: accepting it
+    /// lets the close finish, dismissing keeps the tab). Returns `{tabs,
+    /// tabs_truncated, current_target_id, pending_dialogs}` (and `note`
+    /// when a dialog holds the close).
+    ///
+    /// # Errors
+    /// A bad action, a missing or unknown `target_id`, a bad `url`, no
+    /// browser, or Chromium refusing.
+    pub async fn browser_tabs(
+        &self,
+        action: &str,
+        target_id: Option<&str>,
+        url: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        const ACTIONS: &str = "list, new, select, close";
+        let need_target = || {
+            target_id.ok_or_else(|| {
+                ToolError::new(format!(
+                    "browser_tabs {action} needs target_id (a tab's target_id from browser_tabs list)"
+                ))
+            })
+        };
+        if !matches!(action, "list" | "new" | "select" | "close") {
+            return Err(ToolError::new(format!(
+                "action {action:?} is not one browser_tabs knows; allowed: {ACTIONS}"
+            )));
+        }
+        if url.is_some() && action != "new" {
+            return Err(ToolError::new(format!(
+                "url is only for browser_tabs new, not {action}"
+            )));
+        }
+        if let Some(u) = url {
+            check_url(u)?;
+        }
+        if self.detached.load(Ordering::SeqCst) && action != "new" {
+            return Err(ToolError::new(
+                "no browser is attached since browser_disconnect; call browser_navigate (starts the configured browser) or browser_connect first",
+            ));
+        }
+        if self.ended().is_some() {
+            return Err(ToolError::new(ENDED_NOTE));
+        }
+        self.detached.store(false, Ordering::SeqCst);
+        let s = self.supervisor().await?;
+        let before = tab_ids(&s);
+        let mut note = None;
+        match action {
+            "new" => {
+                s.new_tab(url.unwrap_or("about:blank"), TABS_TIMEOUT)
+                    .await?;
+            }
+            "select" => s.select_tab(need_target()?).await?,
+            "close" => {
+                let t = need_target()?;
+                s.close_tab(t, TABS_TIMEOUT).await?;
+                if s.snapshot().tabs.iter().any(|x| x.target_id == t) {
+                    note = Some(
+                        "the tab is still open: a dialog (its beforeunload) holds the close; accept it with browser_dialog to close the tab, dismiss it to keep the tab",
+                    );
+                }
+            }
+            _ => {}
+        }
+        let snap = s.snapshot();
+        let mut v = json!({
+            "tabs": snap.tabs,
+            "tabs_truncated": snap.tabs_truncated,
+            "current_target_id": snap.tabs.iter().find(|t| t.current).map(|t| t.target_id.clone()),
+            "pending_dialogs": snap.pending_dialogs,
+        });
+        if let Some(n) = note {
+            v["note"] = json!(n);
+        }
+        add_tabs_opened(&mut v, &s, &before);
         Ok(v)
     }
 
@@ -672,6 +788,7 @@ impl AgentSession {
         method: &str,
         params: Option<Value>,
         frame_id: Option<&str>,
+        target_id: Option<&str>,
         timeout_s: Option<f64>,
     ) -> Result<Value, ToolError> {
         check_method(method)?;
@@ -699,11 +816,22 @@ impl AgentSession {
             return Err(ToolError::new(ENDED_NOTE));
         }
         let s = self.supervisor().await?;
+        let before = tab_ids(&s);
         match s
-            .cdp(method, params, frame_id, Duration::from_secs_f64(timeout_s))
+            .cdp(
+                method,
+                params,
+                frame_id,
+                target_id,
+                Duration::from_secs_f64(timeout_s),
+            )
             .await?
         {
-            CallOutcome::Reply(v) => Ok(json!({"result": v})),
+            CallOutcome::Reply(v) => {
+                let mut out = json!({"result": v});
+                add_tabs_opened(&mut out, &s, &before);
+                Ok(out)
+            }
             CallOutcome::Interrupted {
                 call_id,
                 pending_dialogs,
@@ -956,8 +1084,12 @@ async fn answer_and_report(
     // The script the dialog held up runs on now: let it finish (bounded),
     // so the agent's next read sees what it did (a new title, say), and
     // the calls the dialog held up deliver their outcomes with this answer.
-    s.settle_after_dialog(closed.dialog.frame_id.as_deref(), COMPLETED_CALLS_WAIT)
-        .await;
+    s.settle_after_dialog(
+        closed.dialog.frame_id.as_deref(),
+        closed.dialog.target_id.as_deref(),
+        COMPLETED_CALLS_WAIT,
+    )
+    .await;
     if s.snapshot().pending_dialogs.is_empty() {
         s.interrupted_calls_settled(COMPLETED_CALLS_WAIT).await;
     }
@@ -968,6 +1100,30 @@ async fn answer_and_report(
     }))
 }
 
+/// The target ids of the supervised tabs now.
+fn tab_ids(s: &Supervisor) -> Vec<String> {
+    s.snapshot()
+        .tabs
+        .iter()
+        .map(|t| t.target_id.clone())
+        .collect()
+}
+
+/// Adds `tabs_opened: [{target_id, url, opener_target_id}]` to a tool's
+/// result when tabs opened during the call (not in `before`).
+fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
+    let opened: Vec<Value> = s
+        .snapshot()
+        .tabs
+        .iter()
+        .filter(|t| !before.contains(&t.target_id))
+        .map(|t| json!({"target_id": t.target_id, "url": t.url, "opener_target_id": t.opener_target_id}))
+        .collect();
+    if !opened.is_empty() {
+        out["tabs_opened"] = json!(opened);
+    }
+}
+
 /// The snapshot as the agent reads it: the supervisor's, with `url` and
 /// `title` read from Chromium now and the interrupted calls that completed.
 async fn snapshot_json(s: &Supervisor) -> Value {
@@ -976,6 +1132,13 @@ async fn snapshot_json(s: &Supervisor) -> Value {
     let mut v = serde_json::to_value(&*snap).expect("snapshot serializes");
     v["url"] = json!(url);
     v["title"] = json!(title);
+    // The current tab's entry reads as live as the snapshot's own fields.
+    if let Some(tabs) = v["tabs"].as_array_mut() {
+        for t in tabs.iter_mut().filter(|t| t["current"] == true) {
+            t["url"] = json!(url);
+            t["title"] = json!(title);
+        }
+    }
     v["completed_calls"] = json!(s.completed_calls());
     v["event_seq"] = json!(s.events().latest());
     v

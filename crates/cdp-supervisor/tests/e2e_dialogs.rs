@@ -401,6 +401,7 @@ async fn auto_policy(policy: DialogPolicy, expected: [Value; 2]) {
             "Runtime.evaluate",
             json!({"expression": "1 + 1", "returnByValue": true}),
             None,
+            None,
             WAIT,
         )
         .await
@@ -523,6 +524,7 @@ async fn beforeunload_after_click_navigate_returns_pending_then_accept_proceeds(
                 "Input.dispatchMouseEvent",
                 json!({"type": kind, "x": 100, "y": 100, "button": "left", "clickCount": 1}),
                 None,
+                None,
                 WAIT,
             )
             .await
@@ -611,6 +613,7 @@ async fn click_opening_confirm_then_snapshot_and_cdp_return_promptly() {
                     "Input.dispatchMouseEvent",
                     json!({"type": kind, "x": 100, "y": 100, "button": "left", "clickCount": 1}),
                     None,
+                    None,
                     Duration::from_secs(60),
                 )
                 .await
@@ -637,6 +640,7 @@ async fn click_opening_confirm_then_snapshot_and_cdp_return_promptly() {
         .cdp(
             "Runtime.evaluate",
             json!({"expression": "1 + 1"}),
+            None,
             None,
             Duration::from_secs(60),
         )

@@ -204,6 +204,7 @@ async fn socket_cut_by_a_proxy_the_supervisor_reconnects_and_the_oopif_is_back_w
             "Runtime.evaluate",
             serde_json::json!({"expression": "location.host", "returnByValue": true}),
             Some(&frame_id),
+            None,
             WAIT,
         )
         .await

@@ -180,6 +180,7 @@ async fn evaluate_with_same_process_frame_id_errors_naming_content_window() {
             "Runtime.evaluate",
             json!({"expression": "document.title", "returnByValue": true}),
             Some(&same.frame_id),
+            None,
             WAIT,
         )
         .await
@@ -212,6 +213,7 @@ async fn evaluate_with_unknown_frame_id_errors_clearly() {
             "Runtime.evaluate",
             json!({"expression": "1"}),
             Some("NO-SUCH-FRAME"),
+            None,
             WAIT,
         )
         .await
@@ -276,6 +278,7 @@ async fn target_id_supervises_the_given_tab_not_the_first() {
         .cdp(
             "Runtime.evaluate",
             json!({"expression": "fireLater('confirm', 'second tab')", "returnByValue": true}),
+            None,
             None,
             WAIT,
         )
@@ -363,6 +366,7 @@ async fn attach_to_loaded_page_has_complete_frame_tree_at_once() {
             "Runtime.evaluate",
             json!({"expression": "document.title", "returnByValue": true}),
             Some(&id),
+            None,
             WAIT,
         )
         .await

@@ -73,6 +73,7 @@ async fn new_endpoint_stops_the_old_supervisor_and_starts_fresh() {
         "Runtime.evaluate",
         json!({"expression": "fireLater('alert', 'old state')"}),
         None,
+        None,
         WAIT,
     )
     .await
@@ -135,6 +136,7 @@ async fn stop_with_local_endpoint_leaves_no_chromium_process() {
         .cdp(
             "Runtime.evaluate",
             json!({"expression": "1 + 1", "returnByValue": true}),
+            None,
             None,
             WAIT,
         )

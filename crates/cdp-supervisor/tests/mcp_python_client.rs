@@ -6,7 +6,9 @@
 //! wait, a failed connect that keeps the old browser), `push.py` for what the
 //! server pushes and waits on (the `browser://snapshot` resource and its
 //! update notifications, `browser_wait`, `ask_user` through elicitation, a
-//! dialog policy per type, output schemas). Fails — never skips —
+//! dialog policy per type, output schemas), `tabs.py` for every tab the
+//! agent opens (popups caught from their first script, `browser_tabs`,
+//! `max_tabs`, crashed tabs). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -60,4 +62,9 @@ fn what_the_agent_reads_through_the_python_sdk_is_true() {
 #[test]
 fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
     run_script("push.py");
+}
+
+#[test]
+fn every_tab_the_agent_opens_is_supervised_through_the_python_sdk() {
+    run_script("tabs.py");
 }

@@ -298,7 +298,7 @@ async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
             .any(|c| c.session_id.as_deref() == Some("S7"))
     })
     .await;
-    sup.cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+    sup.cdp("Runtime.evaluate", json!({}), Some("F3"), None, WAIT)
         .await
         .expect("routed to S7 while alive");
     let before = sent(&mock, "Runtime.evaluate", Some("S7")).len();
@@ -310,7 +310,7 @@ async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
     })
     .await;
     let r = sup
-        .cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+        .cdp("Runtime.evaluate", json!({}), Some("F3"), None, WAIT)
         .await;
     assert!(matches!(r, Err(CdpCallError::NotConnected(_))), "{r:?}");
 
@@ -320,7 +320,7 @@ async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
     })
     .await;
     let r = sup
-        .cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+        .cdp("Runtime.evaluate", json!({}), Some("F3"), None, WAIT)
         .await;
     assert!(
         matches!(r, Err(CdpCallError::Route(RouteError::UnknownFrame { .. }))),

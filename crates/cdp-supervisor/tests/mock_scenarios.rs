@@ -175,7 +175,7 @@ async fn frame_attached_is_listed_as_same_process_without_a_session() {
     assert!(!f.is_oopif);
     assert!(f.session_id.is_none());
     assert!(matches!(
-        sup.cdp("Runtime.evaluate", json!({}), Some("F2"), WAIT)
+        sup.cdp("Runtime.evaluate", json!({}), Some("F2"), None, WAIT)
             .await,
         Err(CdpCallError::Route(RouteError::SameProcess { .. }))
     ));
@@ -234,6 +234,7 @@ async fn oopif_swap_detached_after_attached_is_listed_once_with_its_session() {
             "Runtime.evaluate",
             json!({"expression": "1"}),
             Some("F3"),
+            None,
             WAIT,
         )
         .await
@@ -262,7 +263,7 @@ async fn child_target_attached_is_resumed_without_waiting_and_detached_leaves_th
     .await;
     wait_snapshot(&sup, "F3 gone", |s| s.frame_tree.children.is_empty()).await;
     assert!(matches!(
-        sup.cdp("Runtime.evaluate", json!({}), Some("F3"), WAIT)
+        sup.cdp("Runtime.evaluate", json!({}), Some("F3"), None, WAIT)
             .await,
         Err(CdpCallError::Route(RouteError::UnknownFrame { .. }))
     ));
@@ -321,17 +322,18 @@ async fn page_session_torn_down_closes_its_dialogs_and_routes_nowhere() {
     assert!(s.frame_tree.top.is_none());
     let gone = tokio::time::timeout(WAIT, async {
         loop {
-            if let Ok(Notice::PageGone { reason }) = notices.recv().await {
-                return reason;
+            if let Ok(Notice::TabClosed { target_id, .. }) = notices.recv().await {
+                return target_id;
             }
         }
     })
     .await
-    .expect("a PageGone notice");
-    assert!(gone.contains("T1"), "{gone}");
+    .expect("a TabClosed notice");
+    assert_eq!(gone, "T1");
     let before = mock.commands().len();
     assert!(matches!(
-        sup.cdp("Runtime.evaluate", json!({}), None, WAIT).await,
+        sup.cdp("Runtime.evaluate", json!({}), None, None, WAIT)
+            .await,
         Err(CdpCallError::Route(RouteError::NoPage))
     ));
     assert!(
@@ -666,6 +668,7 @@ async fn regression_evaluate_that_navigates_closes_a_dialog_as_agent() {
             "Runtime.evaluate",
             json!({"expression": "location = 'https://a.test/x'"}),
             None,
+            None,
             WAIT,
         )
         .await;
@@ -702,6 +705,7 @@ async fn regression_agent_navigating_an_oopif_leaves_a_top_dialog_remote() {
             "Page.navigate",
             json!({"url": "https://b.test/next"}),
             Some("F2"),
+            None,
             WAIT,
         )
         .await;

@@ -92,6 +92,7 @@ async fn an_interrupted_command_completes_later_and_is_handed_out_once() {
             "Runtime.evaluate",
             json!({"expression": "++window.counter"}),
             None,
+            None,
             Duration::from_secs(10),
         )
         .await
@@ -138,6 +139,7 @@ async fn an_interrupted_command_cut_by_a_drop_completes_with_an_error() {
         .cdp(
             "Runtime.evaluate",
             json!({"expression": "1"}),
+            None,
             None,
             Duration::from_secs(10),
         )
@@ -304,6 +306,7 @@ async fn a_command_on_a_session_that_detaches_ends_at_once() {
                 "Runtime.evaluate",
                 json!({"expression": "1"}),
                 Some("F3"),
+                None,
                 Duration::from_secs(60),
             )
             .await

@@ -35,7 +35,8 @@ pub const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-ch
 /// Flags every launched Chromium gets (DESIGN.md, "CDP facts"): headless, no
 /// sandbox (we often run as root), nothing phoning home, an OS-chosen
 /// DevTools port. `/dev/shm` is tiny in containers, hence
-/// `--disable-dev-shm-usage`.
+/// `--disable-dev-shm-usage`. `--disable-popup-blocking`, as Playwright's
+/// launch has: an agent's click opens what a person's would.
 pub const BASE_ARGS: &[&str] = &[
     "--headless",
     "--no-sandbox",
@@ -45,6 +46,7 @@ pub const BASE_ARGS: &[&str] = &[
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    "--disable-popup-blocking",
     "--remote-debugging-port=0",
 ];
 

@@ -277,6 +277,10 @@ pub struct TargetInfo {
     /// the only word on its parent for a client attaching after load, when
     /// no `frameAttached` comes for an OOPIF nested in a same-process iframe.
     pub parent_frame_id: Option<FrameId>,
+    #[serde(default)]
+    /// For a page opened by another (`window.open`, `target=_blank`): the
+    /// opener's target id (`targetInfo.openerId`).
+    pub opener_id: Option<TargetId>,
 }
 
 /// `Target.attachedToTarget`.
@@ -455,6 +459,9 @@ pub enum Event {
     TargetCrashed(TargetGone),
     /// `Inspector.detached`: the session's target is gone or taken over.
     InspectorDetached,
+    /// `Inspector.targetCrashed`: the session's renderer crashed (sent on
+    /// every session of that renderer process).
+    InspectorTargetCrashed,
     /// `Runtime.consoleAPICalled`.
     ConsoleApiCalled(ConsoleApiCalled),
     /// `Runtime.exceptionThrown`.
@@ -517,6 +524,7 @@ impl Event {
             "Target.targetDestroyed" => p(method, params, Event::TargetDestroyed),
             "Target.targetCrashed" => p(method, params, Event::TargetCrashed),
             "Inspector.detached" => Event::InspectorDetached,
+            "Inspector.targetCrashed" => Event::InspectorTargetCrashed,
             "Runtime.consoleAPICalled" => p(method, params, Event::ConsoleApiCalled),
             "Runtime.exceptionThrown" => p(method, params, Event::ExceptionThrown),
             "Page.frameRequestedNavigation"

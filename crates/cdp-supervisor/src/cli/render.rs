@@ -140,5 +140,32 @@ pub fn notice_line(n: &Notice) -> String {
                 .unwrap_or_default()
         ),
         Notice::PageGone { reason } => format!("page gone       {reason}"),
+        Notice::TabOpened {
+            target_id,
+            url,
+            opener_target_id,
+        } => format!(
+            "tab opened      [{}]{} {url}",
+            short(target_id),
+            opener_target_id
+                .as_deref()
+                .map(|o| format!(" by [{}]", short(o)))
+                .unwrap_or_default()
+        ),
+        Notice::TabClosed {
+            target_id,
+            current_target_id,
+        } => format!(
+            "tab closed      [{}]{}",
+            short(target_id),
+            current_target_id
+                .as_deref()
+                .map(|c| format!("  current now [{}]", short(c)))
+                .unwrap_or_default()
+        ),
+        Notice::TabCrashed { target_id } => format!(
+            "tab crashed     [{}]  browser_navigate reloads it",
+            short(target_id)
+        ),
     }
 }

@@ -27,7 +27,7 @@ use crate::supervisor::snapshot::{
     ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
 };
 use crate::supervisor::state::{
-    self, DialogError, DialogRequest, Notice, Now, Output, Purpose, ReplyError, RouteError, State,
+    self, DialogError, DialogRequest, Notice, Now, Output, Purpose, ReplyError, RouteError, Tabs,
     Target,
 };
 use serde_json::{Value, json};
@@ -93,6 +93,8 @@ pub struct SupervisorOptions {
     /// The wait before the first reconnect; each failure doubles it, up to
     /// [`RECONNECT_BACKOFF_MAX`]. Tests shorten it.
     pub reconnect_backoff_start: Duration,
+    /// `browser.max_tabs`: tabs supervised per task, the first one included.
+    pub max_tabs: usize,
 }
 
 impl Default for SupervisorOptions {
@@ -106,6 +108,7 @@ impl Default for SupervisorOptions {
             max_reconnect_failures: MAX_POST_ATTACH_RECONNECT_FAILURES,
             dialog_bridge: false,
             reconnect_backoff_start: RECONNECT_BACKOFF_START,
+            max_tabs: state::MAX_TABS_DEFAULT,
         }
     }
 }
@@ -228,7 +231,15 @@ enum Request {
     },
     Route {
         frame_id: Option<String>,
+        /// The tab (its target id); `None`: the current tab.
+        target_id: Option<String>,
+        /// A navigation may go to a crashed tab: it reloads it.
+        allow_crashed: bool,
         reply: oneshot::Sender<Result<(Connection, SessionId), CdpCallError>>,
+    },
+    SelectTab {
+        target_id: String,
+        reply: oneshot::Sender<Result<(), RouteError>>,
     },
     Agent {
         target: Target,
@@ -364,10 +375,11 @@ impl Supervisor {
             after: deadline,
         })??;
 
-        let mut state = State::new(state::Options {
+        let mut state = Tabs::new(state::Options {
             policy: opts.policy,
             dialog_timeout: opts.dialog_timeout,
             dialog_bridge: opts.dialog_bridge,
+            max_tabs: opts.max_tabs,
             ..Default::default()
         });
         state.attach_page(
@@ -404,7 +416,6 @@ impl Supervisor {
             tree_pending: 0,
             tree_done: Some(tree_tx),
             reconnect: None,
-            reattach: None,
             failures: 0,
             shown_url: shown_url.clone(),
             local,
@@ -594,15 +605,22 @@ impl Supervisor {
     /// to the next read. The OOPIF's own session for a dialog in an OOPIF,
     /// else the page's. Gives up early when a new dialog opens (the script
     /// is blocked again) or the call cannot be routed.
-    pub async fn settle_after_dialog(&self, frame_id: Option<&str>, within: Duration) {
+    pub async fn settle_after_dialog(
+        &self,
+        frame_id: Option<&str>,
+        target_id: Option<&str>,
+        within: Duration,
+    ) {
         let routed = match frame_id {
-            Some(f) => match self.route(Some(f)).await {
+            Some(f) => match self.route(Some(f), target_id, false).await {
                 Ok(r) => Ok(r),
                 // A same-process frame runs on the page's renderer.
-                Err(CdpCallError::Route(RouteError::SameProcess { .. })) => self.route(None).await,
+                Err(CdpCallError::Route(RouteError::SameProcess { .. })) => {
+                    self.route(None, target_id, false).await
+                }
                 Err(e) => Err(e),
             },
-            None => self.route(None).await,
+            None => self.route(None, target_id, false).await,
         };
         let Ok((conn, session)) = routed else { return };
         let probe = conn.send(
@@ -614,10 +632,20 @@ impl Supervisor {
         let _ = self.race_dialogs(probe, false).await;
     }
 
-    async fn route(&self, frame_id: Option<&str>) -> Result<(Connection, SessionId), CdpCallError> {
+    /// The connection and the session for a call: the frame `frame_id`'s
+    /// (in tab `target_id`, else any tab, the current one first), else the
+    /// page session of tab `target_id` or the current tab.
+    async fn route(
+        &self,
+        frame_id: Option<&str>,
+        target_id: Option<&str>,
+        allow_crashed: bool,
+    ) -> Result<(Connection, SessionId), CdpCallError> {
         let (tx, rx) = oneshot::channel();
         self.request(Request::Route {
             frame_id: frame_id.map(str::to_owned),
+            target_id: target_id.map(str::to_owned),
+            allow_crashed,
             reply: tx,
         })?;
         rx.await
@@ -625,7 +653,8 @@ impl Supervisor {
     }
 
     /// Sends a raw CDP command over the supervisor's own connection: to the
-    /// page session, or with `frame_id` of an OOPIF to its child session.
+    /// page session of the current tab (or of the supervised tab
+    /// `target_id`), or with `frame_id` of an OOPIF to its child session.
     ///
     /// Returns [`CallOutcome::Interrupted`] — within `timeout`, and at most
     /// [`BLOCKED_CALL_GRACE`] after the dialog opened — when a dialog blocks
@@ -644,9 +673,10 @@ impl Supervisor {
         method: &str,
         params: Value,
         frame_id: Option<&str>,
+        target_id: Option<&str>,
         timeout: Duration,
     ) -> Result<CallOutcome, CdpCallError> {
-        let (_conn, session) = self.route(frame_id).await?;
+        let (_conn, session) = self.route(frame_id, target_id, false).await?;
         // The command's own deadline outlives the call: an interrupted
         // command runs once its dialog is answered, and its outcome is kept.
         let keep = timeout.saturating_add(self.shared.dialog_timeout);
@@ -716,6 +746,100 @@ impl Supervisor {
             .calls
             .settled(tokio::time::Instant::now() + within)
             .await
+    }
+
+    /// Makes the supervised tab `target_id` current: `browser_navigate`,
+    /// `browser_cdp` and the snapshot's page and `frame_tree` act on it.
+    ///
+    /// # Errors
+    /// [`RouteError::UnknownTab`] naming the supervised tabs.
+    pub async fn select_tab(&self, target_id: &str) -> Result<(), CdpCallError> {
+        let (tx, rx) = oneshot::channel();
+        self.request(Request::SelectTab {
+            target_id: target_id.to_owned(),
+            reply: tx,
+        })?;
+        rx.await
+            .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))?
+            .map_err(CdpCallError::Route)
+    }
+
+    /// Opens a new tab on `url` (`Target.createTarget`), supervised from its
+    /// first script, and makes it current. Returns its target id.
+    ///
+    /// # Errors
+    /// [`CdpCallError::Command`] when Chromium refuses or does not answer
+    /// within `timeout`; [`CdpCallError::Route`] when the new page could not
+    /// be supervised (past `max_tabs`).
+    pub async fn new_tab(&self, url: &str, timeout: Duration) -> Result<String, CdpCallError> {
+        let v = self
+            .send_agent(
+                Target::Browser,
+                "Target.createTarget",
+                json!({ "url": url }),
+                timeout,
+            )
+            .await
+            .map_err(|e| match e {
+                AgentCallError::Command(c) => CdpCallError::Command(c),
+                AgentCallError::Stopped => {
+                    CdpCallError::NotConnected("the supervisor has stopped".into())
+                }
+            })?;
+        let target_id = v
+            .get("targetId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        // The page attached (and was adopted) before Chromium's reply, or
+        // attaches right after it.
+        let mut snaps = self.subscribe();
+        let adopted = async {
+            loop {
+                if snaps
+                    .borrow_and_update()
+                    .tabs
+                    .iter()
+                    .any(|t| t.target_id == target_id)
+                {
+                    return;
+                }
+                if snaps.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        if tokio::time::timeout(timeout, adopted).await.is_err() {
+            return Err(CdpCallError::Route(RouteError::UnknownTab {
+                target_id,
+                known: self
+                    .snapshot()
+                    .tabs
+                    .iter()
+                    .map(|t| t.target_id.clone())
+                    .collect(),
+            }));
+        }
+        self.select_tab(&target_id).await?;
+        Ok(target_id)
+    }
+
+    /// Closes the supervised tab `target_id` with `Page.close`, which runs
+    /// its `beforeunload` (`Target.closeTarget` would skip it): the close
+    /// then waits for that dialog, which shows as pending.
+    ///
+    /// # Errors
+    /// [`RouteError::UnknownTab`]; [`CdpCallError::Command`] when Chromium refuses.
+    pub async fn close_tab(&self, target_id: &str, timeout: Duration) -> Result<(), CdpCallError> {
+        let (_conn, session) = self.route(None, Some(target_id), true).await?;
+        let reply = self.send_agent(Target::Session(session), "Page.close", json!({}), timeout);
+        match self.race_dialogs(reply, false).await {
+            Ok(Err(AgentCallError::Command(c))) => Err(CdpCallError::Command(c)),
+            Ok(Err(AgentCallError::Stopped)) => Err(CdpCallError::NotConnected(
+                "the supervisor has stopped".into(),
+            )),
+            Ok(Ok(_)) | Err(_) => Ok(()),
+        }
     }
 
     /// The page's URL and title as Chromium has them now
@@ -864,7 +988,8 @@ impl Supervisor {
             return Ok(NavigateOutcome::DialogPending(pending));
         }
         let mut notices = self.notices();
-        let (conn, session) = self.route(None).await?;
+        // A navigation is how a crashed tab is reloaded.
+        let (conn, session) = self.route(None, None, true).await?;
         let reply = self.send_agent(
             Target::Session(session.clone()),
             "Page.navigate",
@@ -927,6 +1052,14 @@ impl Supervisor {
     }
 }
 
+/// A command sent and not replied to yet (see [`super::state::Command`]).
+struct Inflight {
+    target: Target,
+    purpose: Purpose,
+    method: String,
+    tab: u32,
+}
+
 type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
@@ -935,14 +1068,15 @@ struct Driver {
     live: LiveConnection,
     /// What happened, by kind ([`Driver::announce`]).
     happened: Arc<EventLog>,
-    state: State,
+    state: Tabs,
     opts: SupervisorOptions,
     ws_url: String,
     conn: Option<Connection>,
     events: Option<EventStream>,
     /// Commands sent with `send_in_order`, by request id: their replies
     /// come on the event stream, in wire order with the events.
-    inflight: HashMap<u64, (Target, Purpose, String)>,
+    /// Commands sent and not replied to: where, why, the method, the tab.
+    inflight: HashMap<u64, Inflight>,
     tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
     /// The agent's commands (`Supervisor::send_agent`) by call number.
     calls: HashMap<u64, oneshot::Sender<Result<Value, ReplyError>>>,
@@ -955,7 +1089,6 @@ struct Driver {
     tree_done: Option<oneshot::Sender<()>>,
     reconnect: Option<Reconnect>,
     /// Attaching to another page after ours closed (same connection).
-    reattach: Option<BoxFuture<Result<(TargetInfo, SessionId), StartError>>>,
     failures: u32,
     shown_url: String,
     /// A Chromium we launched: dropped (killed) with the driver.
@@ -988,7 +1121,7 @@ impl Driver {
     /// Records `notice` in the event log (what `browser_wait` and the
     /// snapshot resource watch) and sends it to live watchers.
     fn announce(&self, notice: Notice) {
-        let top = self.state.top_target().map(|t| t.0.as_str());
+        let top = self.state.current_target().map(|t| t.0.as_str());
         if let Some(kind) = EventKind::of(&notice, top) {
             self.happened.record(kind);
         }
@@ -1036,16 +1169,6 @@ impl Driver {
                     }
                 }
                 _ = sleep_until(timeout) => self.state.handle_timeout(Now::system()),
-                r = poll_slot(&mut self.reattach) => {
-                    self.reattach = None;
-                    match r {
-                        Ok((target, session)) => {
-                            tracing::info!(target_id = %target.target_id, "the page is gone; now supervising another");
-                            self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
-                        }
-                        Err(e) => tracing::warn!("the page is gone and no other could be attached: {e}"),
-                    }
-                }
                 r = poll_slot(&mut self.reconnect) => {
                     self.reconnect = None;
                     match r {
@@ -1107,9 +1230,9 @@ impl Driver {
                 params,
             }) => self.on_event(session_id, &method, params.get()),
             Some(Incoming::Reply { id, result }) => {
-                if let Some((target, purpose, method)) = self.inflight.remove(&id) {
-                    let agent = matches!(purpose, Purpose::Agent { .. });
-                    self.on_reply(target, purpose, &method, result.map_err(reply_error));
+                if let Some(cmd) = self.inflight.remove(&id) {
+                    let agent = matches!(cmd.purpose, Purpose::Agent { .. });
+                    self.on_reply(cmd, result.map_err(reply_error));
                     if agent {
                         // The agent hears its reply before any later event of
                         // the burst is published (a dialog that opened just
@@ -1154,34 +1277,29 @@ impl Driver {
         let mut lost: Vec<u64> = self
             .inflight
             .iter()
-            .filter(|(_, (target, _, _))| matches!(target, Target::Session(s) if s == gone))
+            .filter(|(_, cmd)| matches!(&cmd.target, Target::Session(s) if s == gone))
             .map(|(id, _)| *id)
             .collect();
         lost.sort_unstable();
         for id in lost {
-            if let Some((target, purpose, method)) = self.inflight.remove(&id) {
+            if let Some(cmd) = self.inflight.remove(&id) {
                 let e = ReplyError::Lost {
                     reason: format!("its session {gone} detached (its frame or tab is gone)"),
                 };
-                self.on_reply(target, purpose, &method, Err(e));
+                self.on_reply(cmd, Err(e));
             }
         }
     }
 
-    fn on_reply(
-        &mut self,
-        target: Target,
-        purpose: Purpose,
-        method: &str,
-        result: Result<Value, ReplyError>,
-    ) {
+    fn on_reply(&mut self, cmd: Inflight, result: Result<Value, ReplyError>) {
         if let Err(e) = &result {
-            tracing::debug!(%method, "command failed: {e}");
+            tracing::debug!(method = %cmd.method, "command failed: {e}");
         }
-        if counts_for_tree(method) {
+        if counts_for_tree(&cmd.method) {
             self.tree_pending = self.tree_pending.saturating_sub(1);
         }
-        self.state.on_reply(&target, purpose, result, Now::system());
+        self.state
+            .on_reply(&cmd.target, cmd.tab, cmd.purpose, result, Now::system());
     }
 
     fn on_request(&mut self, req: Request) {
@@ -1205,15 +1323,23 @@ impl Driver {
                     }
                 }
             }
-            Request::Route { frame_id, reply } => {
+            Request::SelectTab { target_id, reply } => {
+                let _ = reply.send(self.state.select(&target_id));
+            }
+            Request::Route {
+                frame_id,
+                target_id,
+                allow_crashed,
+                reply,
+            } => {
                 let r = match &self.conn {
                     None => Err(CdpCallError::NotConnected(
                         "the CDP connection dropped; reconnecting".into(),
                     )),
                     Some(conn) => {
                         let session = match frame_id {
-                            Some(f) => self.state.route_frame(&f),
-                            None => self.state.top_session().cloned().ok_or(RouteError::NoPage),
+                            Some(f) => self.state.route_frame(&f, target_id.as_deref()),
+                            None => self.state.page_session(target_id.as_deref(), allow_crashed),
                         };
                         session
                             .map(|s| (conn.clone(), s))
@@ -1246,18 +1372,17 @@ impl Driver {
         tracing::warn!(endpoint = %self.shown_url, "CDP connection dropped ({reason}); reconnecting");
         self.set_conn(None);
         self.events = None;
-        self.reattach = None;
         // The state forgets dead sessions but keeps dialogs and their
         // deadlines; every command still in flight gets its one reply now
         // (the driver contract): their stream is gone with the connection.
         self.state.connection_lost();
-        let mut lost: Vec<(u64, (Target, Purpose, String))> = self.inflight.drain().collect();
+        let mut lost: Vec<(u64, Inflight)> = self.inflight.drain().collect();
         lost.sort_by_key(|(id, _)| *id);
-        for (_, (target, purpose, method)) in lost {
+        for (_, cmd) in lost {
             let e = ReplyError::Lost {
                 reason: reason.to_owned(),
             };
-            self.on_reply(target, purpose, &method, Err(e));
+            self.on_reply(cmd, Err(e));
         }
         self.tree_pending = 0;
         self.announce(connection_notice(ConnectionStatus::Reconnecting));
@@ -1265,24 +1390,10 @@ impl Driver {
         self.schedule_reconnect();
     }
 
-    /// Our page closed (or crashed) while the browser stays: supervise the
-    /// first other page, or a new one, so the agent's next call works.
-    fn schedule_reattach(&mut self) {
-        let (Some(conn), None) = (&self.conn, &self.reattach) else {
-            return;
-        };
-        let conn = conn.clone();
-        let timeout = self.opts.command_timeout;
-        let gone = self.state.top_target().map(|t| t.0.clone());
-        self.reattach = Some(Box::pin(async move {
-            pick_and_attach(&conn, None, gone.as_deref(), timeout).await
-        }));
-    }
-
     fn schedule_reconnect(&mut self) {
         let delay = backoff(self.opts.reconnect_backoff_start, self.failures);
         let url = self.ws_url.clone();
-        let target = self.state.top_target().map(|t| t.0.clone());
+        let target = self.state.current_target().map(|t| t.0.clone());
         let timeout = self.opts.command_timeout;
         let attach_timeout = self.opts.attach_timeout;
         self.reconnect = Some(Box::pin(async move {
@@ -1320,8 +1431,13 @@ impl Driver {
                         let e = ReplyError::Lost {
                             reason: "not connected; reconnecting".into(),
                         };
-                        self.state
-                            .on_reply(&cmd.target, cmd.purpose, Err(e), Now::system());
+                        self.state.on_reply(
+                            &cmd.target,
+                            cmd.tab,
+                            cmd.purpose,
+                            Err(e),
+                            Now::system(),
+                        );
                         continue;
                     };
                     if counts_for_tree(&cmd.method) {
@@ -1333,8 +1449,15 @@ impl Driver {
                         cmd.params,
                         cmd.timeout.unwrap_or(self.opts.command_timeout),
                     );
-                    self.inflight
-                        .insert(id, (cmd.target, cmd.purpose, cmd.method));
+                    self.inflight.insert(
+                        id,
+                        Inflight {
+                            target: cmd.target,
+                            purpose: cmd.purpose,
+                            method: cmd.method,
+                            tab: cmd.tab,
+                        },
+                    );
                 }
                 out @ (Output::Notice(_)
                 | Output::AnswerDone { .. }
@@ -1356,12 +1479,7 @@ impl Driver {
         self.publish(status);
         for out in deliver {
             match out {
-                Output::Notice(n) => {
-                    if matches!(n, Notice::PageGone { .. }) {
-                        self.schedule_reattach();
-                    }
-                    self.announce(n);
-                }
+                Output::Notice(n) => self.announce(n),
                 Output::AnswerDone { ticket, result } => {
                     if let Some(tx) = self.tickets.remove(&ticket) {
                         let _ = tx.send(result);
@@ -1539,6 +1657,7 @@ async fn pick_and_attach(
                     url: "about:blank".into(),
                     attached: false,
                     parent_frame_id: None,
+                    opener_id: None,
                 }
             }
         },

@@ -28,7 +28,7 @@ pub enum EventKind {
     PageLoaded,
     /// A tab opened.
     TabOpened,
-    /// The supervised tab closed or crashed.
+    /// A supervised tab closed or crashed.
     TabClosed,
     /// The page turned out blocked by a dialog opened before we attached.
     PageBlocked,
@@ -61,7 +61,15 @@ impl EventKind {
             Notice::FrameNavigated { frame_id, .. } if Some(frame_id.as_str()) == top_frame_id => {
                 EventKind::PageCommitted
             }
+            // Another tab's load is not the page's.
+            Notice::PageLoaded { target_id, .. }
+                if target_id.is_some() && target_id.as_deref() != top_frame_id =>
+            {
+                return None;
+            }
             Notice::PageLoaded { .. } => EventKind::PageLoaded,
+            Notice::TabOpened { .. } => EventKind::TabOpened,
+            Notice::TabClosed { .. } | Notice::TabCrashed { .. } => EventKind::TabClosed,
             Notice::PageBlocked => EventKind::PageBlocked,
             Notice::PageGone { .. } => EventKind::TabClosed,
             Notice::Connection { .. } => EventKind::Connection,

@@ -58,6 +58,9 @@ pub struct PendingDialog {
     /// showing"`) although its frame stays blocked: only navigating the page
     /// releases it.
     pub answerable: bool,
+    /// The tab that shows it (its page's target id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
 }
 
 /// One dialog that has closed (`recent_dialogs[]`, the last 20).
@@ -170,4 +173,28 @@ pub struct Snapshot {
     pub page_blocked: bool,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
+    /// The supervised tabs, oldest first.
+    pub tabs: Vec<TabView>,
+    /// More pages were opened than `max_tabs`: the extra ones are not supervised.
+    pub tabs_truncated: bool,
+}
+
+/// One supervised tab (`tabs[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TabView {
+    /// The page's target id (also its top frame's id).
+    pub target_id: String,
+    /// Its top frame's URL as last heard (`""` before the first commit).
+    pub url: String,
+    /// Its title as last heard.
+    pub title: String,
+    /// The supervised tab that opened it (`targetInfo.openerId`), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opener_target_id: Option<String>,
+    /// Whether it is the current tab (the one `browser_navigate` drives).
+    pub current: bool,
+    /// How many of its dialogs are pending.
+    pub pending_dialogs: usize,
+    /// Its renderer crashed: `browser_navigate` reloads it, `browser_tabs close` closes it.
+    pub crashed: bool,
 }

@@ -69,6 +69,15 @@ impl fmt::Display for RouteError {
                     .unwrap_or_default()
             ),
             RouteError::NoPage => f.write_str("no page is attached"),
+            RouteError::UnknownTab { target_id, known } => write!(
+                f,
+                "no supervised tab has target_id {target_id:?}; supervised tabs: [{}] (browser_tabs list shows them)",
+                known.join(", ")
+            ),
+            RouteError::Crashed { target_id } => write!(
+                f,
+                "the tab {target_id} has crashed (its renderer is gone): browser_navigate reloads it when it is the current tab (browser_tabs select it first), or browser_tabs close closes it"
+            ),
         }
     }
 }

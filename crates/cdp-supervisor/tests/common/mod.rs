@@ -100,6 +100,7 @@ impl Harness {
                 "Runtime.evaluate",
                 json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
                 frame_id,
+                None,
                 WAIT,
             )
             .await

@@ -33,6 +33,7 @@ EXPECTED_TOOLS = [
     "browser_snapshot",
     "browser_dialog",
     "browser_cdp",
+    "browser_tabs",
     "browser_wait",
     "browser_connect",
     "browser_disconnect",

@@ -179,6 +179,7 @@ pub fn spawn_evaluate(
             "Runtime.evaluate",
             json!({"expression": "1"}),
             None,
+            None,
             timeout,
         )
         .await

@@ -114,6 +114,16 @@ impl Dialogs {
         self.recent.iter().cloned().collect()
     }
 
+    /// The number the next dialog's id gets.
+    pub fn next_number(&self) -> u64 {
+        self.next
+    }
+
+    /// Sets the number the next dialog's id gets.
+    pub fn set_next_number(&mut self, n: u64) {
+        self.next = n;
+    }
+
     /// Whether any dialog is pending.
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
@@ -244,6 +254,7 @@ impl State {
             frame_id: frame_id.as_ref().map(|f| f.0.clone()),
             url: d.url,
             answerable: true,
+            target_id: self.targets.top_target().map(|t| t.0.clone()),
         };
         self.dialogs.pending.push(Dialog {
             view: view.clone(),
@@ -704,8 +715,13 @@ impl State {
 }
 
 fn describe(d: &Dialog) -> String {
-    let msg: String = d.view.message.chars().take(40).collect();
-    format!("{} ({} {:?})", d.view.id, d.view.dialog_type, msg)
+    describe_view(&d.view)
+}
+
+/// A pending dialog as [`DialogError::Ambiguous`] lists it: `d-N (type "first 40 chars")`.
+pub(super) fn describe_view(d: &PendingDialog) -> String {
+    let msg: String = d.message.chars().take(40).collect();
+    format!("{} ({} {:?})", d.id, d.dialog_type, msg)
 }
 
 #[cfg(test)]

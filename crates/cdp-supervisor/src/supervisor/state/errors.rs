@@ -92,4 +92,17 @@ pub enum RouteError {
     },
     /// No page session is attached (not yet, or the tab went).
     NoPage,
+    /// No supervised tab has this target id.
+    UnknownTab {
+        /// The `target_id` given.
+        target_id: String,
+        /// The supervised tabs' target ids, oldest first.
+        known: Vec<String>,
+    },
+    /// The tab's renderer crashed (`Inspector.targetCrashed`): a navigation
+    /// reloads it, or it can be closed.
+    Crashed {
+        /// The crashed tab's target id.
+        target_id: String,
+    },
 }

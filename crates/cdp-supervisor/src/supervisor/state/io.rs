@@ -56,6 +56,9 @@ pub struct Options {
     /// Inject the dialog bridge ([`crate::supervisor::bridge`]) on every
     /// session, for CDP proxies that answer native dialogs themselves.
     pub dialog_bridge: bool,
+    /// Tabs supervised per task, the first one included (config
+    /// `browser.max_tabs`): pages opened past it are resumed and let go.
+    pub max_tabs: usize,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             dialog_timeout: DEFAULT_DIALOG_TIMEOUT,
             page_enable_grace: PAGE_ENABLE_GRACE,
             dialog_bridge: false,
+            max_tabs: super::MAX_TABS_DEFAULT,
         }
     }
 }
@@ -165,6 +169,11 @@ pub enum Purpose {
         /// The loader of the document whose load event fired, when known.
         loader_id: Option<String>,
     },
+    /// Browser-level `Target.setAutoAttach` of [`super::Tabs`]: every page
+    /// that exists is reported before its reply.
+    TabsAutoAttach,
+    /// [`super::Tabs`]' own `Target.createTarget` (the last tab closed).
+    NewTab,
     /// A command of the agent's ([`super::State::send_agent`]): its reply
     /// goes back as [`Output::AgentReply`] with this `call`.
     Agent {
@@ -187,6 +196,9 @@ pub struct Command {
     pub purpose: Purpose,
     /// Its own deadline (an agent's call); `None`: the driver's default.
     pub timeout: Option<Duration>,
+    /// Which tab's machine asked for it (set by [`super::Tabs`]); hand it
+    /// back with the reply.
+    pub tab: u32,
 }
 
 /// Something a live watcher (`watch`) wants to see. Serialized with an `event` tag.
@@ -239,6 +251,9 @@ pub enum Notice {
     PageBlocked,
     /// The top frame finished loading (`Page.loadEventFired` on the page session).
     PageLoaded {
+        /// The tab (its target id) whose top frame loaded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target_id: Option<String>,
         /// The top frame's URL once loaded (as `Target.getTargetInfo` has it).
         url: String,
         /// The loader of the document that loaded (`Page.Frame.loaderId`),
@@ -252,9 +267,36 @@ pub enum Notice {
         status: crate::supervisor::snapshot::ConnectionStatus,
     },
     /// The supervised page's session is gone (tab closed or crashed).
+    /// [`super::Tabs`] turns it into [`Notice::TabClosed`].
     PageGone {
         /// Which target detached, in words.
         reason: String,
+    },
+    /// A tab became supervised: opened by a supervised tab (`window.open`,
+    /// `target=_blank`; `Target.attachedToTarget` with `openerId`) or by the
+    /// agent (`Target.createTarget`).
+    TabOpened {
+        /// The new tab's target id.
+        target_id: String,
+        /// Its URL when it opened (often `""`: not committed yet).
+        url: String,
+        /// The tab that opened it, when one did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        opener_target_id: Option<String>,
+    },
+    /// A supervised tab closed (`Target.targetDestroyed`, its session detached).
+    TabClosed {
+        /// The tab's target id.
+        target_id: String,
+        /// The tab that is current now, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        current_target_id: Option<String>,
+    },
+    /// A supervised tab's renderer crashed (`Inspector.targetCrashed`,
+    /// `Target.targetCrashed`).
+    TabCrashed {
+        /// The tab's target id.
+        target_id: String,
     },
 }
 

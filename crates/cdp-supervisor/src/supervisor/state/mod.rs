@@ -62,12 +62,14 @@ mod errors;
 mod frames;
 mod io;
 mod navigations;
+mod tabs;
 mod targets;
 mod timers;
 
 pub use dialogs::{CloseCause, closed_by};
 pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
+pub use tabs::Tabs;
 pub use timers::Timer;
 
 use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
@@ -101,6 +103,8 @@ pub const SESSIONS_TRACKED_MAX: usize = 256;
 /// its reply says who won. A reply always comes (the driver contract); the
 /// bound only caps memory.
 pub const ANSWERS_AFTER_CLOSE_MAX: usize = 64;
+/// DESIGN: `browser.max_tabs`' default: tabs supervised per task.
+pub const MAX_TABS_DEFAULT: usize = 20;
 /// spec: the must_respond watchdog's default.
 pub const DEFAULT_DIALOG_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long `Page.enable` may go unanswered on the page session before we
@@ -124,6 +128,7 @@ impl Out {
             params,
             purpose,
             timeout: None,
+            tab: 0,
         }));
     }
 
@@ -214,6 +219,38 @@ impl State {
         self.page_blocked
     }
 
+    /// The page's title as last heard (`Target.targetInfoChanged`, or
+    /// `Target.getTargetInfo` after a load).
+    pub fn title(&self) -> &str {
+        self.targets.title()
+    }
+
+    /// The last closed dialogs, oldest first.
+    pub fn recent_dialogs(&self) -> Vec<crate::supervisor::snapshot::ClosedDialog> {
+        self.dialogs.recent()
+    }
+
+    /// The number the next dialog's id (`d-N`) gets. [`Tabs`] shares one
+    /// sequence between its tabs, so ids stay unique per task.
+    pub fn next_dialog_number(&self) -> u64 {
+        self.dialogs.next_number()
+    }
+
+    /// Sets the number the next dialog's id gets (see [`State::next_dialog_number`]).
+    pub fn set_next_dialog_number(&mut self, n: u64) {
+        self.dialogs.set_next_number(n);
+    }
+
+    /// The page's renderer crashed: its dialogs are gone with it
+    /// (`closed_by: "remote"`), and it blocks nothing any more. The
+    /// sessions stay: Chromium keeps them, and a navigation reloads the tab.
+    pub fn renderer_crashed(&mut self, now: Now) {
+        self.page_blocked = false;
+        self.timers.cancel(&Timer::PageEnableGrace);
+        self.timers.cancel(&Timer::PageBlockedRelease);
+        self.close_all_dialogs(now);
+    }
+
     /// Starts supervising the page `target_id` attached as `session_id`
     /// (`Target.attachToTarget{flatten:true}`): enables the domains, turns on
     /// auto-attach and asks for the frame tree. `Page.enable` is asked last
@@ -279,6 +316,7 @@ impl State {
             params,
             purpose: Purpose::Agent { call },
             timeout: Some(timeout),
+            tab: 0,
         }));
     }
 
@@ -341,6 +379,7 @@ impl State {
                     // loaded, whatever frameNavigated said (or did not say).
                     if l.name == "load" && self.frames.load_is_news(Some(&l.loader_id)) {
                         self.out.notice(Notice::PageLoaded {
+                            target_id: self.targets.top_target().map(|t| t.0.clone()),
                             url: self.frames.top_url().to_owned(),
                             loader_id: Some(l.loader_id.clone()),
                         });
@@ -376,7 +415,8 @@ impl State {
                 let error = self.console.on_exception(e, now);
                 self.out.notice(Notice::ConsoleError { error });
             }
-            Event::Unparsed { .. } | Event::Other { .. } => {}
+            // A crash is the tabs' business (`Tabs`): the tab stays, marked.
+            Event::InspectorTargetCrashed | Event::Unparsed { .. } | Event::Other { .. } => {}
         }
     }
 
@@ -479,7 +519,7 @@ impl State {
         now: Now,
     ) {
         match purpose {
-            Purpose::Setup => {}
+            Purpose::Setup | Purpose::TabsAutoAttach | Purpose::NewTab => {}
             Purpose::Release => self.release_replied(result, now),
             Purpose::PageEnable => {
                 if result.is_ok() && self.targets.is_top(target.session()) {
@@ -517,7 +557,12 @@ impl State {
                 }
                 if self.frames.load_is_news(loader_id.as_ref()) {
                     let url = self.frames.top_url().to_owned();
-                    self.out.notice(Notice::PageLoaded { url, loader_id });
+                    let target_id = self.targets.top_target().map(|t| t.0.clone());
+                    self.out.notice(Notice::PageLoaded {
+                        target_id,
+                        url,
+                        loader_id,
+                    });
                 }
             }
             Purpose::Agent { call } => {
@@ -593,6 +638,8 @@ impl State {
             console_errors: self.console.entries(),
             page_blocked: self.page_blocked,
             connection: Default::default(),
+            tabs: Vec::new(),
+            tabs_truncated: false,
         }
     }
 }

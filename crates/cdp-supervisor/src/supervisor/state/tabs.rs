@@ -1,0 +1,786 @@
+//! Tabs: every page a task supervises, each with its own [`State`].
+//!
+//! [`Tabs`] is the coordinator the driver feeds. It keeps one [`State`]
+//! per supervised tab — the *current* tab (the one the agent drives), every
+//! page opened from a supervised tab (`window.open`, `target=_blank`: its
+//! `Target.attachedToTarget.targetInfo.openerId`), and pages the agent
+//! creates (`Target.createTarget`, `browser_tabs new`) — never unrelated
+//! tabs of other clients. It routes each event and reply to its tab, shares
+//! one dialog-id sequence between the tabs (ids stay unique per task), and
+//! builds one snapshot: the current tab's page, frames and console, every
+//! tab's pending dialogs, and the `tabs` list.
+//!
+//! How new pages reach us (verified on Chromium 156): page-session
+//! auto-attach never reports popups; browser-level `Target.setAutoAttach
+//! {autoAttach, waitForDebuggerOnStart, flatten, filter:[page]}` does, each
+//! new page paused. A paused page freezes its opener, so every paused page
+//! is resumed at once: a supervised one after its setup commands are
+//! *sent* (their replies do not come while it is paused), any other one
+//! resumed and let go. Browser-level auto-attach also attaches every
+//! existing page (not paused): a tab we already hold is let go of again,
+//! and after a reconnect that is how every supervised tab is re-attached.
+//! `Target.createTarget` reports the new page's attach *before* its reply,
+//! so a page with no opener that attaches while one of our creates is in
+//! flight is held (paused) until the reply names it.
+
+use super::{
+    DialogError, DialogRequest, Notice, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX,
+    ReplyError, RouteError, State, Target,
+};
+use crate::cdp::protocol::{AttachedToTarget, Event, SessionId, TargetId};
+use crate::supervisor::snapshot::{ClosedBy, Snapshot, TabView};
+use serde_json::{Value, json};
+use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Closed tabs whose machines are kept: replies still owed to them find
+/// them, and their closed dialogs stay in `recent_dialogs`.
+pub const CLOSED_TABS_KEPT: usize = 8;
+/// Created targets whose attach has not come yet, at most (a bound only).
+const EXPECTED_MAX: usize = 32;
+/// The key of [`Tabs`]' own commands ([`super::Command::tab`]).
+const OWN: u32 = 0;
+
+#[derive(Debug)]
+struct Tab {
+    key: u32,
+    target_id: TargetId,
+    opener: Option<TargetId>,
+    state: State,
+    crashed: bool,
+}
+
+/// Every supervised tab of one task; see the module doc.
+#[derive(Debug)]
+pub struct Tabs {
+    opts: Options,
+    /// Live tabs, oldest first.
+    tabs: Vec<Tab>,
+    /// Closed tabs, newest last, at most [`CLOSED_TABS_KEPT`].
+    closed: VecDeque<Tab>,
+    next_key: u32,
+    current: Option<u32>,
+    /// Keys in the order they were last current (most recent last).
+    recency: Vec<u32>,
+    /// A page opened past `max_tabs` was let go.
+    truncated: bool,
+    /// Paused pages with no opener, held until a create in flight names them.
+    held: Vec<AttachedToTarget>,
+    /// The agent's `Target.createTarget` calls in flight.
+    creating: HashSet<u64>,
+    /// Our own `Target.createTarget` (the last tab closed) is in flight.
+    creating_own: bool,
+    /// Created targets whose attach has not come yet.
+    expected: VecDeque<TargetId>,
+    next_dialog: u64,
+    out: VecDeque<Output>,
+}
+
+impl Tabs {
+    /// No tab yet.
+    pub fn new(opts: Options) -> Tabs {
+        Tabs {
+            opts,
+            tabs: Vec::new(),
+            closed: VecDeque::new(),
+            next_key: OWN + 1,
+            current: None,
+            recency: Vec::new(),
+            truncated: false,
+            held: Vec::new(),
+            creating: HashSet::new(),
+            creating_own: false,
+            expected: VecDeque::new(),
+            next_dialog: 1,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The next output, if any. Drain after every input.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn tab(&self, key: u32) -> Option<&Tab> {
+        self.tabs.iter().find(|t| t.key == key)
+    }
+
+    fn current_tab(&self) -> Option<&Tab> {
+        self.current.and_then(|k| self.tab(k))
+    }
+
+    fn key_of_target(&self, target: &TargetId) -> Option<u32> {
+        self.tabs
+            .iter()
+            .find(|t| &t.target_id == target)
+            .map(|t| t.key)
+    }
+
+    fn key_of_session(&self, session: &SessionId) -> Option<u32> {
+        self.tabs
+            .iter()
+            .find(|t| t.state.has_session(session))
+            .map(|t| t.key)
+    }
+
+    /// The current tab's target id.
+    pub fn current_target(&self) -> Option<&TargetId> {
+        self.current_tab().map(|t| &t.target_id)
+    }
+
+    /// The current tab's page session, once attached.
+    pub fn current_session(&self) -> Option<&SessionId> {
+        self.current_tab().and_then(|t| t.state.top_session())
+    }
+
+    /// Whether the current tab is blocked by a dialog opened before we attached.
+    pub fn page_blocked(&self) -> bool {
+        self.current_tab().is_some_and(|t| t.state.page_blocked())
+    }
+
+    /// Whether `session` is a live session of a supervised tab.
+    pub fn has_session(&self, session: &SessionId) -> bool {
+        self.key_of_session(session).is_some()
+    }
+
+    /// The current tab's machine (for reads: its top URL, frames…).
+    pub fn current_state(&self) -> Option<&State> {
+        self.current_tab().map(|t| &t.state)
+    }
+
+    /// Runs `f` on tab `key`'s machine (live or closed), then moves its
+    /// outputs to ours: commands tagged with the tab, a gone page turned
+    /// into the tab closing.
+    fn drive(&mut self, key: u32, f: impl FnOnce(&mut State)) {
+        let next = self.next_dialog;
+        let Some(tab) = self
+            .tabs
+            .iter_mut()
+            .chain(self.closed.iter_mut())
+            .find(|t| t.key == key)
+        else {
+            return;
+        };
+        tab.state.set_next_dialog_number(next);
+        f(&mut tab.state);
+        self.next_dialog = tab.state.next_dialog_number();
+        let mut gone = false;
+        while let Some(o) = tab.state.poll_output() {
+            match o {
+                Output::Send(mut cmd) => {
+                    cmd.tab = key;
+                    self.out.push_back(Output::Send(cmd));
+                }
+                Output::Notice(Notice::PageGone { .. }) => gone = true,
+                o => self.out.push_back(o),
+            }
+        }
+        if gone {
+            self.tab_closed(key);
+        }
+    }
+
+    fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
+        self.out.push_back(Output::Send(super::Command {
+            target,
+            method: method.to_owned(),
+            params,
+            purpose,
+            timeout: None,
+            tab: OWN,
+        }));
+    }
+
+    fn notice(&mut self, n: Notice) {
+        self.out.push_back(Output::Notice(n));
+    }
+
+    /// The driver attached the page `target_id` as `session_id`
+    /// (`Target.attachToTarget`): at the start it becomes the first,
+    /// current tab; after a reconnect it re-attaches that tab and makes it
+    /// current. Then browser-level auto-attach is (re)started: it reports
+    /// new pages and re-attaches the other supervised tabs.
+    pub fn attach_page(
+        &mut self,
+        target_id: TargetId,
+        session_id: SessionId,
+        url: &str,
+        title: &str,
+        now: Now,
+    ) {
+        let key = match self.key_of_target(&target_id) {
+            Some(k) => k,
+            None => self.add_tab(target_id.clone(), None),
+        };
+        self.make_current(key);
+        self.drive(key, |s| {
+            s.attach_page(target_id, session_id, url, title, now)
+        });
+        self.send(
+            Target::Browser,
+            "Target.setAutoAttach",
+            json!({
+                "autoAttach": true,
+                "waitForDebuggerOnStart": true,
+                "flatten": true,
+                "filter": [{"type": "page", "exclude": false}],
+            }),
+            Purpose::TabsAutoAttach,
+        );
+    }
+
+    fn add_tab(&mut self, target_id: TargetId, opener: Option<TargetId>) -> u32 {
+        let key = self.next_key;
+        self.next_key += 1;
+        self.tabs.push(Tab {
+            key,
+            target_id,
+            opener,
+            state: State::new(self.opts.clone()),
+            crashed: false,
+        });
+        key
+    }
+
+    fn make_current(&mut self, key: u32) {
+        self.current = Some(key);
+        self.recency.retain(|k| *k != key);
+        self.recency.push(key);
+    }
+
+    /// Makes the supervised tab `target_id` current (`browser_tabs select`).
+    ///
+    /// # Errors
+    /// [`RouteError::UnknownTab`] when no supervised tab has that id.
+    pub fn select(&mut self, target_id: &str) -> Result<(), RouteError> {
+        let key = self.key_for(target_id)?;
+        self.make_current(key);
+        Ok(())
+    }
+
+    fn key_for(&self, target_id: &str) -> Result<u32, RouteError> {
+        self.tabs
+            .iter()
+            .find(|t| t.target_id.0 == target_id)
+            .map(|t| t.key)
+            .ok_or_else(|| RouteError::UnknownTab {
+                target_id: target_id.to_owned(),
+                known: self.tabs.iter().map(|t| t.target_id.0.clone()).collect(),
+            })
+    }
+
+    /// The page session of tab `target_id` (the current tab when `None`).
+    ///
+    /// # Errors
+    /// [`RouteError::UnknownTab`], [`RouteError::NoPage`] (not attached,
+    /// or reconnecting), and [`RouteError::Crashed`] unless `allow_crashed`
+    /// (a navigation reloads a crashed tab).
+    pub fn page_session(
+        &self,
+        target_id: Option<&str>,
+        allow_crashed: bool,
+    ) -> Result<SessionId, RouteError> {
+        let tab = match target_id {
+            Some(t) => self.tab(self.key_for(t)?),
+            None => self.current_tab(),
+        }
+        .ok_or(RouteError::NoPage)?;
+        if tab.crashed && !allow_crashed {
+            return Err(RouteError::Crashed {
+                target_id: tab.target_id.0.clone(),
+            });
+        }
+        tab.state.top_session().cloned().ok_or(RouteError::NoPage)
+    }
+
+    /// Where a CDP call for `frame_id` must go: the frame is looked up in
+    /// the tab `target_id` (else the current tab, then every other tab).
+    ///
+    /// # Errors
+    /// As [`State::route_frame`], plus [`RouteError::Crashed`] for a frame
+    /// of a crashed tab and [`RouteError::UnknownTab`].
+    pub fn route_frame(
+        &self,
+        frame_id: &str,
+        target_id: Option<&str>,
+    ) -> Result<SessionId, RouteError> {
+        let order: Vec<&Tab> = match target_id {
+            Some(t) => vec![self.tab(self.key_for(t)?).ok_or(RouteError::NoPage)?],
+            None => self
+                .current_tab()
+                .into_iter()
+                .chain(self.tabs.iter().filter(|t| Some(t.key) != self.current))
+                .collect(),
+        };
+        let mut first_error = None;
+        for tab in order {
+            match tab.state.route_frame(frame_id) {
+                Ok(_) if tab.crashed => {
+                    return Err(RouteError::Crashed {
+                        target_id: tab.target_id.0.clone(),
+                    });
+                }
+                Ok(s) => return Ok(s),
+                Err(e @ RouteError::UnknownFrame { .. }) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(first_error.unwrap_or(RouteError::NoPage))
+    }
+
+    /// Forgets every session (the connection dropped); see [`State::connection_lost`].
+    pub fn connection_lost(&mut self) {
+        let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
+        for k in keys {
+            self.drive(k, State::connection_lost);
+        }
+        self.held.clear();
+        self.expected.clear();
+    }
+
+    /// The agent's CDP command, through the machine of the tab it goes to
+    /// (the current tab's for a browser-level one); see [`State::send_agent`].
+    pub fn send_agent(
+        &mut self,
+        call: u64,
+        target: Target,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) {
+        if method == "Target.createTarget" {
+            self.creating.insert(call);
+        }
+        let key = target
+            .session()
+            .and_then(|s| self.key_of_session(s))
+            .or(self.current);
+        match key {
+            Some(k) => self.drive(k, |s| s.send_agent(call, target, method, params, timeout)),
+            None => self.out.push_back(Output::Send(super::Command {
+                target,
+                method: method.to_owned(),
+                params,
+                purpose: Purpose::Agent { call },
+                timeout: Some(timeout),
+                tab: OWN,
+            })),
+        }
+    }
+
+    /// Feeds one CDP event that arrived on `session_id` (`None`: browser level).
+    pub fn on_event(&mut self, session_id: Option<&SessionId>, event: Event, now: Now) {
+        let Some(session) = session_id else {
+            return self.on_browser_event(event, now);
+        };
+        let Some(key) = self.key_of_session(session) else {
+            // A session we let go of, or one of a page we hold paused.
+            return;
+        };
+        let top = self
+            .tab(key)
+            .is_some_and(|t| t.state.top_session() == Some(session));
+        match &event {
+            Event::InspectorTargetCrashed if top => return self.crashed(key, now),
+            Event::FrameNavigated(n) if top && n.frame.parent_id.is_none() => self.revived(key),
+            _ => {}
+        }
+        self.drive(key, |s| s.on_event(session_id, event, now));
+    }
+
+    fn on_browser_event(&mut self, event: Event, now: Now) {
+        match event {
+            Event::AttachedToTarget(a) if a.target_info.target_type == "page" => {
+                self.on_page_attached(a, now)
+            }
+            Event::TargetCrashed(t) => {
+                if let Some(k) = self.key_of_target(&t.target_id) {
+                    self.crashed(k, now);
+                }
+            }
+            Event::DetachedFromTarget(d) => {
+                self.held.retain(|h| h.session_id != d.session_id);
+                if let Some(k) = self.key_of_session(&d.session_id) {
+                    self.drive(k, |s| s.on_event(None, Event::DetachedFromTarget(d), now));
+                }
+            }
+            event => {
+                let target = match &event {
+                    Event::TargetDestroyed(t) => Some(t.target_id.clone()),
+                    Event::TargetInfoChanged(t) => Some(t.target_info.target_id.clone()),
+                    _ => None,
+                };
+                if let Some(t) = &target {
+                    self.held.retain(|h| &h.target_info.target_id != t);
+                }
+                match target {
+                    Some(t) => {
+                        if let Some(k) = self.key_of_target(&t) {
+                            self.drive(k, |s| s.on_event(None, event, now));
+                        }
+                    }
+                    None => {
+                        let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
+                        for k in keys {
+                            let e = event.clone();
+                            self.drive(k, |s| s.on_event(None, e, now));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_page_attached(&mut self, a: AttachedToTarget, now: Now) {
+        let target = a.target_info.target_id.clone();
+        if let Some(key) = self.key_of_target(&target) {
+            let top = self.tab(key).and_then(|t| t.state.top_session());
+            if top == Some(&a.session_id) {
+                // Our own `Target.attachToTarget`, reported as an event too.
+                return;
+            }
+            if top.is_some() {
+                // Browser-level auto-attach reports a tab we hold again.
+                return self.let_go(&a.session_id);
+            }
+            // After a reconnect: the tab comes back.
+            return self.attach_existing(key, a, now);
+        }
+        let from_supervised = a
+            .target_info
+            .opener_id
+            .as_ref()
+            .is_some_and(|o| self.key_of_target(o).is_some());
+        let expected = match self.expected.iter().position(|t| t == &target) {
+            Some(i) => {
+                self.expected.remove(i);
+                true
+            }
+            None => false,
+        };
+        if from_supervised || expected {
+            self.adopt(a, now);
+        } else if a.target_info.opener_id.is_none()
+            && a.waiting_for_debugger
+            && (!self.creating.is_empty() || self.creating_own)
+        {
+            self.held.push(a);
+        } else {
+            self.let_go(&a.session_id);
+        }
+    }
+
+    /// Resumes a page (it may wait for a debugger) and detaches from it.
+    fn let_go(&mut self, session: &SessionId) {
+        self.send(
+            Target::Session(session.clone()),
+            "Runtime.runIfWaitingForDebugger",
+            json!({}),
+            Purpose::Setup,
+        );
+        self.send(
+            Target::Browser,
+            "Target.detachFromTarget",
+            json!({"sessionId": session.0}),
+            Purpose::Setup,
+        );
+    }
+
+    fn attach_existing(&mut self, key: u32, a: AttachedToTarget, now: Now) {
+        let info = a.target_info;
+        let session = a.session_id;
+        let resume = a.waiting_for_debugger.then(|| session.clone());
+        self.drive(key, |s| {
+            s.attach_page(info.target_id, session, &info.url, &info.title, now)
+        });
+        if let Some(s) = resume {
+            self.send(
+                Target::Session(s),
+                "Runtime.runIfWaitingForDebugger",
+                json!({}),
+                Purpose::Setup,
+            );
+        }
+    }
+
+    /// A new page becomes a supervised tab, or is let go past `max_tabs`.
+    fn adopt(&mut self, a: AttachedToTarget, now: Now) {
+        if self.tabs.len() >= self.opts.max_tabs {
+            self.truncated = true;
+            return self.let_go(&a.session_id);
+        }
+        let target = a.target_info.target_id.clone();
+        let opener = a
+            .target_info
+            .opener_id
+            .clone()
+            .filter(|o| self.key_of_target(o).is_some());
+        let url = a.target_info.url.clone();
+        let key = self.add_tab(target.clone(), opener.clone());
+        if self.current.is_none() {
+            // Our own blank tab after the last one closed.
+            self.make_current(key);
+            self.creating_own = false;
+        }
+        self.attach_existing(key, a, now);
+        self.notice(Notice::TabOpened {
+            target_id: target.0,
+            url,
+            opener_target_id: opener.map(|o| o.0),
+        });
+    }
+
+    /// A create of ours (or the agent's) replied: adopt the page it made,
+    /// held or still to attach, and let go of held pages nobody creates.
+    fn created(&mut self, result: &Result<Value, ReplyError>, now: Now) {
+        if let Some(t) = result
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("targetId"))
+            .and_then(Value::as_str)
+        {
+            let target = TargetId(t.to_owned());
+            match self
+                .held
+                .iter()
+                .position(|h| h.target_info.target_id == target)
+            {
+                Some(i) => {
+                    let a = self.held.remove(i);
+                    self.adopt(a, now);
+                }
+                None if self.key_of_target(&target).is_none() => {
+                    if self.expected.len() >= EXPECTED_MAX {
+                        self.expected.pop_front();
+                    }
+                    self.expected.push_back(target);
+                }
+                None => {}
+            }
+        }
+        if self.creating.is_empty() && !self.creating_own {
+            for h in std::mem::take(&mut self.held) {
+                self.let_go(&h.session_id);
+            }
+        }
+    }
+
+    fn crashed(&mut self, key: u32, now: Now) {
+        let Some(tab) = self.tabs.iter_mut().find(|t| t.key == key) else {
+            return;
+        };
+        if tab.crashed {
+            return;
+        }
+        tab.crashed = true;
+        let target_id = tab.target_id.0.clone();
+        self.drive(key, |s| s.renderer_crashed(now));
+        self.notice(Notice::TabCrashed { target_id });
+    }
+
+    fn revived(&mut self, key: u32) {
+        if let Some(tab) = self.tabs.iter_mut().find(|t| t.key == key) {
+            tab.crashed = false;
+        }
+    }
+
+    /// Tab `key`'s page is gone: it moves to the closed tabs; when it was
+    /// current, its opener (if supervised) or the most recently current
+    /// tab becomes current, or — the last one — a new blank tab is opened.
+    fn tab_closed(&mut self, key: u32) {
+        let Some(i) = self.tabs.iter().position(|t| t.key == key) else {
+            return;
+        };
+        let tab = self.tabs.remove(i);
+        self.recency.retain(|k| *k != key);
+        if self.current == Some(key) {
+            let opener = tab.opener.as_ref().and_then(|o| self.key_of_target(o));
+            self.current = opener.or_else(|| self.recency.last().copied());
+            if let Some(k) = self.current {
+                self.make_current(k);
+            }
+        }
+        let target_id = tab.target_id.0.clone();
+        if self.closed.len() >= CLOSED_TABS_KEPT {
+            self.closed.pop_front();
+        }
+        self.closed.push_back(tab);
+        if self.tabs.is_empty() && !self.creating_own {
+            self.creating_own = true;
+            self.send(
+                Target::Browser,
+                "Target.createTarget",
+                json!({"url": "about:blank"}),
+                Purpose::NewTab,
+            );
+        }
+        let current_target_id = self.current_target().map(|t| t.0.clone());
+        self.notice(Notice::TabClosed {
+            target_id,
+            current_target_id,
+        });
+    }
+
+    /// Feeds the reply to a command from [`Tabs::poll_output`]: `tab` is its
+    /// [`super::Command::tab`].
+    pub fn on_reply(
+        &mut self,
+        target: &Target,
+        tab: u32,
+        purpose: Purpose,
+        result: Result<Value, ReplyError>,
+        now: Now,
+    ) {
+        if let Purpose::Agent { call } = &purpose
+            && self.creating.remove(call)
+        {
+            self.created(&result, now);
+        }
+        if tab == OWN {
+            match purpose {
+                Purpose::NewTab => {
+                    if result.is_err() {
+                        self.creating_own = false;
+                    }
+                    self.created(&result, now);
+                }
+                // Every page that exists was reported before this reply: a
+                // tab that did not come back (after a reconnect) is gone.
+                Purpose::TabsAutoAttach if result.is_ok() => {
+                    let stale: Vec<u32> = self
+                        .tabs
+                        .iter()
+                        .filter(|t| t.state.top_session().is_none())
+                        .map(|t| t.key)
+                        .collect();
+                    for k in stale {
+                        self.tab_closed(k);
+                    }
+                }
+                Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
+                _ => {}
+            }
+            return;
+        }
+        self.drive(tab, |s| s.on_reply(target, purpose, result, now));
+    }
+
+    /// The agent (or a human it asked) answers a dialog of any tab; see
+    /// [`State::answer_dialog_as`].
+    pub fn answer_dialog_as(
+        &mut self,
+        req: DialogRequest,
+        ticket: u64,
+        by: ClosedBy,
+    ) -> Result<(), DialogError> {
+        let with_pending: Vec<u32> = self
+            .tabs
+            .iter()
+            .filter(|t| t.state.pending_dialogs().next().is_some())
+            .map(|t| t.key)
+            .collect();
+        let key = match &req.dialog_id {
+            Some(id) => self
+                .tabs
+                .iter()
+                .find(|t| t.state.pending_dialogs().any(|d| &d.id == id))
+                .map(|t| t.key)
+                .ok_or_else(|| DialogError::UnknownId {
+                    id: id.clone(),
+                    known: self.pending_dialogs().map(|d| d.id.clone()).collect(),
+                })?,
+            None => match with_pending.as_slice() {
+                [] => return Err(DialogError::NoDialog),
+                [one] => *one,
+                _ => {
+                    return Err(DialogError::Ambiguous {
+                        candidates: self
+                            .pending_dialogs()
+                            .map(super::dialogs::describe_view)
+                            .collect(),
+                    });
+                }
+            },
+        };
+        let mut r = Ok(());
+        self.drive(key, |s| r = s.answer_dialog_as(req, ticket, by));
+        r
+    }
+
+    /// Every tab's pending dialogs, oldest first.
+    pub fn pending_dialogs(
+        &self,
+    ) -> impl Iterator<Item = &crate::supervisor::snapshot::PendingDialog> {
+        let mut all: Vec<_> = self
+            .tabs
+            .iter()
+            .flat_map(|t| t.state.pending_dialogs())
+            .collect();
+        all.sort_by(|a, b| a.opened_at.total_cmp(&b.opened_at));
+        all.into_iter()
+    }
+
+    /// The dialogs (of any tab) whose answer or release awaits its reply.
+    pub fn dialogs_in_flight(&self) -> Vec<String> {
+        self.tabs
+            .iter()
+            .flat_map(|t| t.state.dialogs_in_flight().map(str::to_owned))
+            .collect()
+    }
+
+    /// When [`Tabs::handle_timeout`] should next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.tabs
+            .iter()
+            .filter_map(|t| t.state.poll_timeout())
+            .min()
+    }
+
+    /// Fires every tab's timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Now) {
+        let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
+        for k in keys {
+            self.drive(k, |s| s.handle_timeout(now));
+        }
+    }
+
+    /// The supervised tabs, oldest first, as the snapshot's `tabs` shows them.
+    pub fn views(&self) -> Vec<TabView> {
+        self.tabs
+            .iter()
+            .map(|t| TabView {
+                target_id: t.target_id.0.clone(),
+                url: t.state.top_url().to_owned(),
+                title: t.state.title().to_owned(),
+                opener_target_id: t.opener.as_ref().map(|o| o.0.clone()),
+                current: Some(t.key) == self.current,
+                pending_dialogs: t.state.pending_dialogs().count(),
+                crashed: t.crashed,
+            })
+            .collect()
+    }
+
+    /// Builds the snapshot the agent reads: the current tab's page, frames
+    /// and console; every tab's dialogs; the tabs.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snap = self
+            .current_tab()
+            .map(|t| t.state.snapshot())
+            .unwrap_or_default();
+        snap.pending_dialogs = self.pending_dialogs().cloned().collect();
+        let mut recent: Vec<_> = self
+            .tabs
+            .iter()
+            .chain(self.closed.iter())
+            .flat_map(|t| t.state.recent_dialogs())
+            .collect();
+        recent.sort_by(|a, b| a.closed_at.total_cmp(&b.closed_at));
+        let skip = recent.len().saturating_sub(RECENT_DIALOGS_MAX);
+        snap.recent_dialogs = recent.split_off(skip);
+        snap.tabs = self.views();
+        snap.tabs_truncated = self.truncated;
+        snap
+    }
+}
