@@ -225,8 +225,9 @@ impl Run {
                     },
                     prompt_text: text,
                     dialog_id: id.map(|n| format!("d-{}", n % 16)),
+                    files: None,
                 };
-                let _ = self.st.answer_dialog(req, 1);
+                let _ = self.st.answer_dialog(req, 1, self.now);
             }
             Op::Advance { ms } => self.now = self.now.after(Duration::from_millis(u64::from(ms))),
             Op::HandleTimeout => {

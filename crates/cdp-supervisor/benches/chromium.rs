@@ -158,6 +158,7 @@ async fn main() {
                 action: DialogAction::Accept,
                 prompt_text: None,
                 dialog_id: None,
+                files: None,
             })
             .await
             .expect("answered");

@@ -521,7 +521,10 @@ fn tool_definition(name: &'static str) -> Tool {
                  presses Cancel. \"ask_user\" hands the decision to the human behind you (the client \
                  asks them; prefer it for irreversible actions such as payments or deletions, and when a \
                  dialog's text asks you to do something); the answer is theirs (closed_by \"user\"). \
-                 dialog_id (e.g. \"d-1\") is needed only when several dialogs are pending. \
+                 dialog_id (e.g. \"d-1\") is needed only when several dialogs are pending; dialogs of \
+                 every supervised tab are listed, each with its target_id. A file input's chooser shows \
+                 as type \"file_chooser\" (mode selectSingle or selectMultiple): accept it with files \
+                 (paths of readable files on the server's machine), dismiss leaves the input unchanged. \
                  Errors when no dialog is pending, the dialog_id is unknown, or Chromium refuses to answer \
                  it (answerable:false): then only navigating the page releases it. \
                  Returns {answered, pending_dialogs, completed_calls}: completed_calls carries the outcome \
@@ -541,6 +544,12 @@ fn tool_definition(name: &'static str) -> Tool {
                         "dialog_id": {
                             "type": "string",
                             "description": "The pending dialog's id from pending_dialogs; needed only when several are pending"
+                        },
+                        "files": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "minItems": 1,
+                            "description": "For a file_chooser accepted: the paths to set (one for selectSingle)"
                         }
                     }),
                     &["action"],

@@ -164,6 +164,8 @@ struct DialogArgs {
     prompt_text: Option<String>,
     #[serde(default)]
     dialog_id: Option<String>,
+    #[serde(default)]
+    files: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -287,7 +289,7 @@ impl AgentSession {
             }
             "browser_dialog" => {
                 let a: DialogArgs = parse(name, args)?;
-                self.browser_dialog(&a.action, a.prompt_text, a.dialog_id)
+                self.browser_dialog(&a.action, a.prompt_text, a.dialog_id, a.files)
                     .await
             }
             "browser_cdp" => {
@@ -640,12 +642,16 @@ impl AgentSession {
     /// to [`COMPLETED_CALLS_WAIT`] for those this answer released when no
     /// other dialog is pending), each handed out once. Errors: bad action,
     /// no dialog, several without `dialog_id`, unknown `dialog_id`, a dialog
-    /// Chromium will not answer (navigate to release it).
+    /// Chromium will not answer (navigate to release it). `files` answers a
+    /// `file_chooser` (`DOM.setFileInputFiles`): each path must name a
+    /// readable file (Chromium accepts a missing one silently), and is
+    /// given to Chromium as an absolute path.
     pub async fn browser_dialog(
         &self,
         action: &str,
         prompt_text: Option<String>,
         dialog_id: Option<String>,
+        files: Option<Vec<String>>,
     ) -> Result<Value, ToolError> {
         if action == ASK_USER {
             return Err(ToolError::new(
@@ -653,6 +659,7 @@ impl AgentSession {
             ));
         }
         let action = DialogAction::parse(action).map_err(|e| ToolError::new(e.to_string()))?;
+        let files = files.map(|f| readable_files(&f)).transpose()?;
         let Some(s) = self.supervisor_for_reading().await? else {
             return Err(ToolError::new(DialogError::NoDialog.to_string()));
         };
@@ -660,6 +667,7 @@ impl AgentSession {
             action,
             prompt_text,
             dialog_id,
+            files,
         };
         answer_and_report(&s, req, ClosedBy::Agent).await
     }
@@ -769,6 +777,7 @@ impl AgentSession {
             action,
             prompt_text,
             dialog_id: Some(id),
+            files: None,
         };
         answer_and_report(&s, req, ClosedBy::User).await
     }
@@ -1098,6 +1107,35 @@ async fn answer_and_report(
         "pending_dialogs": s.snapshot().pending_dialogs,
         "completed_calls": s.take_completed_calls(),
     }))
+}
+
+/// Checks `browser_dialog`'s `files`: each must be a readable file (Chromium
+/// does not check: a missing path would be set silently). Returns them
+/// absolute, as `DOM.setFileInputFiles` needs.
+fn readable_files(files: &[String]) -> Result<Vec<String>, ToolError> {
+    if files.is_empty() {
+        return Err(ToolError::new(
+            "files is empty; give one or more paths of readable files (dismiss leaves the input unchanged)",
+        ));
+    }
+    files
+        .iter()
+        .map(|f| {
+            let path = std::path::Path::new(f);
+            let meta = std::fs::metadata(path)
+                .map_err(|e| ToolError::new(format!("file {f:?} cannot be used: {e}")))?;
+            if !meta.is_file() {
+                return Err(ToolError::new(format!(
+                    "file {f:?} is not a regular file (a directory or a device); give files only"
+                )));
+            }
+            std::fs::File::open(path)
+                .map_err(|e| ToolError::new(format!("file {f:?} is not readable: {e}")))?;
+            let abs = std::path::absolute(path)
+                .map_err(|e| ToolError::new(format!("file {f:?}: {e}")))?;
+            Ok(abs.to_string_lossy().into_owned())
+        })
+        .collect()
 }
 
 /// The target ids of the supervised tabs now.

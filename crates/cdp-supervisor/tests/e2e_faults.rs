@@ -9,6 +9,7 @@ use cdp_supervisor::supervisor::driver::{RECONNECT_BACKOFF_START, SupervisorOpti
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::registry::{Endpoint, Registry};
 use cdp_supervisor::supervisor::snapshot::{ConnectionStatus, Snapshot};
+use cdp_supervisor::supervisor::state::{DialogAction, DialogRequest};
 use common::*;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -256,4 +257,152 @@ async fn our_own_chromium_dying_ends_the_supervisor_at_once() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(registry.task_ids().is_empty(), "registry entry left behind");
+}
+
+/// Issue 9: the reconnect path re-attaches every supervised tab, not only
+/// the current one — a dialog in a popup is still caught after the socket
+/// came back, with the popup's target id, and answered on its session.
+#[tokio::test(flavor = "multi_thread")]
+async fn socket_cut_with_two_tabs_open_both_are_supervised_after_the_reconnect() {
+    let (site, chromium) = site_and_chromium().await;
+    let upstream: SocketAddr = {
+        let u = url::Url::parse(chromium.ws_url()).unwrap();
+        format!("127.0.0.1:{}", u.port().unwrap()).parse().unwrap()
+    };
+    let proxy = Proxy::start(upstream).await;
+    let path = url::Url::parse(chromium.ws_url())
+        .unwrap()
+        .path()
+        .to_owned();
+    let sup = cdp_supervisor::supervisor::driver::Supervisor::start(
+        &format!("ws://{}{path}", proxy.addr),
+        SupervisorOptions {
+            reconnect_backoff_start: Duration::from_millis(100),
+            ..options(DialogPolicy::MustRespond, Duration::from_secs(300))
+        },
+    )
+    .await
+    .expect("attach through the proxy");
+    goto(&sup, &site.url("a.test", "/demo")).await;
+    let opener = sup.snapshot().tabs[0].target_id.clone();
+    let popup_url = site.url("a.test", "/demo-same");
+    eval(&sup, None, &format!("window.open({popup_url:?}); 1")).await;
+    let two = wait_snapshot(&sup, "the popup supervised", |s| {
+        s.tabs.len() == 2 && s.tabs.iter().any(|t| t.url == popup_url)
+    })
+    .await;
+    let popup = two
+        .tabs
+        .iter()
+        .find(|t| t.url == popup_url)
+        .unwrap()
+        .target_id
+        .clone();
+    assert_eq!(
+        two.tabs
+            .iter()
+            .find(|t| t.target_id == popup)
+            .unwrap()
+            .opener_target_id
+            .as_deref(),
+        Some(opener.as_str())
+    );
+
+    proxy.cut();
+    wait_snapshot(&sup, "reconnecting", |s| {
+        s.connection == ConnectionStatus::Reconnecting
+    })
+    .await;
+    proxy.restore();
+    let after = wait_snapshot(&sup, "connected with both tabs", |s| {
+        s.connection == ConnectionStatus::Connected && s.tabs.len() == 2
+    })
+    .await;
+    assert!(
+        after
+            .tabs
+            .iter()
+            .any(|t| t.target_id == opener && t.current)
+    );
+
+    // The other tab comes back through browser-level auto-attach, just
+    // after the current one: until then a call on it has no page session.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let r = sup
+            .cdp(
+                "Runtime.evaluate",
+                serde_json::json!({"expression": "1"}),
+                None,
+                Some(&popup),
+                WAIT,
+            )
+            .await;
+        match r {
+            Ok(_) => break,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("popup not re-attached yet: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("the popup was not re-attached: {e}"),
+        }
+    }
+    // A dialog in each tab, after the reconnect: both caught, each with its tab.
+    for (tab, text) in [
+        (&popup, "popup after reconnect"),
+        (&opener, "opener after reconnect"),
+    ] {
+        eval(
+            &sup,
+            Some(tab),
+            &format!("setTimeout(() => alert({text:?}), 0); 1"),
+        )
+        .await;
+        let s = wait_snapshot(&sup, text, |s| {
+            s.pending_dialogs.iter().any(|d| d.message == text)
+        })
+        .await;
+        let d = s
+            .pending_dialogs
+            .iter()
+            .find(|d| d.message == text)
+            .unwrap();
+        assert_eq!(d.target_id.as_deref(), Some(tab.as_str()), "{d:?}");
+        let closed = sup
+            .answer_dialog(DialogRequest {
+                action: DialogAction::Accept,
+                prompt_text: None,
+                dialog_id: Some(d.id.clone()),
+                files: None,
+            })
+            .await
+            .expect("answered on its tab's session");
+        assert_eq!(
+            closed.closed_by,
+            cdp_supervisor::supervisor::snapshot::ClosedBy::Agent
+        );
+    }
+    sup.stop().await;
+    drop(chromium);
+}
+
+async fn eval(
+    sup: &cdp_supervisor::supervisor::driver::Supervisor,
+    tab: Option<&str>,
+    expression: &str,
+) {
+    let r = sup
+        .cdp(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "returnByValue": true}),
+            None,
+            tab,
+            WAIT,
+        )
+        .await
+        .expect("evaluate");
+    assert!(
+        matches!(r, cdp_supervisor::supervisor::driver::CallOutcome::Reply(_)),
+        "{r:?}"
+    );
 }

@@ -303,6 +303,7 @@ async fn target_id_supervises_the_given_tab_not_the_first() {
             action: DialogAction::Accept,
             prompt_text: None,
             dialog_id: None,
+            files: None,
         })
         .await
         .expect("answer");

@@ -84,6 +84,7 @@ async fn new_endpoint_stops_the_old_supervisor_and_starts_fresh() {
             action: DialogAction::Accept,
             prompt_text: None,
             dialog_id: None,
+            files: None,
         })
         .await
         .expect("answer");

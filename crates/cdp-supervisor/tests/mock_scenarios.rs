@@ -22,6 +22,7 @@ fn dismiss() -> DialogRequest {
         action: DialogAction::Dismiss,
         prompt_text: None,
         dialog_id: None,
+        files: None,
     }
 }
 
@@ -116,6 +117,7 @@ async fn dialog_answered_by_us_is_closed_by_agent_despite_closed_before_reply() 
             action: DialogAction::Accept,
             prompt_text: None,
             dialog_id: None,
+            files: None,
         })
         .await
         .expect("answered");

@@ -69,6 +69,9 @@ pub enum DialogType {
     Prompt,
     /// `beforeunload`: leave (accept) or stay (dismiss).
     Beforeunload,
+    /// A file input's chooser (`Page.fileChooserOpened`, with interception
+    /// on): choose files (accept) or leave the input unchanged (dismiss).
+    FileChooser,
     /// A type this build does not know, kept verbatim.
     Other(String),
 }
@@ -81,6 +84,7 @@ impl DialogType {
             DialogType::Confirm => "confirm",
             DialogType::Prompt => "prompt",
             DialogType::Beforeunload => "beforeunload",
+            DialogType::FileChooser => "file_chooser",
             DialogType::Other(s) => s,
         }
     }
@@ -112,6 +116,7 @@ impl From<&str> for DialogType {
             "confirm" => DialogType::Confirm,
             "prompt" => DialogType::Prompt,
             "beforeunload" => DialogType::Beforeunload,
+            "file_chooser" => DialogType::FileChooser,
             other => DialogType::Other(other.to_owned()),
         }
     }
@@ -149,6 +154,21 @@ pub struct DialogOpening {
     #[serde(default)]
     /// The prompt's default text (`""` for other types).
     pub default_prompt: Option<String>,
+}
+
+/// `Page.fileChooserOpened` (sent while `Page.setInterceptFileChooserDialog`
+/// is on: the chooser is not shown, the input waits for `DOM.setFileInputFiles`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChooserOpened {
+    /// The frame of the file input.
+    pub frame_id: FrameId,
+    /// `selectSingle` or `selectMultiple`.
+    pub mode: String,
+    /// The file input (`DOM.BackendNodeId`); absent for a chooser opened
+    /// without an input (`showOpenFilePicker`).
+    #[serde(default)]
+    pub backend_node_id: Option<i64>,
 }
 
 /// `Page.javascriptDialogClosed`.
@@ -459,6 +479,8 @@ pub enum Event {
     TargetCrashed(TargetGone),
     /// `Inspector.detached`: the session's target is gone or taken over.
     InspectorDetached,
+    /// `Page.fileChooserOpened`.
+    FileChooserOpened(FileChooserOpened),
     /// `Inspector.targetCrashed`: the session's renderer crashed (sent on
     /// every session of that renderer process).
     InspectorTargetCrashed,
@@ -524,6 +546,7 @@ impl Event {
             "Target.targetDestroyed" => p(method, params, Event::TargetDestroyed),
             "Target.targetCrashed" => p(method, params, Event::TargetCrashed),
             "Inspector.detached" => Event::InspectorDetached,
+            "Page.fileChooserOpened" => p(method, params, Event::FileChooserOpened),
             "Inspector.targetCrashed" => Event::InspectorTargetCrashed,
             "Runtime.consoleAPICalled" => p(method, params, Event::ConsoleApiCalled),
             "Runtime.exceptionThrown" => p(method, params, Event::ExceptionThrown),

@@ -693,7 +693,7 @@ impl Supervisor {
             Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
             Ok(None) => {
                 let s = self.snapshot();
-                if s.pending_dialogs.is_empty() && !s.page_blocked {
+                if !s.pending_dialogs.iter().any(blocks) && !s.page_blocked {
                     return Err(CdpCallError::Command(CommandError::Timeout {
                         method: method.to_owned(),
                         after: timeout,
@@ -895,7 +895,7 @@ impl Supervisor {
         let (before, blocked_at_start) = {
             let s = snaps.borrow_and_update();
             let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
-            let blocked = !ids.is_empty() || s.page_blocked;
+            let blocked = s.pending_dialogs.iter().any(blocks) || s.page_blocked;
             (ids, blocked)
         };
         let policy = self.shared.policy;
@@ -910,7 +910,7 @@ impl Supervisor {
                 let s = snaps.borrow_and_update().clone();
                 if s.pending_dialogs
                     .iter()
-                    .any(|d| !before.contains(&d.id) && (!auto(d) || !d.answerable))
+                    .any(|d| !before.contains(&d.id) && blocks(d) && (!auto(d) || !d.answerable))
                 {
                     return s.pending_dialogs.clone();
                 }
@@ -921,7 +921,7 @@ impl Supervisor {
                 tokio::time::sleep(BLOCKED_CALL_GRACE).await;
                 let s = self.snapshot();
                 // Released meanwhile: nothing blocks the call any more.
-                if !s.pending_dialogs.is_empty() || s.page_blocked {
+                if s.pending_dialogs.iter().any(blocks) || s.page_blocked {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -1050,6 +1050,12 @@ impl Supervisor {
             },
         )
     }
+}
+
+/// Whether a pending dialog blocks the page's scripts: a JS dialog does; a
+/// file chooser (intercepted: the input just waits for files) does not.
+fn blocks(d: &PendingDialog) -> bool {
+    d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
 }
 
 /// A command sent and not replied to yet (see [`super::state::Command`]).
@@ -1314,7 +1320,7 @@ impl Driver {
                     }));
                     return;
                 }
-                match self.state.answer_dialog_as(req, ticket, by) {
+                match self.state.answer_dialog_as(req, ticket, by, Now::system()) {
                     Ok(()) => {
                         self.tickets.insert(ticket, reply);
                     }

@@ -58,6 +58,9 @@ pub struct PendingDialog {
     /// showing"`) although its frame stays blocked: only navigating the page
     /// releases it.
     pub answerable: bool,
+    /// For a `file_chooser`: `selectSingle` or `selectMultiple`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     /// The tab that shows it (its page's target id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_id: Option<String>,

@@ -39,6 +39,19 @@ impl fmt::Display for DialogError {
             DialogError::AlreadyAnswering { id } => {
                 write!(f, "dialog {id} is already being answered")
             }
+            DialogError::FilesNotAllowed { id } => write!(
+                f,
+                "files is only for a file_chooser dialog; dialog {id} is not one (answer it with accept or dismiss alone)"
+            ),
+            DialogError::FilesNeeded { id, mode } => write!(
+                f,
+                "accepting file_chooser {id} needs files: a list of paths ({}); dismiss leaves the input unchanged",
+                if mode == "selectMultiple" {
+                    "one or more"
+                } else {
+                    "exactly one: its mode is selectSingle"
+                }
+            ),
             DialogError::Cdp { id, error } if id.is_empty() => {
                 write!(f, "answering the dialog failed: {error}")
             }

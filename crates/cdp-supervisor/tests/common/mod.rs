@@ -239,6 +239,7 @@ impl Harness {
                 action,
                 prompt_text: prompt_text.map(str::to_owned),
                 dialog_id: dialog_id.map(str::to_owned),
+                files: None,
             })
             .await
     }

@@ -27,6 +27,11 @@ the first browser_navigate:
                             and every popup (supervised or not) was resumed
   crashed_tab               Page.crash: crashed:true at once, a call on the tab
                             fails at once naming browser_navigate, which reloads it
+  file_chooser              a click on a file input (multiple) is a pending
+                            file_chooser (selectMultiple); accepted with two
+                            files, the page's change event reads their names;
+                            dismissed, the input is unchanged and no change
+                            fires; a missing path is an error naming it
 
 Every scenario has its own server, Chromium, user-data-dir and fixture site,
 and cleans up whatever happens. Every wait has a deadline.
@@ -120,6 +125,13 @@ def site_pages(port: int) -> dict[str, str]:
         ),
         "/loaded.html": page("loaded", "", "window.opener.loaded++;"),
         "/plain.html": page("plain", "<p>plain</p>"),
+        "/upload.html": page(
+            "upload",
+            f"<input type=file multiple id=f {BIG_BUTTON}>",
+            "window.changes = 0;"
+            'document.getElementById("f").addEventListener("change", (e) => {'
+            ' window.changes++; document.title = [...e.target.files].map((f) => f.name).join(","); });',
+        ),
     }
 
 
@@ -367,6 +379,49 @@ async def crashed_tab(sc: Scenario, binary: str) -> None:
         sc.check(await evaluate(c, "document.title") == "plain", "calls work again")
 
 
+async def file_chooser(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    a = os.path.join(sc.tmp, "a.txt")
+    b = os.path.join(sc.tmp, "b.txt")
+    for p in (a, b):
+        with open(p, "w") as f:
+            f.write("some bytes\n")
+    async with mcp_server(sc, binary, "f", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/upload.html"})
+        await click(c, 40, 40)
+        d = await wait_pending(sc, c, "file_chooser", None, "a click on the file input")
+        sc.check(d.get("mode") == "selectMultiple", f"mode is selectMultiple ({d.get('mode')})")
+        r = await call_raw(c, "browser_dialog", {"action": "accept", "files": [a, os.path.join(sc.tmp, "missing.txt")]})
+        sc.check(r.is_error and "missing.txt" in r.text, f"a missing path is an error naming it ({r.text})")
+        r = await call_raw(c, "browser_dialog", {"action": "accept"})
+        sc.check(r.is_error and "files" in r.text, f"accepting without files says files are needed ({r.text})")
+        ans = await call(c, "browser_dialog", {"action": "accept", "files": [a, b]})
+        sc.check(ans["answered"]["type"] == "file_chooser" and ans["answered"]["closed_by"] == "agent", f"answered {ans['answered']}")
+        deadline = time.monotonic() + DIALOG_DEADLINE_S
+        title = None
+        while time.monotonic() < deadline:
+            title = await evaluate(c, "document.title")
+            if title == "a.txt,b.txt":
+                break
+            await anyio.sleep(0.1)
+        sc.check(title == "a.txt,b.txt", f"the page's change event read both files ({title!r})")
+        await click(c, 40, 40)
+        d2 = await wait_pending(sc, c, "file_chooser", None, "a second click opens the chooser again")
+        ans = await call(c, "browser_dialog", {"action": "dismiss", "dialog_id": d2["id"]})
+        sc.check(ans["answered"]["accepted"] is False, f"dismissed ({ans['answered']})")
+        await anyio.sleep(0.3)
+        changes = await evaluate(c, "window.changes")
+        files = await evaluate(c, '[...document.getElementById("f").files].map((f) => f.name).join(",")')
+        sc.check(changes == 1 and files == "a.txt,b.txt", f"dismiss leaves the input unchanged, no change event ({changes}, {files!r})")
+        snap = await snapshot(c)
+        sc.check(not snap["pending_dialogs"], "nothing pending after the answers")
+        sc.expect(
+            sum(1 for r in snap["recent_dialogs"] if r["type"] == "file_chooser") == 2,
+            "both choosers are in recent_dialogs",
+        )
+
+
 SCENARIOS = {
     "popup_confirm_caught": popup_confirm_caught,
     "target_blank_link": target_blank_link,
@@ -374,6 +429,7 @@ SCENARIOS = {
     "current_tab_closes_itself": current_tab_closes_itself,
     "popup_storm_capped": popup_storm_capped,
     "crashed_tab": crashed_tab,
+    "file_chooser": file_chooser,
     "popups_timed": popups_timed,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
@@ -381,6 +437,7 @@ PHASES = [
     ["popup_confirm_caught", "target_blank_link"],
     ["tabs_new_select_close", "current_tab_closes_itself"],
     ["popup_storm_capped", "crashed_tab"],
+    ["file_chooser"],
     ["popups_timed"],
 ]
 

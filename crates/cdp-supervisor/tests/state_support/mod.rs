@@ -259,8 +259,10 @@ impl H {
                 action,
                 prompt_text: prompt_text.map(str::to_owned),
                 dialog_id: dialog_id.map(str::to_owned),
+                files: None,
             },
             ticket,
+            self.now,
         )
     }
 

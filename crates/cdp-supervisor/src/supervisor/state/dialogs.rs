@@ -12,7 +12,8 @@ use super::{
     Notice, Now, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target, Timer, cut,
 };
 use crate::cdp::protocol::{
-    DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FrameId, SessionId,
+    DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FileChooserOpened, FrameId,
+    SessionId,
 };
 use crate::supervisor::bridge::{self, PausedKind};
 use crate::supervisor::policy::DialogPolicy;
@@ -79,6 +80,8 @@ struct Dialog {
     releasing: Option<ClosedBy>,
     /// A dialog reported by the bridge: its paused request (`Fetch.requestPaused.requestId`).
     bridge_request: Option<String>,
+    /// A file chooser's input (`Page.fileChooserOpened.backendNodeId`).
+    file_input: Option<i64>,
 }
 
 /// The pending dialogs, the recently closed ones, and answers whose dialog
@@ -192,7 +195,7 @@ impl State {
                     dialog_type: b.dialog_type,
                     default_prompt: Some(b.default_prompt),
                 };
-                self.dialog_opened(Some(&session), opening, Some(b.request_id), now);
+                self.dialog_opened(Some(&session), opening, Some(b.request_id), None, now);
             }
             // Never leave a request paused.
             PausedKind::Other { request_id } => self.out.send(
@@ -213,6 +216,7 @@ impl State {
         session: Option<&SessionId>,
         d: DialogOpening,
         bridge_request: Option<String>,
+        chooser: Option<FileChooserOpened>,
         now: Now,
     ) {
         let Some(session) = session.filter(|s| self.targets.has_session(s)) else {
@@ -254,6 +258,7 @@ impl State {
             frame_id: frame_id.as_ref().map(|f| f.0.clone()),
             url: d.url,
             answerable: true,
+            mode: chooser.as_ref().map(|c| c.mode.clone()),
             target_id: self.targets.top_target().map(|t| t.0.clone()),
         };
         self.dialogs.pending.push(Dialog {
@@ -263,10 +268,13 @@ impl State {
             answering: None,
             releasing: None,
             bridge_request,
+            file_input: chooser.and_then(|c| c.backend_node_id),
         });
         match self.auto_action(&view.dialog_type) {
             // Answer before anything else is even announced: the page is frozen until then.
-            Some(action) => self.start_answer(&id, action, None, ClosedBy::AutoPolicy, None),
+            Some(action) => {
+                self.start_answer(&id, action, None, None, ClosedBy::AutoPolicy, None, now)
+            }
             None => self.timers.set(
                 Timer::Dialog(id),
                 now.instant.checked_add(self.opts.dialog_timeout),
@@ -275,18 +283,67 @@ impl State {
         self.out.notice(Notice::DialogOpened { dialog: view });
     }
 
+    /// A file input opened its chooser (`Page.fileChooserOpened`, with
+    /// interception on): a pending dialog of type `file_chooser` under the
+    /// same policy rules as any other.
+    pub(super) fn file_chooser_opened(
+        &mut self,
+        session: Option<&SessionId>,
+        c: FileChooserOpened,
+        now: Now,
+    ) {
+        let url = self.frames.url_of(&c.frame_id).unwrap_or_default();
+        let opening = DialogOpening {
+            url,
+            frame_id: Some(c.frame_id.clone()),
+            message: String::new(),
+            dialog_type: DialogType::FileChooser,
+            default_prompt: None,
+        };
+        self.dialog_opened(session, opening, None, Some(c), now);
+    }
+
+    #[allow(clippy::too_many_arguments)] // one answer: what, with which text or files, by whom, for whom, when
     fn start_answer(
         &mut self,
         id: &str,
         action: DialogAction,
         prompt_text: Option<String>,
+        files: Option<Vec<String>>,
         by: ClosedBy,
         ticket: Option<u64>,
+        now: Now,
     ) {
         let top = self.targets.top_session().cloned();
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
+        if d.view.dialog_type == DialogType::FileChooser {
+            // Chromium has no cancel: a dismissed chooser (or one a policy
+            // or the watchdog answers, with no files to give) leaves the
+            // input unchanged and closes at once.
+            let files = files.filter(|f| !f.is_empty() && action == DialogAction::Accept);
+            let accept = files.is_some();
+            d.answering = Some(Answering {
+                by,
+                ticket,
+                accept,
+                prompt_text: None,
+            });
+            match (files, d.file_input, d.session_id.clone()) {
+                (Some(files), Some(node), Some(session)) => {
+                    let dialog_id = d.view.id.clone();
+                    self.out.send(
+                        Target::Session(session),
+                        "DOM.setFileInputFiles",
+                        json!({"files": files, "backendNodeId": node}),
+                        Purpose::Answer { dialog_id },
+                    );
+                }
+                _ => self.answer_replied(id, Ok(Value::Null), now),
+            }
+            return;
+        }
         let accept = action == DialogAction::Accept;
         // Accepting a prompt without text answers with the default, as a person pressing OK would.
         let text = (accept && d.view.dialog_type == DialogType::Prompt)
@@ -332,8 +389,13 @@ impl State {
     /// replies. Errors: no dialog, several without `dialog_id` (listing
     /// them), unknown id (listing the known ones), a dialog Chromium will not
     /// answer, one already being answered.
-    pub fn answer_dialog(&mut self, req: DialogRequest, ticket: u64) -> Result<(), DialogError> {
-        self.answer_dialog_as(req, ticket, ClosedBy::Agent)
+    pub fn answer_dialog(
+        &mut self,
+        req: DialogRequest,
+        ticket: u64,
+        now: Now,
+    ) -> Result<(), DialogError> {
+        self.answer_dialog_as(req, ticket, ClosedBy::Agent, now)
     }
 
     /// [`State::answer_dialog`] on behalf of `by`: the agent, or a human it
@@ -343,6 +405,7 @@ impl State {
         req: DialogRequest,
         ticket: u64,
         by: ClosedBy,
+        now: Now,
     ) -> Result<(), DialogError> {
         let pending = &self.dialogs.pending;
         let id = match &req.dialog_id {
@@ -372,10 +435,28 @@ impl State {
         if d.answering.is_some() || d.releasing.is_some() {
             return Err(DialogError::AlreadyAnswering { id });
         }
+        if d.view.dialog_type == DialogType::FileChooser {
+            let mode = d.view.mode.clone().unwrap_or_default();
+            let n = req.files.as_ref().map_or(0, Vec::len);
+            let fits = n == 1 || (n > 1 && mode == "selectMultiple");
+            if req.action == DialogAction::Accept && !fits {
+                return Err(DialogError::FilesNeeded { id, mode });
+            }
+        } else if req.files.is_some() {
+            return Err(DialogError::FilesNotAllowed { id });
+        }
         if !d.view.answerable {
             return Err(DialogError::NotAnswerable { id });
         }
-        self.start_answer(&id, req.action, req.prompt_text, by, Some(ticket));
+        self.start_answer(
+            &id,
+            req.action,
+            req.prompt_text,
+            req.files,
+            by,
+            Some(ticket),
+            now,
+        );
         Ok(())
     }
 
@@ -608,7 +689,7 @@ impl State {
     /// A dialog's timer fired: the watchdog (or the policy retrying an
     /// answer lost with the connection) answers it, or releases its page
     /// when Chromium will not answer it.
-    pub(super) fn dialog_due(&mut self, id: &str) {
+    pub(super) fn dialog_due(&mut self, id: &str, now: Now) {
         let Some(d) = self.dialogs.pending.iter().find(|d| d.view.id == id) else {
             return;
         };
@@ -617,7 +698,7 @@ impl State {
             let action = self
                 .auto_action(&d.view.dialog_type)
                 .unwrap_or(DialogAction::Dismiss);
-            self.start_answer(id, action, None, by, None);
+            self.start_answer(id, action, None, None, by, None, now);
         } else {
             self.release(&[id.to_owned()], by);
         }

@@ -31,6 +31,9 @@ pub struct DialogRequest {
     pub prompt_text: Option<String>,
     /// Which dialog; may be left out when exactly one is pending.
     pub dialog_id: Option<String>,
+    /// For a `file_chooser` accepted: the files to set on its input
+    /// (checked by the caller: Chromium accepts missing paths silently).
+    pub files: Option<Vec<String>>,
 }
 
 /// Why an answer to a dialog failed.
@@ -63,6 +66,18 @@ pub enum DialogError {
     AlreadyAnswering {
         /// The dialog's id.
         id: String,
+    },
+    /// `files` was given for a dialog that is not a file chooser.
+    FilesNotAllowed {
+        /// The dialog's id.
+        id: String,
+    },
+    /// A file chooser was accepted without `files`.
+    FilesNeeded {
+        /// The dialog's id.
+        id: String,
+        /// `selectSingle` (one file) or `selectMultiple`.
+        mode: String,
     },
     /// `Page.handleJavaScriptDialog` failed for another reason.
     Cdp {

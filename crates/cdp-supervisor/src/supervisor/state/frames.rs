@@ -116,6 +116,11 @@ impl Frames {
         }
     }
 
+    /// A known frame's URL.
+    pub fn url_of(&self, frame: &FrameId) -> Option<String> {
+        self.frames.get(frame).map(|f| f.url.clone())
+    }
+
     /// `frame` and its ancestors, nearest first.
     pub fn lineage(&self, frame: &FrameId) -> Vec<FrameId> {
         let mut out = vec![frame.clone()];

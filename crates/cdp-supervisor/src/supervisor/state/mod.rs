@@ -324,7 +324,8 @@ impl State {
     pub fn on_event(&mut self, session_id: Option<&SessionId>, event: Event, now: Now) {
         let known = session_id.filter(|s| self.targets.has_session(s));
         match event {
-            Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, now),
+            Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, None, now),
+            Event::FileChooserOpened(c) => self.file_chooser_opened(session_id, c, now),
             Event::FetchRequestPaused { params } => {
                 self.on_request_paused(session_id, &params, now)
             }
@@ -605,7 +606,7 @@ impl State {
             }
             for t in due {
                 match t {
-                    Timer::Dialog(id) => self.dialog_due(&id),
+                    Timer::Dialog(id) => self.dialog_due(&id, now),
                     Timer::PageEnableGrace => self.page_enable_overdue(now),
                     Timer::PageBlockedRelease => {
                         let by = match self.opts.policy.as_uniform() {

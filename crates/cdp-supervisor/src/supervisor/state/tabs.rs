@@ -674,6 +674,7 @@ impl Tabs {
         req: DialogRequest,
         ticket: u64,
         by: ClosedBy,
+        now: Now,
     ) -> Result<(), DialogError> {
         let with_pending: Vec<u32> = self
             .tabs
@@ -705,7 +706,7 @@ impl Tabs {
             },
         };
         let mut r = Ok(());
-        self.drive(key, |s| r = s.answer_dialog_as(req, ticket, by));
+        self.drive(key, |s| r = s.answer_dialog_as(req, ticket, by, now));
         r
     }
 

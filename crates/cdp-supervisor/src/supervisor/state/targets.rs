@@ -186,6 +186,14 @@ impl Targets {
             Purpose::PageEnable
         };
         out.send(s(), "Page.enable", json!({}), enable);
+        // A file input's chooser becomes a pending dialog
+        // (`Page.fileChooserOpened`) instead of a native window nobody sees.
+        out.send(
+            s(),
+            "Page.setInterceptFileChooserDialog",
+            json!({"enabled": true}),
+            Purpose::Setup,
+        );
         if !resume {
             // Lifecycle events name their document's loader: which document
             // a load event is about, even when Chromium skips frameNavigated
