@@ -1,0 +1,397 @@
+//! The tabs coordinator ([`Tabs`]) as event sequences: which pages become
+//! supervised tabs, in which order Chromium reports them, one dialog list
+//! for all tabs, the current tab, crashes and reconnects. No Chromium, no
+//! sockets: every command the coordinator emits is answered here, as the
+//! driver would.
+
+use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
+use cdp_supervisor::supervisor::snapshot::ClosedBy;
+use cdp_supervisor::supervisor::state::{
+    Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output, Purpose,
+    RouteError, Tabs, Target,
+};
+use serde_json::{Value, json};
+use std::time::Instant;
+
+struct H {
+    tabs: Tabs,
+    now: Now,
+    /// Commands sent and not answered yet.
+    sent: Vec<Command>,
+    notices: Vec<Notice>,
+}
+
+fn sid(s: &str) -> SessionId {
+    SessionId::from(s)
+}
+
+impl H {
+    /// Tab T0 attached as S0 (`Target.attachToTarget`), its setup answered.
+    fn attached(opts: Options) -> H {
+        let now = Now {
+            instant: Instant::now(),
+            unix_s: 1_700_000_000.0,
+        };
+        let mut h = H {
+            tabs: Tabs::new(opts),
+            now,
+            sent: Vec::new(),
+            notices: Vec::new(),
+        };
+        h.tabs
+            .attach_page(TargetId::from("T0"), sid("S0"), "https://a.test/", "", now);
+        h.pump();
+        h.answer_all();
+        h
+    }
+
+    fn pump(&mut self) {
+        while let Some(o) = self.tabs.poll_output() {
+            match o {
+                Output::Send(c) => self.sent.push(c),
+                Output::Notice(n) => self.notices.push(n),
+                _ => {}
+            }
+        }
+    }
+
+    /// Answers every command sent so far with `{}` (a frame tree for
+    /// getFrameTree), as an idle browser would.
+    fn answer_all(&mut self) {
+        while !self.sent.is_empty() {
+            let c = self.sent.remove(0);
+            let reply = match (&c.purpose, &c.target) {
+                (Purpose::FrameTree, Target::Session(s)) => {
+                    let id = s.0.replace('S', "T");
+                    json!({"frameTree": {"frame": {"id": id, "url": format!("https://a.test/{id}"), "securityOrigin": "https://a.test"}}})
+                }
+                _ => json!({}),
+            };
+            self.reply(&c, Ok(reply));
+        }
+    }
+
+    fn reply(
+        &mut self,
+        c: &Command,
+        r: Result<Value, cdp_supervisor::supervisor::state::ReplyError>,
+    ) {
+        self.tabs
+            .on_reply(&c.target, c.tab, c.purpose.clone(), r, self.now);
+        self.pump();
+    }
+
+    /// Takes the first command sent with `method` (panics when none was).
+    fn take(&mut self, method: &str) -> Command {
+        let i = self
+            .sent
+            .iter()
+            .position(|c| c.method == method)
+            .unwrap_or_else(|| panic!("no {method} sent; sent: {:?}", self.methods()));
+        self.sent.remove(i)
+    }
+
+    fn methods(&self) -> Vec<String> {
+        self.sent.iter().map(|c| c.method.clone()).collect()
+    }
+
+    fn ev(&mut self, session: Option<&str>, method: &str, params: Value) {
+        let e = Event::parse(method, &params.to_string());
+        assert!(!matches!(e, Event::Unparsed { .. }), "{e:?}");
+        let s = session.map(sid);
+        self.tabs.on_event(s.as_ref(), e, self.now);
+        self.pump();
+    }
+
+    fn page_attached(&mut self, session: &str, target: &str, opener: Option<&str>, waiting: bool) {
+        let mut info =
+            json!({"targetId": target, "type": "page", "title": "", "url": "", "attached": true});
+        if let Some(o) = opener {
+            info["openerId"] = json!(o);
+        }
+        self.ev(
+            None,
+            "Target.attachedToTarget",
+            json!({"sessionId": session, "targetInfo": info, "waitingForDebugger": waiting}),
+        );
+    }
+
+    fn dialog(&mut self, session: &str, frame: &str, message: &str) {
+        self.ev(
+            Some(session),
+            "Page.javascriptDialogOpening",
+            json!({"url": "https://a.test/", "frameId": frame, "message": message, "type": "confirm"}),
+        );
+    }
+
+    fn tab_ids(&self) -> Vec<String> {
+        self.tabs
+            .snapshot()
+            .tabs
+            .iter()
+            .map(|t| t.target_id.clone())
+            .collect()
+    }
+
+    fn current(&self) -> Option<String> {
+        self.tabs.current_target().map(|t| t.0.clone())
+    }
+}
+
+fn accept(dialog_id: Option<&str>) -> DialogRequest {
+    DialogRequest {
+        action: DialogAction::Accept,
+        prompt_text: None,
+        dialog_id: dialog_id.map(str::to_owned),
+        files: None,
+    }
+}
+
+#[test]
+fn a_popup_of_a_supervised_tab_is_set_up_then_resumed_and_stays_not_current() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    // Setup first, the resume last: its replies do not come while it is paused.
+    let on_popup: Vec<&str> = h
+        .sent
+        .iter()
+        .filter(|c| c.target == Target::Session(sid("S1")))
+        .map(|c| c.method.as_str())
+        .collect();
+    assert!(on_popup.contains(&"Page.enable"), "{on_popup:?}");
+    assert_eq!(on_popup.last(), Some(&"Runtime.runIfWaitingForDebugger"));
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    assert_eq!(h.current().as_deref(), Some("T0"));
+    let s = h.tabs.snapshot();
+    assert_eq!(s.tabs[1].opener_target_id.as_deref(), Some("T0"));
+    assert!(
+        h.notices
+            .iter()
+            .any(|n| matches!(n, Notice::TabOpened { target_id, .. } if target_id == "T1"))
+    );
+}
+
+#[test]
+fn a_page_nobody_supervised_opened_is_resumed_and_let_go() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S9", "T9", None, true);
+    let resume = h.take("Runtime.runIfWaitingForDebugger");
+    assert_eq!(resume.target, Target::Session(sid("S9")));
+    let detach = h.take("Target.detachFromTarget");
+    assert_eq!(detach.params["sessionId"], "S9");
+    assert_eq!(h.tab_ids(), ["T0"]);
+}
+
+#[test]
+fn regression_our_own_attach_reported_as_an_event_is_not_let_go() {
+    let mut h = H::attached(Options::default());
+    // Chromium reports Target.attachToTarget's session as an event too.
+    h.page_attached("S0", "T0", None, false);
+    assert!(
+        !h.methods().contains(&"Target.detachFromTarget".to_owned()),
+        "{:?}",
+        h.methods()
+    );
+    // Browser-level auto-attach reports the tab again with another session: that one goes.
+    h.page_attached("S0b", "T0", None, false);
+    assert_eq!(h.take("Target.detachFromTarget").params["sessionId"], "S0b");
+    assert_eq!(
+        h.tabs.page_session(None, false).unwrap(),
+        sid("S0"),
+        "still on our own session"
+    );
+}
+
+#[test]
+fn a_created_tab_attached_before_the_create_replies_is_held_then_adopted() {
+    let mut h = H::attached(Options::default());
+    h.tabs.send_agent(
+        7,
+        Target::Browser,
+        "Target.createTarget",
+        json!({"url": "about:blank"}),
+        std::time::Duration::from_secs(5),
+    );
+    h.pump();
+    let create = h.take("Target.createTarget");
+    // Chromium: the new page's attach comes before the reply.
+    h.page_attached("S2", "T2", None, true);
+    assert!(
+        h.sent.is_empty(),
+        "held, neither set up nor let go: {:?}",
+        h.methods()
+    );
+    h.reply(&create, Ok(json!({"targetId": "T2"})));
+    assert_eq!(h.tab_ids(), ["T0", "T2"]);
+    assert!(h.methods().contains(&"Page.enable".to_owned()));
+}
+
+#[test]
+fn a_created_tab_attached_after_the_create_replies_is_adopted() {
+    let mut h = H::attached(Options::default());
+    h.tabs.send_agent(
+        7,
+        Target::Browser,
+        "Target.createTarget",
+        json!({}),
+        std::time::Duration::from_secs(5),
+    );
+    h.pump();
+    let create = h.take("Target.createTarget");
+    h.reply(&create, Ok(json!({"targetId": "T2"})));
+    h.page_attached("S2", "T2", None, true);
+    assert_eq!(h.tab_ids(), ["T0", "T2"]);
+}
+
+#[test]
+fn pages_past_max_tabs_are_let_go_and_the_snapshot_says_truncated() {
+    let mut h = H::attached(Options {
+        max_tabs: 3,
+        ..Options::default()
+    });
+    for i in 1..=5 {
+        h.page_attached(&format!("S{i}"), &format!("T{i}"), Some("T0"), true);
+    }
+    assert_eq!(h.tab_ids(), ["T0", "T1", "T2"]);
+    assert!(h.tabs.snapshot().tabs_truncated);
+    let let_go: Vec<String> = h
+        .sent
+        .iter()
+        .filter(|c| c.method == "Target.detachFromTarget")
+        .map(|c| c.params["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(let_go, ["S3", "S4", "S5"]);
+}
+
+#[test]
+fn dialogs_of_all_tabs_share_one_list_with_unique_ids_and_answer_on_their_own_session() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    h.answer_all();
+    h.dialog("S0", "T0", "in the opener");
+    h.dialog("S1", "T1", "in the popup");
+    let s = h.tabs.snapshot();
+    let ids: Vec<(&str, Option<&str>)> = s
+        .pending_dialogs
+        .iter()
+        .map(|d| (d.id.as_str(), d.target_id.as_deref()))
+        .collect();
+    assert_eq!(ids, [("d-1", Some("T0")), ("d-2", Some("T1"))]);
+    assert_eq!(s.tabs[1].pending_dialogs, 1);
+    assert!(matches!(
+        h.tabs.answer_dialog_as(accept(None), 1, ClosedBy::Agent, h.now),
+        Err(DialogError::Ambiguous { candidates }) if candidates.len() == 2
+    ));
+    h.tabs
+        .answer_dialog_as(accept(Some("d-2")), 1, ClosedBy::Agent, h.now)
+        .unwrap();
+    h.pump();
+    let answer = h.take("Page.handleJavaScriptDialog");
+    assert_eq!(
+        answer.target,
+        Target::Session(sid("S1")),
+        "on the popup's page session"
+    );
+    assert!(matches!(
+        h.tabs.answer_dialog_as(accept(Some("d-9")), 2, ClosedBy::Agent, h.now),
+        Err(DialogError::UnknownId { known, .. }) if known == ["d-1", "d-2"]
+    ));
+}
+
+#[test]
+fn the_current_tab_closing_makes_its_opener_current_and_the_last_one_opens_a_blank_tab() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    h.page_attached("S2", "T2", None, true); // not ours: let go
+    h.answer_all();
+    h.tabs.select("T1").unwrap();
+    h.ev(None, "Target.targetDestroyed", json!({"targetId": "T1"}));
+    assert_eq!(h.current().as_deref(), Some("T0"));
+    assert!(h.notices.iter().any(|n| matches!(n,
+        Notice::TabClosed { target_id, current_target_id } if target_id == "T1" && current_target_id.as_deref() == Some("T0"))));
+    h.ev(None, "Target.targetDestroyed", json!({"targetId": "T0"}));
+    assert!(h.tab_ids().is_empty());
+    let create = h.take("Target.createTarget");
+    assert_eq!(create.purpose, Purpose::NewTab);
+    h.page_attached("S3", "T3", None, true);
+    h.reply(&create, Ok(json!({"targetId": "T3"})));
+    assert_eq!(h.tab_ids(), ["T3"]);
+    assert_eq!(h.current().as_deref(), Some("T3"));
+    assert!(matches!(
+        h.tabs.select("T1"),
+        Err(RouteError::UnknownTab { .. })
+    ));
+}
+
+#[test]
+fn a_crashed_tab_closes_its_dialogs_refuses_calls_and_a_navigation_revives_it() {
+    let mut h = H::attached(Options::default());
+    h.dialog("S0", "T0", "before the crash");
+    h.ev(Some("S0"), "Inspector.targetCrashed", json!({}));
+    let s = h.tabs.snapshot();
+    assert!(s.tabs[0].crashed);
+    assert!(s.pending_dialogs.is_empty());
+    assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Remote);
+    assert!(matches!(
+        h.tabs.page_session(None, false),
+        Err(RouteError::Crashed { target_id }) if target_id == "T0"
+    ));
+    assert_eq!(
+        h.tabs.page_session(None, true).unwrap(),
+        sid("S0"),
+        "a navigation may go"
+    );
+    h.ev(
+        Some("S0"),
+        "Page.frameNavigated",
+        json!({"frame": {"id": "T0", "loaderId": "L2", "url": "https://a.test/", "securityOrigin": "https://a.test", "mimeType": "text/html"}}),
+    );
+    assert!(!h.tabs.snapshot().tabs[0].crashed);
+    assert!(h.tabs.page_session(None, false).is_ok());
+}
+
+#[test]
+fn after_a_reconnect_auto_attach_brings_back_every_tab_and_drops_the_ones_gone() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    h.page_attached("S2", "T2", Some("T0"), true);
+    h.answer_all();
+    h.dialog("S1", "T1", "kept across the reconnect");
+    h.tabs.connection_lost();
+    h.pump();
+    // The driver re-attaches the current tab, then auto-attach reports the rest.
+    h.tabs.attach_page(
+        TargetId::from("T0"),
+        sid("N0"),
+        "https://a.test/",
+        "",
+        h.now,
+    );
+    h.pump();
+    let i = h
+        .sent
+        .iter()
+        .position(|c| c.method == "Target.setAutoAttach" && c.target == Target::Browser)
+        .expect("browser-level auto-attach again");
+    let auto = h.sent.remove(i);
+    assert_eq!(auto.purpose, Purpose::TabsAutoAttach);
+    h.page_attached("N1", "T1", Some("T0"), false); // T2 closed meanwhile
+    h.reply(&auto, Ok(json!({})));
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    assert_eq!(h.tabs.page_session(Some("T1"), false).unwrap(), sid("N1"));
+    let s = h.tabs.snapshot();
+    assert_eq!(
+        s.pending_dialogs.len(),
+        1,
+        "the popup's dialog is still pending"
+    );
+    h.tabs
+        .answer_dialog_as(accept(None), 3, ClosedBy::Agent, h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(
+        h.take("Page.handleJavaScriptDialog").target,
+        Target::Session(sid("N1")),
+        "answered on the popup's new session"
+    );
+}
