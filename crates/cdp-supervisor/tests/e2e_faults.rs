@@ -99,6 +99,16 @@ impl Proxy {
         }
     }
 
+    /// A proxy in front of the Chromium whose browser endpoint is `ws_url`,
+    /// and the same endpoint through the proxy.
+    async fn in_front_of(ws_url: &str) -> (Proxy, String) {
+        let u = url::Url::parse(ws_url).unwrap();
+        let upstream: SocketAddr = format!("127.0.0.1:{}", u.port().unwrap()).parse().unwrap();
+        let proxy = Proxy::start(upstream).await;
+        let proxied = format!("ws://{}{}", proxy.addr, u.path());
+        (proxy, proxied)
+    }
+
     /// Drops every proxied connection and refuses new ones until [`Proxy::restore`].
     fn cut(&self) {
         self.refusing.store(true, Ordering::SeqCst);
@@ -144,16 +154,7 @@ fn tree_complete(s: &Snapshot) -> bool {
 async fn socket_cut_by_a_proxy_the_supervisor_reconnects_and_the_oopif_is_back_with_a_new_session()
 {
     let (site, chromium) = site_and_chromium().await;
-    let upstream: SocketAddr = {
-        let u = url::Url::parse(chromium.ws_url()).unwrap();
-        format!("127.0.0.1:{}", u.port().unwrap()).parse().unwrap()
-    };
-    let proxy = Proxy::start(upstream).await;
-    let path = url::Url::parse(chromium.ws_url())
-        .unwrap()
-        .path()
-        .to_owned();
-    let proxied = format!("ws://{}{path}", proxy.addr);
+    let (proxy, proxied) = Proxy::in_front_of(chromium.ws_url()).await;
     // The product's defaults (reconnect backoff from 0.5 s): the figure is what a user sees.
     let sup = cdp_supervisor::supervisor::driver::Supervisor::start(
         &proxied,
@@ -265,17 +266,9 @@ async fn our_own_chromium_dying_ends_the_supervisor_at_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn socket_cut_with_two_tabs_open_both_are_supervised_after_the_reconnect() {
     let (site, chromium) = site_and_chromium().await;
-    let upstream: SocketAddr = {
-        let u = url::Url::parse(chromium.ws_url()).unwrap();
-        format!("127.0.0.1:{}", u.port().unwrap()).parse().unwrap()
-    };
-    let proxy = Proxy::start(upstream).await;
-    let path = url::Url::parse(chromium.ws_url())
-        .unwrap()
-        .path()
-        .to_owned();
+    let (proxy, proxied) = Proxy::in_front_of(chromium.ws_url()).await;
     let sup = cdp_supervisor::supervisor::driver::Supervisor::start(
-        &format!("ws://{}{path}", proxy.addr),
+        &proxied,
         SupervisorOptions {
             reconnect_backoff_start: Duration::from_millis(100),
             ..options(DialogPolicy::MustRespond, Duration::from_secs(300))

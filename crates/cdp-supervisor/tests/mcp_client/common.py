@@ -799,3 +799,60 @@ def preflight(binary: str) -> int | None:
         log(f"FAIL: {e}")
         return 1
     return None
+
+
+async def run_phases(
+    script: str,
+    doc: str,
+    scenarios: dict[str, Callable[[Scenario, str], Awaitable[None]]],
+    phases: list[list[str]],
+) -> int:
+    """The main of a scenario script: parses `PATH/TO/cdp-supervisor [--only
+    NAME[,NAME…]] [--serial]` (doc is the usage), then runs the scenarios
+    phase by phase (a phase's scenarios together); the exit code."""
+    argv = sys.argv[1:]
+    if not argv or argv[0].startswith("-"):
+        print(doc, file=sys.stderr)
+        return 2
+    binary = os.path.realpath(argv[0])
+    only: list[str] | None = None
+    serial = False
+    rest = argv[1:]
+    while rest:
+        a = rest.pop(0)
+        if a == "--only" and rest:
+            only = rest.pop(0).split(",")
+        elif a == "--serial":
+            serial = True
+        else:
+            print(doc, file=sys.stderr)
+            return 2
+    failed = preflight(binary)
+    if failed is not None:
+        return failed
+    unknown = [n for n in only or [] if n not in scenarios]
+    if unknown:
+        log(f"unknown scenario(s) {unknown}; known: {list(scenarios)}")
+        return 2
+    cancel_on_signals()
+    chosen = [[n for n in p if only is None or n in only] for p in phases]
+    if serial:
+        chosen = [[n] for p in chosen for n in p]
+    outcomes: list[Outcome] = []
+    started = time.monotonic()
+    for phase in chosen:
+        if phase:
+            outcomes += await asyncio.gather(
+                *(run_scenario(n, lambda sc, n=n: scenarios[n](sc, binary)) for n in phase)
+            )
+    return summarize(script, outcomes, started)
+
+
+def exit_with(main: Callable[[], Awaitable[int]]) -> None:
+    """Runs main and exits with its code; Ctrl-C or SIGTERM exit 130 after
+    every scenario's cleanup ran."""
+    try:
+        sys.exit(asyncio.run(main()))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        log("interrupted; cleaned up")
+        sys.exit(130)

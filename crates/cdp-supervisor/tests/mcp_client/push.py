@@ -63,7 +63,6 @@ on PATH.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -81,6 +80,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from common import (
+    exit_with,
     NAVIGATE_DEADLINE_S,
     Fail,
     Outcome,
@@ -1038,8 +1038,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(asyncio.run(main()))
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        log("interrupted; cleaned up")
-        sys.exit(130)
+    exit_with(main)
