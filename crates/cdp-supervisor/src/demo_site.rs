@@ -256,7 +256,8 @@ fn builtin_page(
              <li><a href=\"/demo\">/demo</a><li><a href=\"/alert-on-load\">/alert-on-load</a>\
              <li><a href=\"/beforeunload\">/beforeunload</a><li><a href=\"/nested\">/nested</a>\
              <li><a href=\"/many\">/many</a><li><a href=\"/console-error\">/console-error</a>\
-             <li><a href=\"/two-dialogs\">/two-dialogs</a><li><a href=\"/blank\">/blank</a></ul>",
+             <li><a href=\"/two-dialogs\">/two-dialogs</a><li><a href=\"/checkout\">/checkout</a>\
+             <li><a href=\"/blank\">/blank</a></ul>",
         ),
         "/demo" => page(
             "cdp-supervisor demo",
@@ -341,6 +342,41 @@ fn builtin_page(
             )
         }
         "/blank" => page("blank", "blank", ""),
+        // A checkout that opens its payment in a popup, whose first script
+        // asks confirm() (bug class 19). `?open=1`: the popup opens on load
+        // (a launched Chromium allows popups); the payment page with
+        // `?close=1` closes itself once answered.
+        "/checkout" => {
+            let on_load = if query.get("open").is_some_and(|v| v == "1") {
+                "<script>window.open(\"/pay?close=1\");</script>"
+            } else {
+                ""
+            };
+            page(
+                "cdp-supervisor demo: checkout",
+                "main",
+                &format!(
+                    "<button id=\"pay\" style=\"position:absolute;left:0;top:0;width:400px;height:300px\" \
+                     onclick=\"window.open('/pay')\">Pay 12 EUR</button>{on_load}"
+                ),
+            )
+        }
+        "/pay" => {
+            let close = query.get("close").is_some_and(|v| v == "1");
+            page(
+                "payment",
+                "pay",
+                &format!(
+                    "<p>payment provider</p>\n<script>\nwindow.fire(\"confirm\", \"Pay 12 EUR?\");\n\
+                     document.title = window.results[0].value ? \"paid\" : \"not paid\";\n{}</script>",
+                    if close {
+                        "setTimeout(function () { window.close(); }, 100);\n"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        }
         "/console-error" => page(
             "cdp-supervisor demo: console-error",
             "main",

@@ -177,3 +177,64 @@ fn watch_json_writes_one_object_per_line_with_an_event_field() {
         assert!(events.iter().any(|x| x == e), "no {e} in {events:?}");
     }
 }
+
+/// Issue 9: `watch --json` shows tabs opening and closing: a checkout opens
+/// its payment popup on load, the popup's confirm is answered by the
+/// policy, and the popup closes itself.
+#[test]
+fn watch_json_shows_a_popup_open_its_dialog_and_close() {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let site = rt
+        .block_on(cdp_supervisor::demo_site::SiteServer::start())
+        .unwrap();
+    let url = site.url("a.test", "/checkout?open=1");
+    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
+    let mut child = Command::new(BIN)
+        .args(["watch", &url, "--json", "--policy", "auto_accept"])
+        .env("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until && !events.iter().any(|e| e["event"] == "tab_closed") {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            events.push(
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
+            );
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    let opened = events
+        .iter()
+        .find(|e| e["event"] == "tab_opened")
+        .unwrap_or_else(|| panic!("no tab_opened in {names:?}"));
+    let popup = opened["target_id"].as_str().unwrap();
+    assert!(opened["opener_target_id"].is_string(), "{opened}");
+    let dialog = events
+        .iter()
+        .find(|e| e["event"] == "dialog_closed")
+        .unwrap_or_else(|| panic!("no dialog_closed in {names:?}"));
+    assert_eq!(dialog["dialog"]["message"], "Pay 12 EUR?");
+    assert_eq!(dialog["dialog"]["target_id"], popup);
+    assert_eq!(dialog["dialog"]["closed_by"], "auto_policy");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "tab_closed" && e["target_id"] == popup),
+        "no tab_closed for the popup in {names:?}"
+    );
+}

@@ -242,6 +242,7 @@ async fn play(
     let tree = agent_sup.snapshot().frame_tree.clone();
     beforeunload(&p, &agent, site, &mut seen).await?;
     summarize(&p, &agent, &tree, earlier).await?;
+    popup(&p, &agent, site, &mut seen).await?;
 
     // ---- The auto tab ----
     p.heading("tab 2, policy auto_accept: the supervisor answers at once");
@@ -386,6 +387,85 @@ browser_navigate {page}; the agent clicks the page (Input.dispatchMouseEvent), t
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A checkout opens its payment in a popup whose first script asks
+/// `confirm()`: the dialog is caught in the popup the agent never selected,
+/// answered there, and the popup receives the answer.
+async fn popup(
+    p: &Printer,
+    agent: &AgentSession,
+    site: &SiteServer,
+    seen: &mut HashSet<String>,
+) -> Result<(), CliError> {
+    let checkout = site.url("a.test", "/checkout");
+    tool(agent, "browser_navigate", json!({"url": checkout})).await?;
+    p.say(format!(
+        "\nbrowser_navigate {checkout}; the agent clicks \"Pay 12 EUR\": the payment opens in a popup"
+    ));
+    for kind in ["mousePressed", "mouseReleased"] {
+        // The popup's confirm can freeze its opener (same site, one
+        // renderer): then the click comes back interrupted, and is not resent.
+        let _ = agent
+            .call(
+                "browser_cdp",
+                json!({"method": "Input.dispatchMouseEvent", "params": {"type": kind, "x": 100, "y": 100, "button": "left", "clickCount": 1}}),
+            )
+            .await;
+    }
+    let d = wait_dialog(agent, seen).await?;
+    let snap = tool(agent, "browser_snapshot", json!({})).await?;
+    let popup_id = d.target_id.clone().unwrap_or_default();
+    p.say(format!(
+        "  snapshot shows pending {} in tab [{}] (the current tab is still {})",
+        render::dialog_line(&d),
+        render::short(&popup_id),
+        snap["url"]
+    ));
+    let r = tool(
+        agent,
+        "browser_dialog",
+        json!({"action": "accept", "dialog_id": d.id}),
+    )
+    .await?;
+    let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
+        .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
+    p.say(format!(
+        "  agent: browser_dialog accept -> {}",
+        render::closed_line(&closed)
+    ));
+    let deadline = Instant::now() + DIALOG_WAIT;
+    loop {
+        let title = tool(
+            agent,
+            "browser_cdp",
+            json!({"method": "Runtime.evaluate", "params": {"expression": "document.title", "returnByValue": true}, "target_id": popup_id}),
+        )
+        .await?["result"]["result"]["value"]
+            .clone();
+        if title == "paid" {
+            p.say(format!(
+                "  the popup received the answer: its title is {title}"
+            ));
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(CliError(format!("the popup's title is {title}, not paid")));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tabs = tool(
+        agent,
+        "browser_tabs",
+        json!({"action": "close", "target_id": popup_id}),
+    )
+    .await?;
+    p.say(format!(
+        "  browser_tabs close [{}] -> {} tab(s) left",
+        render::short(&popup_id),
+        tabs["tabs"].as_array().map_or(0, Vec::len)
+    ));
+    Ok(())
 }
 
 /// What the current page's dialogs returned (`window.results`).

@@ -832,14 +832,39 @@ impl Supervisor {
     /// [`RouteError::UnknownTab`]; [`CdpCallError::Command`] when Chromium refuses.
     pub async fn close_tab(&self, target_id: &str, timeout: Duration) -> Result<(), CdpCallError> {
         let (_conn, session) = self.route(None, Some(target_id), true).await?;
+        let mut snaps = self.subscribe();
         let reply = self.send_agent(Target::Session(session), "Page.close", json!({}), timeout);
         match self.race_dialogs(reply, false).await {
-            Ok(Err(AgentCallError::Command(c))) => Err(CdpCallError::Command(c)),
-            Ok(Err(AgentCallError::Stopped)) => Err(CdpCallError::NotConnected(
-                "the supervisor has stopped".into(),
-            )),
-            Ok(Ok(_)) | Err(_) => Ok(()),
+            Ok(Err(AgentCallError::Command(c))) => return Err(CdpCallError::Command(c)),
+            Ok(Err(AgentCallError::Stopped)) => {
+                return Err(CdpCallError::NotConnected(
+                    "the supervisor has stopped".into(),
+                ));
+            }
+            Ok(Ok(_)) | Err(_) => {}
         }
+        // Chromium replies before the tab is gone: wait (bounded) until it
+        // is, or until one of its dialogs (its beforeunload) holds the close.
+        let settled = async {
+            loop {
+                {
+                    let s = snaps.borrow_and_update();
+                    let open = s.tabs.iter().any(|t| t.target_id == target_id);
+                    let held = s
+                        .pending_dialogs
+                        .iter()
+                        .any(|d| d.target_id.as_deref() == Some(target_id));
+                    if !open || held {
+                        return;
+                    }
+                }
+                if snaps.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, settled).await;
+        Ok(())
     }
 
     /// The page's URL and title as Chromium has them now
