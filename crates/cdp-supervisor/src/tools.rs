@@ -1166,16 +1166,26 @@ fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
 /// `title` read from Chromium now and the interrupted calls that completed.
 async fn snapshot_json(s: &Supervisor) -> Value {
     let snap = s.snapshot();
-    let (url, title) = live_url_title(s, &snap).await;
     let mut v = serde_json::to_value(&*snap).expect("snapshot serializes");
-    v["url"] = json!(url);
-    v["title"] = json!(title);
-    // The current tab's entry reads as live as the snapshot's own fields.
+    // Every tab's URL and title as Chromium has them now (no event tells
+    // when a script sets document.title), the current tab's at the top.
+    let live = s.live_tabs(LIVE_READ_TIMEOUT).await.unwrap_or_default();
     if let Some(tabs) = v["tabs"].as_array_mut() {
-        for t in tabs.iter_mut().filter(|t| t["current"] == true) {
-            t["url"] = json!(url);
-            t["title"] = json!(title);
+        for t in tabs.iter_mut() {
+            if let Some(p) = live.iter().find(|p| t["target_id"] == p.target_id.as_str()) {
+                t["url"] = json!(p.url);
+                t["title"] = json!(p.title);
+            }
         }
+    }
+    let current = snap
+        .tabs
+        .iter()
+        .find(|t| t.current)
+        .map(|t| t.target_id.clone());
+    if let Some(p) = live.iter().find(|p| Some(&p.target_id) == current.as_ref()) {
+        v["url"] = json!(p.url);
+        v["title"] = json!(p.title);
     }
     v["completed_calls"] = json!(s.completed_calls());
     v["event_seq"] = json!(s.events().latest());

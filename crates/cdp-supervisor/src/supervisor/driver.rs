@@ -867,6 +867,45 @@ impl Supervisor {
         Ok(())
     }
 
+    /// Every supervised tab's URL and title as Chromium has them now, oldest
+    /// first (one `Target.getTargets` on the browser session: answered by
+    /// the browser process, also while dialogs block pages). `None` when not
+    /// connected or no answer came `within`; a tab Chromium no longer lists
+    /// is left out.
+    pub async fn live_tabs(&self, within: Duration) -> Option<Vec<LivePage>> {
+        let conn = self
+            .shared
+            .live
+            .lock()
+            .expect("live connection lock")
+            .clone()?;
+        let ours: Vec<String> = self
+            .snapshot()
+            .tabs
+            .iter()
+            .map(|t| t.target_id.clone())
+            .collect();
+        let all = conn
+            .send(None, "Target.getTargets", json!({}), within)
+            .await
+            .ok()?;
+        let infos: Vec<TargetInfo> = all
+            .get("targetInfos")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())?;
+        Some(
+            ours.into_iter()
+                .filter_map(|id| {
+                    let t = infos.iter().find(|t| t.target_id.0 == id)?;
+                    Some(LivePage {
+                        target_id: id,
+                        url: t.url.clone(),
+                        title: t.title.clone(),
+                    })
+                })
+                .collect(),
+        )
+    }
+
     /// The page's URL and title as Chromium has them now
     /// (`Target.getTargetInfo` on the browser session: answered by the
     /// browser process, also while a dialog blocks the page). `None` when

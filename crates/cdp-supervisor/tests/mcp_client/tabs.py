@@ -269,7 +269,12 @@ async def target_blank_link(sc: Scenario, binary: str) -> None:
         new = [t for t in tabs if t["url"].endswith("/target.html")][0]
         sc.expect(new.get("opener_target_id") == opener_id, f"the link's tab names its opener ({new})")
         sc.expect(new["current"] is False, "a popup does not become current by itself")
-        sc.expect(await eval_in_tab(c, new["target_id"], "document.title") == "the blank target", "browser_cdp(target_id) runs in the new tab")
+        await wait_title(sc, c, new["target_id"], "the blank target", "browser_cdp(target_id) runs in the new tab")
+        # No event tells when a script sets document.title: the next snapshot reads every tab's now.
+        await eval_in_tab(c, new["target_id"], 'document.title = "renamed"; 1')
+        snap = await snapshot(c)
+        entry = [t for t in snap["tabs"] if t["target_id"] == new["target_id"]][0]
+        sc.check(entry["title"] == "renamed", f"the next snapshot shows the tab's new title ({entry['title']!r})")
 
 
 async def tabs_new_select_close(sc: Scenario, binary: str) -> None:
