@@ -762,7 +762,7 @@ fn output_schema(name: &str) -> Value {
         ),
         "browser_snapshot" => return snapshot,
         "browser_dialog" => (
-            json!({"answered": obj, "pending_dialogs": arr, "completed_calls": arr}),
+            json!({"answered": obj, "pending_dialogs": arr, "completed_calls": arr, "tabs_opened": arr}),
             &["answered", "pending_dialogs", "completed_calls"],
         ),
         "browser_cdp" => (

@@ -1077,6 +1077,7 @@ async fn answer_and_report(
     req: DialogRequest,
     by: ClosedBy,
 ) -> Result<Value, ToolError> {
+    let before = tab_ids(s);
     let closed = s
         .answer_dialog_as(req, by)
         .await
@@ -1102,11 +1103,14 @@ async fn answer_and_report(
     if s.snapshot().pending_dialogs.is_empty() {
         s.interrupted_calls_settled(COMPLETED_CALLS_WAIT).await;
     }
-    Ok(json!({
+    let mut out = json!({
         "answered": closed,
         "pending_dialogs": s.snapshot().pending_dialogs,
         "completed_calls": s.take_completed_calls(),
-    }))
+    });
+    // A script the dialog held up may open a tab once released.
+    add_tabs_opened(&mut out, s, &before);
+    Ok(out)
 }
 
 /// Checks `browser_dialog`'s `files`: each must be a readable file (Chromium
