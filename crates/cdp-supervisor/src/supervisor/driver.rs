@@ -299,6 +299,7 @@ struct Shared {
     happened: Arc<EventLog>,
     calls: Arc<InterruptedCalls>,
     dialog_timeout: Duration,
+    max_tabs: usize,
 }
 
 type LiveConnection = Arc<Mutex<Option<Connection>>>;
@@ -397,6 +398,7 @@ impl Supervisor {
         let exited = CancellationToken::new();
         let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
         let dialog_timeout = opts.dialog_timeout;
+        let max_tabs = opts.max_tabs;
         let happened = Arc::new(EventLog::default());
         let mut driver = Driver {
             live: live.clone(),
@@ -450,6 +452,7 @@ impl Supervisor {
                 happened,
                 calls: Arc::new(InterruptedCalls::default()),
                 dialog_timeout,
+                max_tabs,
             }),
         })
     }
@@ -772,6 +775,10 @@ impl Supervisor {
     /// within `timeout`; [`CdpCallError::Route`] when the new page could not
     /// be supervised (past `max_tabs`).
     pub async fn new_tab(&self, url: &str, timeout: Duration) -> Result<String, CdpCallError> {
+        let max_tabs = self.shared.max_tabs;
+        if self.snapshot().tabs.len() >= max_tabs {
+            return Err(CdpCallError::Route(RouteError::MaxTabs { max_tabs }));
+        }
         let v = self
             .send_agent(
                 Target::Browser,

@@ -87,6 +87,10 @@ impl fmt::Display for RouteError {
                 "no supervised tab has target_id {target_id:?}; supervised tabs: [{}] (browser_tabs list shows them)",
                 known.join(", ")
             ),
+            RouteError::MaxTabs { max_tabs } => write!(
+                f,
+                "{max_tabs} tabs are supervised already (config browser.max_tabs): close one with browser_tabs close first"
+            ),
             RouteError::Crashed { target_id } => write!(
                 f,
                 "the tab {target_id} has crashed (its renderer is gone): browser_navigate reloads it when it is the current tab (browser_tabs select it first), or browser_tabs close closes it"

@@ -355,6 +355,8 @@ async def popup_storm_capped(sc: Scenario, binary: str) -> None:
         sc.check(len(snap["tabs"]) == MAX_TABS_DEFAULT, f"{MAX_TABS_DEFAULT} tabs supervised (got {len(snap['tabs'])})")
         sc.check(snap.get("tabs_truncated") is True, "tabs_truncated is true")
         sc.expect(len(str(snap)) < 200_000, f"the snapshot stays small ({len(str(snap))} chars)")
+        r = await call_raw(c, "browser_tabs", {"action": "new"})
+        sc.check(r.is_error and "max_tabs" in r.text, f"browser_tabs new past max_tabs is an error naming it ({r.text})")
 
 
 async def crashed_tab(sc: Scenario, binary: str) -> None:

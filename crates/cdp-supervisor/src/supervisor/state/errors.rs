@@ -114,6 +114,11 @@ pub enum RouteError {
         /// The supervised tabs' target ids, oldest first.
         known: Vec<String>,
     },
+    /// `max_tabs` tabs are supervised already: no new one is opened.
+    MaxTabs {
+        /// The bound (config `browser.max_tabs`).
+        max_tabs: usize,
+    },
     /// The tab's renderer crashed (`Inspector.targetCrashed`): a navigation
     /// reloads it, or it can be closed.
     Crashed {
