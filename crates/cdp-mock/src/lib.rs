@@ -179,6 +179,9 @@ enum Out {
     /// together with the close, in one write.
     Feed(Message),
     Drop(Disconnect, oneshot::Sender<()>),
+    /// Pre-encoded frames ([`encode_text_frames`]) written to the socket in
+    /// one write, under the WebSocket layer (after flushing it).
+    Raw(Arc<Vec<u8>>, oneshot::Sender<()>),
 }
 
 struct Slot {
@@ -344,6 +347,15 @@ impl MockCdp {
             Message::text(event_text(session_id, method, &params)),
         )
         .await;
+    }
+
+    /// Writes pre-encoded frames ([`encode_text_frames`]) to every open
+    /// connection in one write each, and waits until they are written: a
+    /// flood sender that is not the bottleneck (no per-frame encoding or
+    /// syscall), for throughput benchmarks.
+    pub async fn flood(&self, frames: Arc<Vec<u8>>) {
+        self.to_open(None, |ack| Out::Raw(frames.clone(), ack))
+            .await;
     }
 
     /// Sends `text` as is, in a text frame, to every open connection (malformed JSON, a huge message, a stray reply…).
@@ -563,7 +575,9 @@ impl Drop for MockCdp {
     }
 }
 
-fn event_text(session_id: Option<&str>, method: &str, params: &Value) -> String {
+/// An event as CDP sends it: `{"method", "params", "sessionId"?}` as JSON
+/// text (`session_id: None`: a browser-level event).
+pub fn event_text(session_id: Option<&str>, method: &str, params: &Value) -> String {
     let mut event = json!({"method": method, "params": params});
     if let Some(session_id) = session_id {
         event["sessionId"] = json!(session_id);
@@ -712,6 +726,17 @@ async fn connection_loop(
                         break;
                     }
                 }
+                Some(Out::Raw(bytes, ack)) => {
+                    use tokio::io::AsyncWriteExt;
+                    let written = match ws.flush().await {
+                        Ok(()) => ws.get_mut().write_all(&bytes).await.is_ok(),
+                        Err(_) => false,
+                    };
+                    let _ = ack.send(());
+                    if !written {
+                        break;
+                    }
+                }
                 Some(Out::Feed(message)) => {
                     if ws.feed(message).await.is_err() {
                         break;
@@ -741,6 +766,29 @@ async fn connection_loop(
         }
     }
     mark_closed(&inner, index);
+}
+
+/// Encodes `texts` as WebSocket text frames from a server (unmasked, one
+/// frame each), back to back: the bytes [`MockCdp::flood`] writes.
+pub fn encode_text_frames<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in texts {
+        let len = t.len();
+        out.push(0x81); // FIN, text
+        match len {
+            0..=125 => out.push(len as u8),
+            126..=0xFFFF => {
+                out.push(126);
+                out.extend_from_slice(&(len as u16).to_be_bytes());
+            }
+            _ => {
+                out.push(127);
+                out.extend_from_slice(&(len as u64).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(t.as_bytes());
+    }
+    out
 }
 
 fn mark_closed(inner: &Inner, index: usize) {

@@ -203,6 +203,8 @@ struct Shared {
     state: Mutex<State>,
     /// Stops the reader (and the writer) when the connection is shut down from our side.
     cancel: CancellationToken,
+    /// Which events the stream carries ([`Connection::set_event_filter`]).
+    event_filter: std::sync::OnceLock<fn(&str) -> bool>,
 }
 
 impl Shared {
@@ -382,6 +384,7 @@ impl Connection {
                 events: Some(events_tx),
             }),
             cancel: CancellationToken::new(),
+            event_filter: std::sync::OnceLock::new(),
         });
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, outgoing_rx, shared.clone()));
@@ -488,6 +491,14 @@ impl Connection {
         id
     }
 
+    /// Keeps only the events whose method `wanted` accepts in the event
+    /// stream; the others are dropped by the reader before anything of them
+    /// is copied (no allocation, no lock, no channel send per dropped
+    /// event). Replies are never filtered. Set once; later calls are ignored.
+    pub fn set_event_filter(&self, wanted: fn(&str) -> bool) {
+        let _ = self.owner.shared.event_filter.set(wanted);
+    }
+
     /// Closes the WebSocket (a close frame is sent): commands in flight fail
     /// with `Disconnected`, the event stream yields `Closed` and ends. Idempotent.
     pub fn close(&self) {
@@ -575,8 +586,11 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
 }
 
 fn dispatch(shared: &Shared, text: &str) {
-    match message::decode(text) {
-        Ok(Decoded::Reply { id, outcome, .. }) => {
+    let filter = shared.event_filter.get().copied();
+    let decoded = message::decode_with(text, |m| filter.is_none_or(|wanted| wanted(m)));
+    match decoded {
+        Ok(None) => {}
+        Ok(Some(Decoded::Reply { id, outcome, .. })) => {
             let (pending, events) = {
                 let mut state = shared.lock();
                 (state.pending.remove(&id), state.events.clone())
@@ -606,11 +620,11 @@ fn dispatch(shared: &Shared, text: &str) {
             };
             pending.deliver(id, result, events.as_ref());
         }
-        Ok(Decoded::Event {
+        Ok(Some(Decoded::Event {
             session_id,
             method,
             params,
-        }) => {
+        })) => {
             let state = shared.lock();
             if let Some(events) = &state.events {
                 let _ = events.send(Incoming::Event {

@@ -13,6 +13,7 @@ use crate::cdp::protocol::SessionId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// An error object a reply carries instead of `result`: `{code, message, data?}`.
 #[derive(Clone, Debug, Deserialize)]
@@ -76,18 +77,20 @@ pub enum DecodeError {
     NeitherReplyNorEvent,
 }
 
+/// The envelope read in place: strings are borrowed unless they carry
+/// escapes, `params` and `result` are spans of the text.
 #[derive(Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     #[serde(default)]
     id: Option<u64>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default, rename = "sessionId")]
-    session_id: Option<String>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "sessionId")]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ErrorObject>,
 }
@@ -101,32 +104,53 @@ fn empty_object() -> Box<RawValue> {
 /// A frame with both `id` and `method` is a reply (CDP never sends such a
 /// thing, but the `id` is what a waiting caller needs).
 pub fn decode(text: &str) -> Result<Decoded, DecodeError> {
+    decode_with(text, |_| true).map(|d| d.expect("every event is wanted"))
+}
+
+/// [`decode`], except that an event whose method `wanted` refuses is
+/// skipped (`Ok(None)`) before anything of it is copied: its method,
+/// session and params are only read in place (lazy decoding: a flood of
+/// events nobody handles allocates nothing per event).
+pub fn decode_with(
+    text: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Option<Decoded>, DecodeError> {
     // A page can put lone UTF-16 surrogates in strings (`'\udc00'`), which
     // Chromium sends as `\udc00` escapes and serde_json refuses: the frame
     // (a console error, an evaluate's result) would be lost. They become
     // U+FFFD, as a browser shows them.
     let repaired = repair_lone_surrogates(text);
     let text = repaired.as_deref().unwrap_or(text);
-    let envelope: Envelope =
+    let envelope: Envelope<'_> =
         serde_json::from_str(text).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    let session_id = envelope.session_id.map(SessionId);
+    if envelope.id.is_none()
+        && let Some(m) = &envelope.method
+        && !wanted(m)
+    {
+        return Ok(None);
+    }
+    let session_id = envelope.session_id.map(|s| SessionId(s.into_owned()));
     if let Some(id) = envelope.id {
         let outcome = match envelope.error {
             Some(error) => Err(error),
-            None => Ok(envelope.result.unwrap_or_else(empty_object)),
+            None => Ok(envelope
+                .result
+                .map_or_else(empty_object, RawValue::to_owned)),
         };
-        return Ok(Decoded::Reply {
+        return Ok(Some(Decoded::Reply {
             id,
             session_id,
             outcome,
-        });
+        }));
     }
     match envelope.method {
-        Some(method) => Ok(Decoded::Event {
+        Some(method) => Ok(Some(Decoded::Event {
             session_id,
-            method,
-            params: envelope.params.unwrap_or_else(empty_object),
-        }),
+            method: method.into_owned(),
+            params: envelope
+                .params
+                .map_or_else(empty_object, RawValue::to_owned),
+        })),
         None => Err(DecodeError::NeitherReplyNorEvent),
     }
 }

@@ -512,6 +512,36 @@ pub enum Event {
 }
 
 impl Event {
+    /// Whether [`Event::parse`] gives `method` a meaning (anything else is
+    /// [`Event::Other`], which the supervisor ignores): what the supervisor's
+    /// connection keeps ([`crate::cdp::connection::Connection::set_event_filter`]).
+    pub fn handled(method: &str) -> bool {
+        matches!(
+            method,
+            "Page.javascriptDialogOpening"
+                | "Page.javascriptDialogClosed"
+                | "Page.frameAttached"
+                | "Page.frameNavigated"
+                | "Page.frameDetached"
+                | "Page.loadEventFired"
+                | "Page.lifecycleEvent"
+                | "Target.attachedToTarget"
+                | "Target.detachedFromTarget"
+                | "Target.targetInfoChanged"
+                | "Target.targetDestroyed"
+                | "Target.targetCrashed"
+                | "Inspector.detached"
+                | "Page.fileChooserOpened"
+                | "Inspector.targetCrashed"
+                | "Runtime.consoleAPICalled"
+                | "Runtime.exceptionThrown"
+                | "Page.frameRequestedNavigation"
+                | "Page.frameStartedNavigating"
+                | "Page.frameScheduledNavigation"
+                | "Fetch.requestPaused"
+        )
+    }
+
     /// Parses an event from its `method` and `params` (absent params count as `{}`).
     pub fn parse(method: &str, params: &str) -> Event {
         fn p<T: for<'de> Deserialize<'de>>(

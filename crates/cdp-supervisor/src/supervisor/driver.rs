@@ -364,6 +364,7 @@ impl Supervisor {
         let attach = async {
             let ws = resolve_ws_url(cdp_url).await?;
             let (conn, events) = Connection::connect(&ws).await?;
+            conn.set_event_filter(Event::handled);
             let (target, session) =
                 pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
                     .await?;
@@ -1224,9 +1225,11 @@ impl Driver {
                 _ = cancel.cancelled() => break,
                 ev = next_event(&mut self.events) => {
                     let mut next = ev;
-                    // Drain a burst before publishing once.
+                    // One clock read per burst (a burst takes well under a
+                    // millisecond); drain it before publishing once.
+                    let now = Now::system();
                     for _ in 0..EVENT_BURST {
-                        if !self.on_incoming(next) {
+                        if !self.on_incoming(next, now) {
                             break;
                         }
                         match self.events.as_mut().map(|e| e.try_recv()) {
@@ -1299,13 +1302,13 @@ impl Driver {
     }
 
     /// Handles one message from the stream; `false` once the connection is gone.
-    fn on_incoming(&mut self, incoming: Option<Incoming>) -> bool {
+    fn on_incoming(&mut self, incoming: Option<Incoming>, now: Now) -> bool {
         match incoming {
             Some(Incoming::Event {
                 session_id,
                 method,
                 params,
-            }) => self.on_event(session_id, &method, params.get()),
+            }) => self.on_event(session_id, &method, params.get(), now),
             Some(Incoming::Reply { id, result }) => {
                 if let Some(cmd) = self.inflight.remove(&id) {
                     let agent = matches!(cmd.purpose, Purpose::Agent { .. });
@@ -1330,7 +1333,7 @@ impl Driver {
         true
     }
 
-    fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str) {
+    fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str, now: Now) {
         tracing::trace!(%method, session = ?session, %params, "event");
         let event = Event::parse(method, params);
         if let Event::Unparsed { method, error } = &event {
@@ -1340,7 +1343,7 @@ impl Driver {
             Event::DetachedFromTarget(d) => Some(d.session_id.clone()),
             _ => None,
         };
-        self.state.on_event(session.as_ref(), event, Now::system());
+        self.state.on_event(session.as_ref(), event, now);
         if let Some(gone) = detached {
             self.session_gone(&gone);
         }
@@ -1482,6 +1485,7 @@ impl Driver {
                     None => url.clone(),
                 };
                 let (conn, events) = Connection::connect(&ws).await?;
+                conn.set_event_filter(Event::handled);
                 let (t, s) = pick_and_attach(&conn, target.as_deref(), None, timeout).await?;
                 Ok((ws, conn, events, t, s))
             };
