@@ -37,7 +37,7 @@
 //! ```
 
 use crate::config::Config;
-use crate::supervisor::registry::Registry;
+use crate::supervisor::registry::{EMERGENCY_CLEANUP_BOUND, Registry};
 use crate::supervisor::state::DialogAction;
 use crate::tools::{
     ALL_TOOLS, ASK_USER, AgentSession, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S, HumanReply,
@@ -777,7 +777,12 @@ pub async fn serve_stdio(config: Config) -> Result<(), McpError> {
         r = serve_io(registry.clone(), config, stdin, stdout) => r,
         () = shutdown_signal() => Ok(()),
     };
-    registry.stop_all().await;
+    // After a signal the session's own close never ran: release its cloud
+    // session here (bounded), beside stopping its browser.
+    tokio::join!(
+        registry.stop_all(),
+        registry.release_all_leases(EMERGENCY_CLEANUP_BOUND)
+    );
     served
 }
 
@@ -835,10 +840,15 @@ impl HttpServer {
         &self.registry
     }
 
-    /// Ends every session, stops the server and every browser.
+    /// Ends every session, stops the server and every browser, and releases
+    /// every cloud provider session (bounded by [`EMERGENCY_CLEANUP_BOUND`]).
     pub async fn shutdown(self) {
         self.cancel.cancel();
-        match self.task.await {
+        let (served, ()) = tokio::join!(
+            self.task,
+            self.registry.release_all_leases(EMERGENCY_CLEANUP_BOUND)
+        );
+        match served {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!("MCP HTTP server stopped with an error: {e}"),
             Err(e) => tracing::warn!("MCP HTTP server task failed: {e}"),

@@ -35,6 +35,7 @@ impl BrowserProvider for LocalAsRemote {
                 session_name: format!("test-{task_id}"),
                 provider_session_id: "remote-1".into(),
                 cdp_url: self.ws_url.clone(),
+                features: Default::default(),
             })
         })
     }

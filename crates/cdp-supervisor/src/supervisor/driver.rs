@@ -18,7 +18,7 @@ use crate::browser::LocalChromium;
 use crate::cdp::connection::{
     CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
 };
-use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
+use crate::cdp::endpoint::{CdpHeaders, EndpointError, redact_url, resolve_ws_url_with};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
@@ -93,6 +93,9 @@ pub struct SupervisorOptions {
     /// The wait before the first reconnect; each failure doubles it, up to
     /// [`RECONNECT_BACKOFF_MAX`]. Tests shorten it.
     pub reconnect_backoff_start: Duration,
+    /// `browser.cdp_headers`: sent on `/json/version` and on every
+    /// WebSocket handshake (reconnects too).
+    pub cdp_headers: CdpHeaders,
 }
 
 impl Default for SupervisorOptions {
@@ -106,6 +109,7 @@ impl Default for SupervisorOptions {
             max_reconnect_failures: MAX_POST_ATTACH_RECONNECT_FAILURES,
             dialog_bridge: false,
             reconnect_backoff_start: RECONNECT_BACKOFF_START,
+            cdp_headers: CdpHeaders::default(),
         }
     }
 }
@@ -350,8 +354,8 @@ impl Supervisor {
         let command_timeout = opts.command_timeout;
         let deadline = opts.attach_timeout;
         let attach = async {
-            let ws = resolve_ws_url(cdp_url).await?;
-            let (conn, events) = Connection::connect(&ws).await?;
+            let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
+            let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
             let (target, session) =
                 pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
                     .await?;
@@ -1285,15 +1289,18 @@ impl Driver {
         let target = self.state.top_target().map(|t| t.0.clone());
         let timeout = self.opts.command_timeout;
         let attach_timeout = self.opts.attach_timeout;
+        let headers = self.opts.cdp_headers.clone();
         self.reconnect = Some(Box::pin(async move {
             tokio::time::sleep(delay).await;
             let attempt = async {
                 // A browser restarted on the same port has a new ws path: re-resolve from http.
                 let ws = match http_of(&url) {
-                    Some(http) => resolve_ws_url(&http).await.unwrap_or(url.clone()),
+                    Some(http) => resolve_ws_url_with(&http, &headers)
+                        .await
+                        .unwrap_or(url.clone()),
                     None => url.clone(),
                 };
-                let (conn, events) = Connection::connect(&ws).await?;
+                let (conn, events) = Connection::connect_with(&ws, &headers).await?;
                 let (t, s) = pick_and_attach(&conn, target.as_deref(), None, timeout).await?;
                 Ok((ws, conn, events, t, s))
             };
@@ -1464,6 +1471,11 @@ fn backoff(start: Duration, failures: u32) -> Duration {
 /// `ws://host:port/devtools/…` → `http://host:port`.
 fn http_of(ws: &str) -> Option<String> {
     let u = url::Url::parse(ws).ok()?;
+    // Only a plain DevTools browser socket is re-resolved; a grid's or a
+    // provider's URL (a token in the query, another path) is its own endpoint.
+    if !u.path().starts_with("/devtools/browser/") || u.query().is_some() {
+        return None;
+    }
     let scheme = match u.scheme() {
         "ws" => "http",
         "wss" => "https",
