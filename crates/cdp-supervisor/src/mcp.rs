@@ -760,7 +760,10 @@ fn init_logging() {
     // go to stderr (stdout is the protocol on stdio) when it has not.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(crate::cdp::connection::log_filter(
+            &std::env::var("RUST_LOG").unwrap_or_default(),
+            "error",
+        ))
         .try_init();
 }
 

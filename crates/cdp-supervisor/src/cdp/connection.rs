@@ -46,6 +46,35 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// default (64 MiB message / 16 MiB frame) cuts them.
 pub const MAX_MESSAGE_SIZE: usize = 256 << 20;
 
+/// tungstenite logs each handshake request whole — its headers and URL
+/// with their credentials — at trace level under this target.
+pub const HANDSHAKE_LOG_TARGET: &str = "tungstenite::handshake";
+
+/// A log filter from `directives` (`RUST_LOG` syntax; empty: `default`)
+/// that never lets [`HANDSHAKE_LOG_TARGET`]'s trace lines through, however
+/// verbose the rest is: `cdp_headers` and URL credentials stay out of the
+/// logs. Every subscriber this crate installs uses it; an embedder that
+/// installs its own should cap that target the same way.
+///
+/// ```
+/// let filter = cdp_supervisor::cdp::connection::log_filter("trace", "warn");
+/// assert!(filter.to_string().contains("tungstenite::handshake=debug"));
+/// ```
+pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFilter {
+    let directives = if directives.trim().is_empty() {
+        default
+    } else {
+        directives
+    };
+    let base = tracing_subscriber::EnvFilter::try_new(directives)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    base.add_directive(
+        format!("{HANDSHAKE_LOG_TARGET}=debug")
+            .parse()
+            .expect("a valid directive"),
+    )
+}
+
 /// Why a connection could not be opened. URLs in it are redacted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
