@@ -478,3 +478,132 @@ async fn exec_plugin_that_fails_hangs_or_prints_garbage_is_a_clear_error() {
     let closer = create("exit 1", "close-fails.sh");
     assert!(!closer.close_session("s").await);
 }
+
+/// `cdp-supervisor mcp` over stdio with Firecrawl pointed at the fake API
+/// (and nothing else of our environment: no real key, no public base URL).
+struct StdioServer {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl StdioServer {
+    fn start(api: &str) -> StdioServer {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cdp-supervisor"))
+            .arg("mcp")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("CDP_SUPERVISOR_BROWSER__CLOUD_PROVIDER", "firecrawl")
+            .env("FIRECRAWL_API_KEY", "fc-key")
+            .env("FIRECRAWL_API_URL", api)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start cdp-supervisor mcp");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        use tokio::io::AsyncBufReadExt;
+        StdioServer {
+            child,
+            stdin,
+            stdout: tokio::io::BufReader::new(stdout).lines(),
+        }
+    }
+
+    async fn send(&mut self, msg: Value) {
+        use tokio::io::AsyncWriteExt;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{msg}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn reply(&mut self, id: u64) -> Value {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(60), self.stdout.next_line())
+                .await
+                .expect("a reply within 60 s")
+                .unwrap()
+                .expect("the server is still talking");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Initializes, then navigates to `url` (the first call: creates the session).
+    async fn navigate(&mut self, url: &str) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "providers test", "version": "0"}}}),
+        )
+        .await;
+        self.reply(1).await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "browser_navigate", "arguments": {"url": url}}}))
+            .await;
+        let r = self.reply(2).await;
+        assert_eq!(r["result"]["structuredContent"]["status"], "loaded", "{r}");
+    }
+
+    async fn exited(&mut self) -> std::process::ExitStatus {
+        tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .expect("the server exits")
+            .unwrap()
+    }
+}
+
+async fn firecrawl_fake(ws: String) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    fake_api(move |s, n| match s.path.as_str() {
+        "/v2/browser" => (200, json!({"id": format!("fc-{n}"), "cdpUrl": ws})),
+        _ => (200, json!({})),
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_releases_the_session_on_sigterm_before_it_exits() {
+    let (site, chromium) = common::site_and_chromium().await;
+    let (api, seen) = firecrawl_fake(chromium.ws_url().to_owned()).await;
+    let mut server = StdioServer::start(&api);
+    server.navigate(&site.url("a.test", "/demo")).await;
+    assert_eq!(lines(&seen), ["POST /v2/browser"]);
+    // SIGTERM with the session open (stdin still open): no session close runs.
+    let pid = server.child.id().unwrap() as i32;
+    // SAFETY: signals the child we started.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    server.exited().await;
+    assert_eq!(
+        lines(&seen),
+        ["POST /v2/browser", "DELETE /v2/browser/fc-0"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_releases_the_session_when_stdin_closes_before_it_exits() {
+    let (site, chromium) = common::site_and_chromium().await;
+    let (api, seen) = firecrawl_fake(chromium.ws_url().to_owned()).await;
+    let mut server = StdioServer::start(&api);
+    server.navigate(&site.url("a.test", "/demo")).await;
+    let closed = std::time::Instant::now();
+    server.stdin = None;
+    let status = server.exited().await;
+    assert!(status.success(), "{status}");
+    // Released before the server exited (a client SIGKILLs 2 s after closing stdin).
+    assert_eq!(
+        lines(&seen),
+        ["POST /v2/browser", "DELETE /v2/browser/fc-0"]
+    );
+    eprintln!("stdin closed → server exited in {:?}", closed.elapsed());
+}
