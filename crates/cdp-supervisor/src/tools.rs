@@ -457,13 +457,11 @@ impl AgentSession {
         if let Some(s) = self.registry.get(&self.task_id) {
             return Ok(s);
         }
-        if let Some(old) = self.registry.take_lease(&self.task_id) {
+        if self.registry.release_lease(&self.task_id).await {
             tracing::info!(
                 task_id = self.task_id,
-                "the {name} session {} has no live supervisor (it expired or never attached); releasing it and creating a fresh one",
-                old.session_id
+                "the {name} session had no live supervisor (it expired or never attached): released it; creating a fresh one"
             );
-            old.provider.close_session(&old.session_id).await;
         }
         let created = provider
             .create_session(&self.task_id)
@@ -503,9 +501,7 @@ impl AgentSession {
     /// Releases this task's provider session, if it still holds one (a
     /// signal's emergency cleanup may have taken it already).
     async fn end_provider_session(&self) {
-        if let Some(l) = self.registry.take_lease(&self.task_id) {
-            l.provider.close_session(&l.session_id).await;
-        }
+        self.registry.release_lease(&self.task_id).await;
     }
 
     /// `browser_snapshot`: `{url, title, pending_dialogs, recent_dialogs,

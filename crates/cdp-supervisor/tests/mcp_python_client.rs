@@ -6,7 +6,10 @@
 //! wait, a failed connect that keeps the old browser), `push.py` for what the
 //! server pushes and waits on (the `browser://snapshot` resource and its
 //! update notifications, `browser_wait`, `ask_user` through elicitation, a
-//! dialog policy per type, output schemas). Fails — never skips —
+//! dialog policy per type, output schemas), `providers.py` for a cloud
+//! provider's session through the binary (created on the first call against
+//! a fake Browser Use API, stopped at `browser_disconnect` and when the MCP
+//! session ends, over stdio and HTTP). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -60,4 +63,9 @@ fn what_the_agent_reads_through_the_python_sdk_is_true() {
 #[test]
 fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
     run_script("push.py");
+}
+
+#[test]
+fn cloud_provider_sessions_live_and_end_with_the_mcp_session_through_the_python_sdk() {
+    run_script("providers.py");
 }

@@ -51,14 +51,15 @@ pub const MAX_MESSAGE_SIZE: usize = 256 << 20;
 pub const HANDSHAKE_LOG_TARGET: &str = "tungstenite::handshake";
 
 /// A log filter from `directives` (`RUST_LOG` syntax; empty: `default`)
-/// that never lets [`HANDSHAKE_LOG_TARGET`]'s trace lines through, however
-/// verbose the rest is: `cdp_headers` and URL credentials stay out of the
-/// logs. Every subscriber this crate installs uses it; an embedder that
-/// installs its own should cap that target the same way.
+/// that turns [`HANDSHAKE_LOG_TARGET`] off, however verbose the rest is:
+/// `cdp_headers` and URL credentials stay out of the logs (a failed
+/// handshake is an error we return, not a log line we need). Every
+/// subscriber this crate installs uses it; an embedder that installs its
+/// own should turn that target off the same way.
 ///
 /// ```
 /// let filter = cdp_supervisor::cdp::connection::log_filter("trace", "warn");
-/// assert!(filter.to_string().contains("tungstenite::handshake=debug"));
+/// assert!(filter.to_string().contains("tungstenite::handshake=off"));
 /// ```
 pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFilter {
     let directives = if directives.trim().is_empty() {
@@ -69,7 +70,7 @@ pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFil
     let base = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     base.add_directive(
-        format!("{HANDSHAKE_LOG_TARGET}=debug")
+        format!("{HANDSHAKE_LOG_TARGET}=off")
             .parse()
             .expect("a valid directive"),
     )

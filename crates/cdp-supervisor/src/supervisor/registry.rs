@@ -102,6 +102,10 @@ pub const EMERGENCY_CLEANUP_BOUND: std::time::Duration = std::time::Duration::fr
 pub struct Registry {
     slots: Arc<Mutex<HashMap<String, Slot>>>,
     leases: Arc<Mutex<HashMap<String, Lease>>>,
+    /// Releases in flight: each runs as its own task, so that a caller
+    /// dropped mid-release (a session torn down at exit) does not cut it
+    /// short, and the shutdown's cleanup waits for it.
+    releasing: tokio_util::task::TaskTracker,
 }
 
 /// Clears [`SlotInner::starting`] however the start ends (also when the
@@ -288,10 +292,23 @@ impl Registry {
             .insert(task_id.to_owned(), lease)
     }
 
-    /// Takes `task_id`'s provider session, if it still has one: the caller
-    /// now owns its release.
-    pub fn take_lease(&self, task_id: &str) -> Option<Lease> {
-        self.leases.lock().expect("lease lock").remove(task_id)
+    /// Releases `task_id`'s provider session, if it still holds one
+    /// ([`BrowserProvider::close_session`]), and waits for it. Taking the
+    /// lease is the claim: a session is released once, whoever asks. The
+    /// release runs on in its own task if this future is dropped, and
+    /// [`Registry::release_all_leases`] waits for it.
+    pub async fn release_lease(&self, task_id: &str) -> bool {
+        // Taken and spawned under the lock: a shutdown's cleanup sees
+        // either the lease or its release task, never neither.
+        let release = {
+            let mut leases = self.leases.lock().expect("lease lock");
+            let Some(lease) = leases.remove(task_id) else {
+                return false;
+            };
+            self.releasing
+                .spawn(async move { lease.provider.close_session(&lease.session_id).await })
+        };
+        release.await.unwrap_or(false)
     }
 
     /// The number of live provider sessions.
@@ -303,20 +320,27 @@ impl Registry {
     /// [`BrowserProvider::emergency_cleanup`], all at once, bounded by
     /// `within`. Never fails; what did not finish in time is logged.
     pub async fn release_all_leases(&self, within: std::time::Duration) {
-        let leases: Vec<(String, Lease)> =
-            self.leases.lock().expect("lease lock").drain().collect();
-        if leases.is_empty() {
-            return;
+        {
+            let mut leases = self.leases.lock().expect("lease lock");
+            if !leases.is_empty() {
+                tracing::info!(
+                    "releasing {} cloud browser session(s) before exit",
+                    leases.len()
+                );
+            }
+            for (task, l) in leases.drain() {
+                self.releasing.spawn(async move {
+                    l.provider.emergency_cleanup(&l.session_id).await;
+                    tracing::debug!(task_id = %task, "{} session released", l.provider.name());
+                });
+            }
         }
-        tracing::info!(
-            "releasing {} cloud browser session(s) before exit",
-            leases.len()
-        );
-        let all = futures_util::future::join_all(leases.iter().map(|(task, l)| async move {
-            l.provider.emergency_cleanup(&l.session_id).await;
-            tracing::debug!(task_id = %task, "{} session released", l.provider.name());
-        }));
-        if tokio::time::timeout(within, all).await.is_err() {
+        // Also waits for the releases the tasks started themselves (a
+        // session closing as the server goes down).
+        self.releasing.close();
+        let done = tokio::time::timeout(within, self.releasing.wait()).await;
+        self.releasing.reopen();
+        if done.is_err() {
             tracing::warn!(
                 "releasing cloud browser sessions did not finish within {}s; some may live on until the provider's own timeout",
                 within.as_secs()
