@@ -632,12 +632,13 @@ fn tool_definition(name: &'static str) -> Tool {
             "browser_connect" => (
                 "Attach to another browser",
                 "Supervise an existing browser instead of the default one. cdp_url is its DevTools \
-                 endpoint: http://host:port, ws://host:port or ws://host:port/devtools/browser/<id>. \
+                 endpoint: http://host:port, ws://host:port or ws://host:port/devtools/browser/<id> (a tab's own \
+                 …/devtools/page/<id> supervises that tab; the note says what it cannot do). \
                  target_id picks the tab (default: the first page; http://host:port/json lists tabs). \
                  The new browser is attached first; then the one this session supervised before is \
                  stopped and its state discarded. If the new one cannot be attached, the error says so \
                  and the previous browser stays supervised, unchanged. \
-                 Returns {connected, url, title, pending_dialogs, frame_tree, page_blocked}."
+                 Returns {connected, url, title, pending_dialogs, frame_tree, page_blocked, note?}."
                     .into(),
                 object_schema(
                     json!({
@@ -724,7 +725,7 @@ fn output_schema(name: &str) -> Value {
         ),
         "browser_connect" => (
             json!({"connected": string, "url": string, "title": string, "pending_dialogs": arr,
-                   "frame_tree": obj, "page_blocked": {"type": "boolean"}}),
+                   "frame_tree": obj, "page_blocked": {"type": "boolean"}, "note": string}),
             &[
                 "connected",
                 "url",

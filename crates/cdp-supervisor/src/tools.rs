@@ -830,7 +830,8 @@ impl AgentSession {
     /// `target_id`, else the first page) instead. The new supervisor is
     /// started first; only once it has attached is the old one stopped (its
     /// state is not carried over). Returns `{connected, url, title,
-    /// pending_dialogs, frame_tree, page_blocked}` (`url`, `title` live).
+    /// pending_dialogs, frame_tree, page_blocked, note?}` (`url`, `title` live;
+    /// `note` for a page-level endpoint: what it cannot do).
     ///
     /// # Errors
     /// An empty URL, or the new browser could not be attached: then the
@@ -879,14 +880,18 @@ impl AgentSession {
         self.end_provider_session().await;
         let snap = s.snapshot();
         let (url, title) = live_url_title(&s, &snap).await;
-        Ok(json!({
+        let mut v = json!({
             "connected": s.endpoint(),
             "url": url,
             "title": title,
             "pending_dialogs": snap.pending_dialogs,
             "frame_tree": snap.frame_tree,
             "page_blocked": snap.page_blocked,
-        }))
+        });
+        if s.is_page_level() {
+            v["note"] = json!(crate::cdp::endpoint::PAGE_LEVEL_NOTE);
+        }
+        Ok(v)
     }
 
     /// `browser_disconnect`: stops the supervisor (and a Chromium it

@@ -263,3 +263,72 @@ async fn a_grid_that_wants_a_bearer_header_is_reached_with_cdp_headers_and_refus
     );
     assert_no_secret("a log line", &logged);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_level_endpoint_is_supervised_as_that_one_tab_and_says_what_it_cannot_do() {
+    let (site, chromium) = common::site_and_chromium().await;
+    // A second tab: the page endpoint must mean that one, not the first page.
+    let tab: serde_json::Value = reqwest::Client::new()
+        .put(format!("{}/json/new?about:blank", chromium.http_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tab_id = tab["id"].as_str().unwrap().to_owned();
+    let page_ws = tab["webSocketDebuggerUrl"].as_str().unwrap().to_owned();
+    assert!(page_ws.contains("/devtools/page/"), "{page_ws}");
+
+    let session = AgentSession::new(Registry::new(), "page-level", Config::default());
+    let c = session
+        .call("browser_connect", json!({ "cdp_url": page_ws }))
+        .await
+        .expect("a page-level endpoint attaches");
+    let note = c["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("page-level") && note.contains("new tabs"),
+        "{c}"
+    );
+    let sup = session.current_supervisor().unwrap();
+    assert!(sup.is_page_level());
+    let r = session
+        .call(
+            "browser_navigate",
+            json!({"url": site.url("a.test", "/demo")}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "loaded", "{r}");
+    let live = sup.live_page(common::WAIT).await.expect("live page");
+    assert_eq!(
+        live.target_id, tab_id,
+        "the tab of the URL is the one supervised"
+    );
+    // Its cross-site iframe is still an OOPIF we can reach.
+    let snap = common::wait_children(&sup, &["demo-oopif"]).await;
+    assert!(
+        snap.frame_tree.children.iter().any(|f| f.is_oopif),
+        "{:?}",
+        snap.frame_tree
+    );
+    session.close().await;
+
+    // The same through a grid that wants a header (Selenoid-like).
+    let port = url::Url::parse(&chromium.http_url())
+        .unwrap()
+        .port()
+        .unwrap();
+    let (grid, _) = grid_proxy(port).await;
+    let path = url::Url::parse(&page_ws).unwrap().path().to_owned();
+    let opts = SupervisorOptions {
+        cdp_headers: CdpHeaders::new([("Authorization".into(), format!("Bearer {TOKEN}"))]),
+        ..Default::default()
+    };
+    let sup = Supervisor::start(&format!("ws://{grid}{path}"), opts)
+        .await
+        .expect("through the grid");
+    assert!(sup.is_page_level());
+    common::goto(&sup, &site.url("a.test", "/demo")).await;
+    sup.stop().await;
+}

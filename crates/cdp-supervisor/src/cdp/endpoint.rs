@@ -9,9 +9,8 @@
 //! - a bare `ws(s)://host:port` → resolved through `http(s)://host:port/json/version`.
 //!
 //! A page-level endpoint (`…/devtools/page/<id>`, Selenoid's
-//! `…/devtools/<sid>/page`) is refused with [`EndpointError::PageLevel`]:
-//! supervising needs the browser's target discovery (OOPIFs, popups, tabs),
-//! which a page-level socket does not offer.
+//! `…/devtools/<sid>/page`, [`is_page_level_path`]) is used as is too: the
+//! supervisor then watches that one tab ([`PAGE_LEVEL_NOTE`]).
 //!
 //! CDP URLs of cloud providers carry credentials (`user:pass@`, `?apiKey=…`,
 //! `?token=…`), and grids want headers ([`CdpHeaders`], sent on discovery and
@@ -135,14 +134,6 @@ pub enum EndpointError {
         /// What was wrong with the body: not JSON, no field, or not a non-empty string.
         reason: String,
     },
-    /// A page-level endpoint: one tab's socket, without the browser's target discovery.
-    #[error(
-        "{url} is a page-level CDP endpoint (one tab): the supervisor needs a browser-level endpoint to discover targets (OOPIFs, popups, new tabs), which a page socket cannot do; give the browser's URL instead: http://host:port, ws://host:port/devtools/browser/<id>, or for Selenoid …/devtools/<session>/browser"
-    )]
-    PageLevel {
-        /// The URL given, redacted.
-        url: String,
-    },
 }
 
 /// For a 401/403: what the endpoint most likely wants.
@@ -153,6 +144,9 @@ pub(crate) fn auth_hint(status: u16) -> &'static str {
         ""
     }
 }
+
+/// What a page-level endpoint cannot do, for logs and tool results.
+pub const PAGE_LEVEL_NOTE: &str = "this is a page-level CDP endpoint (one tab's socket): the supervisor watches that tab and its frames; whether it also sees popups and new tabs depends on the endpoint letting it discover targets (Chromium's own does; many grid proxies do not). For every tab, give the browser-level URL (http://host:port, …/devtools/browser/<id>, Selenoid's …/devtools/<session>/browser)";
 
 /// Whether `path` is a page-level DevTools path: `/devtools/page/<id>`, or
 /// Selenoid's (and Moon's) `/devtools/<session>/page[/<id>]`.
@@ -245,11 +239,10 @@ pub async fn resolve_ws_url(url: &str) -> Result<String, EndpointError> {
     resolve_ws_url_with(url, &CdpHeaders::default()).await
 }
 
-/// [`resolve_ws_url`] sending `headers` on the `/json/version` request; a
-/// page-level URL is refused ([`EndpointError::PageLevel`]).
+/// [`resolve_ws_url`] sending `headers` on the `/json/version` request.
 ///
 /// # Errors
-/// As [`resolve_ws_url`]; [`EndpointError::PageLevel`].
+/// As [`resolve_ws_url`].
 pub async fn resolve_ws_url_with(url: &str, headers: &CdpHeaders) -> Result<String, EndpointError> {
     let trimmed = url.trim();
     let redacted = redact_url(trimmed);
@@ -271,9 +264,6 @@ pub async fn resolve_ws_url_with(url: &str, headers: &CdpHeaders) -> Result<Stri
         });
     }
     let bare = matches!(parsed.path(), "" | "/");
-    if is_page_level_path(parsed.path()) {
-        return Err(EndpointError::PageLevel { url: redacted });
-    }
     let mut version_url = parsed.clone();
     match scheme.as_str() {
         // A CDP path, or a grid's token in the query: the endpoint itself.
@@ -520,23 +510,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_page_level_endpoint_is_refused_with_what_it_cannot_do() {
+    async fn a_page_level_endpoint_is_used_as_is_and_recognised() {
         for url in [
             "ws://127.0.0.1:1/devtools/page/ABC?token=s3cret",
             "ws://127.0.0.1:1/devtools/0123abc/page",
             "wss://127.0.0.1:1/devtools/0123abc/page/XYZ",
         ] {
-            let e = resolve_ws_url(url).await.unwrap_err();
-            assert!(matches!(e, EndpointError::PageLevel { .. }), "{url}: {e}");
-            let text = e.to_string();
-            assert!(
-                text.contains("page-level") && text.contains("discover targets"),
-                "{text}"
-            );
-            assert!(!text.contains("s3cret"), "{text}");
+            assert_eq!(resolve_ws_url(url).await.unwrap(), url);
+            let path = url::Url::parse(url).unwrap().path().to_owned();
+            assert!(is_page_level_path(&path), "{url}");
         }
         assert!(!is_page_level_path("/devtools/browser/abc"));
         assert!(!is_page_level_path("/devtools/0123abc/browser"));
+        assert!(!is_page_level_path("/session/1/se/cdp"));
     }
 
     #[tokio::test]

@@ -18,7 +18,9 @@ use crate::browser::LocalChromium;
 use crate::cdp::connection::{
     CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
 };
-use crate::cdp::endpoint::{CdpHeaders, EndpointError, redact_url, resolve_ws_url_with};
+use crate::cdp::endpoint::{
+    CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, redact_url, resolve_ws_url_with,
+};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
@@ -142,6 +144,18 @@ pub enum StartError {
         url: String,
         /// The attach deadline.
         after: Duration,
+    },
+    /// A page-level endpoint that does not let us find or attach to its own
+    /// tab (`Target.getTargetInfo`, `Target.attachToTarget`): a grid proxy
+    /// that filters the Target domain.
+    #[error(
+        "{url} is a page-level CDP endpoint (one tab's socket) and it refused what supervising needs ({reason}); give the browser-level URL instead: http://host:port, ws://host:port/devtools/browser/<id>, or Selenoid's …/devtools/<session>/browser"
+    )]
+    PageLevel {
+        /// The CDP URL, redacted.
+        url: String,
+        /// The command that failed and why.
+        reason: String,
     },
     /// Local Chromium could not be launched ([`Supervisor::start_local`]).
     #[error(transparent)]
@@ -356,9 +370,26 @@ impl Supervisor {
         let attach = async {
             let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
             let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
-            let (target, session) =
+            let (target, session) = if is_page_level(&ws) {
+                let page_level = |e: StartError| StartError::PageLevel {
+                    url: shown_url.clone(),
+                    reason: e.to_string(),
+                };
+                tracing::warn!(url = %shown_url, "{PAGE_LEVEL_NOTE}");
+                // Its own tab, whatever else the browser has.
+                let own = match &opts.target_id {
+                    Some(t) => t.clone(),
+                    None => own_target(&conn, opts.command_timeout)
+                        .await
+                        .map_err(page_level)?,
+                };
+                pick_and_attach(&conn, Some(&own), None, opts.command_timeout)
+                    .await
+                    .map_err(page_level)?
+            } else {
                 pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
-                    .await?;
+                    .await?
+            };
             Ok::<_, StartError>((ws, conn, events, target, session))
         };
         let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
@@ -465,6 +496,12 @@ impl Supervisor {
     /// The endpoint, with credentials redacted.
     pub fn endpoint(&self) -> &str {
         &self.shared.endpoint
+    }
+
+    /// Whether the endpoint is one tab's socket, not the browser's
+    /// (see [`PAGE_LEVEL_NOTE`] for what that means).
+    pub fn is_page_level(&self) -> bool {
+        is_page_level(&self.shared.endpoint)
     }
 
     /// How long the attach took: connect → frame tree complete.
@@ -1486,6 +1523,30 @@ fn http_of(ws: &str) -> Option<String> {
         u.host_str()?,
         u.port_or_known_default()?
     ))
+}
+
+/// Whether `ws` is a page-level DevTools socket ([`is_page_level_path`]).
+fn is_page_level(ws: &str) -> bool {
+    url::Url::parse(ws).is_ok_and(|u| is_page_level_path(u.path()))
+}
+
+/// The target a page-level socket belongs to (`Target.getTargetInfo`
+/// without a `targetId` answers for the connection's own target).
+async fn own_target(conn: &Connection, timeout: Duration) -> Result<String, StartError> {
+    let info = conn
+        .send(None, "Target.getTargetInfo", json!({}), timeout)
+        .await?;
+    info.pointer("/targetInfo/targetId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            StartError::Command(CommandError::Protocol {
+                method: "Target.getTargetInfo".into(),
+                code: 0,
+                message: "the reply names no targetId".into(),
+                data: None,
+            })
+        })
 }
 
 /// Picks the page to supervise and attaches to it with a flatten session.
