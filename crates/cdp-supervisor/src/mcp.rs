@@ -936,7 +936,7 @@ pub async fn serve_http(
 
 /// Ctrl-C, or SIGTERM (what an MCP client sends a server that did not exit
 /// after stdin closed): either way every browser is stopped before exit.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -960,7 +960,7 @@ async fn shutdown_signal() {
         }
         () = terminate => {}
     }
-    tracing::info!("signal received: stopping the MCP server and its browsers");
+    tracing::info!("signal received: stopping the browsers and releasing cloud sessions");
 }
 
 fn generate_token() -> std::io::Result<String> {

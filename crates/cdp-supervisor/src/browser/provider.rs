@@ -326,6 +326,11 @@ impl Browserbase {
     /// `BROWSERBASE_PROXIES`, `BROWSERBASE_ADVANCED_STEALTH` and
     /// `BROWSERBASE_SESSION_TIMEOUT` as `get` gives them.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Browserbase {
+        if get("BROWSERBASE_API_URL").is_some() && get("BROWSERBASE_BASE_URL").is_none() {
+            tracing::warn!(
+                "BROWSERBASE_API_URL is no longer read: set BROWSERBASE_BASE_URL (scheme://host[:port]) instead"
+            );
+        }
         let mut bb = Browserbase::new(
             get("BROWSERBASE_API_KEY").unwrap_or_default(),
             get("BROWSERBASE_PROJECT_ID").unwrap_or_default(),
