@@ -143,6 +143,9 @@ pub struct AgentSession {
     /// first calls at once make one session. The session itself is the
     /// registry's lease for this task (released with the task).
     provider_lock: AsyncMutex<()>,
+    /// Set while a provider session is being created: the API call comes
+    /// before the registry's start, and readers must not wait on it either.
+    provider_creating: AtomicBool,
 }
 
 #[derive(Deserialize)]
@@ -218,6 +221,7 @@ impl AgentSession {
             supervisor_changes: tokio::sync::watch::Sender::new(0),
             provider,
             provider_lock: AsyncMutex::new(()),
+            provider_creating: AtomicBool::new(false),
         }
     }
 
@@ -457,6 +461,15 @@ impl AgentSession {
         if let Some(s) = self.registry.get(&self.task_id) {
             return Ok(s);
         }
+        /// Clears `provider_creating` however the creation ends.
+        struct Creating<'a>(&'a AtomicBool);
+        impl Drop for Creating<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::SeqCst);
+            }
+        }
+        self.provider_creating.store(true, Ordering::SeqCst);
+        let _flag = Creating(&self.provider_creating);
         if self.registry.release_lease(&self.task_id).await {
             tracing::info!(
                 task_id = self.task_id,
@@ -521,7 +534,9 @@ impl AgentSession {
     /// # Errors
     /// Attaching to the configured endpoint failed.
     pub async fn browser_snapshot(&self) -> Result<Value, ToolError> {
-        if self.registry.is_starting(&self.task_id) && self.registry.get(&self.task_id).is_none() {
+        let starting = self.registry.is_starting(&self.task_id)
+            || self.provider_creating.load(Ordering::SeqCst);
+        if starting && self.registry.get(&self.task_id).is_none() {
             return Ok(json!({
                 "url": "",
                 "title": "",

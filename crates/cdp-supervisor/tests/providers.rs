@@ -686,3 +686,63 @@ async fn a_provider_session_starts_on_first_use_and_ends_with_the_task() {
         vec!["create task-p".to_owned(), "close remote-1".to_owned()]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_while_the_session_is_being_created_does_not_wait_for_it() {
+    let (_site, chromium) = common::site_and_chromium().await;
+    // A create that answers only when the test lets it.
+    let go = Arc::new(tokio::sync::Notify::new());
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let ws = chromium.ws_url().to_owned();
+    let gate = go.clone();
+    let here = arrived.clone();
+    let app = Router::new()
+        .route(
+            "/v2/browser",
+            axum::routing::post(move || {
+                let gate = gate.clone();
+                let ws = ws.clone();
+                let here = here.clone();
+                async move {
+                    here.notify_one();
+                    gate.notified().await;
+                    axum::Json(json!({"id": "fc-slow", "cdpUrl": ws}))
+                }
+            }),
+        )
+        .fallback(|| async { axum::Json(json!({})) });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let session = Arc::new(
+        AgentSession::new(Registry::new(), "slow", config(CloudProvider::Firecrawl))
+            .with_provider(Arc::new(Firecrawl::new("k".into(), api))),
+    );
+    let first = tokio::spawn({
+        let session = session.clone();
+        async move {
+            session
+                .call("browser_navigate", json!({"url": "about:blank"}))
+                .await
+        }
+    });
+    tokio::time::timeout(common::WAIT, arrived.notified())
+        .await
+        .expect("the create request reaches the API");
+    let snap = tokio::time::timeout(common::WAIT, session.call("browser_snapshot", json!({})))
+        .await
+        .expect("a snapshot never waits on the provider's API")
+        .unwrap();
+    assert_eq!(snap["connection"], "connecting", "{snap}");
+    assert!(
+        snap["note"].as_str().unwrap().contains("attaching"),
+        "{snap}"
+    );
+    go.notify_one();
+    let r = first
+        .await
+        .unwrap()
+        .expect("navigate once the session exists");
+    assert_eq!(r["status"], "loaded");
+    session.close().await;
+}
