@@ -244,10 +244,13 @@ async fn a_grid_that_wants_a_bearer_header_is_reached_with_cdp_headers_and_refus
     assert!(e.contains("401"), "{e}");
     assert_no_secret("the error", &e);
 
-    // Credentials in the URL: userinfo (Basic) and a query token, used as is.
+    // Credentials in the URL: userinfo (Basic) and a query token, used as
+    // is, or carried from discovery over to the handshake.
     for url in [
         format!("ws://{USER}:{PASS}@{grid}{ws_path}"),
         format!("ws://{grid}{ws_path}?token={TOKEN}"),
+        format!("http://{USER}:{PASS}@{grid}"),
+        format!("http://{grid}/?token={TOKEN}"),
     ] {
         let sup = Supervisor::start(&url, SupervisorOptions::default())
             .await

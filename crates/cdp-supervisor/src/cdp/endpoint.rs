@@ -282,7 +282,31 @@ pub async fn resolve_ws_url_with(url: &str, headers: &CdpHeaders) -> Result<Stri
         _ if matches!(parsed.path(), "/json/version" | "/json/version/") => {}
         _ => return Err(EndpointError::UnsupportedPath { url: redacted }),
     }
-    fetch_ws_url(&version_url, headers).await
+    let ws = fetch_ws_url(&version_url, headers).await?;
+    Ok(carry_credentials(&parsed, &ws))
+}
+
+/// The discovered WebSocket URL with the credentials the user's URL
+/// carried (userinfo, a query token), when it points at the same host
+/// without its own: a grid that wants `?token=` or Basic auth on discovery
+/// wants it on the handshake too, and its `/json/version` may not repeat it.
+fn carry_credentials(given: &url::Url, ws: &str) -> String {
+    let Ok(mut out) = url::Url::parse(ws) else {
+        return ws.to_owned();
+    };
+    let add_userinfo = out.username().is_empty() && !given.username().is_empty();
+    let add_query = out.query().is_none() && given.query().is_some();
+    if out.host_str() != given.host_str() || !(add_userinfo || add_query) {
+        return ws.to_owned();
+    }
+    if add_userinfo {
+        let _ = out.set_username(given.username());
+        let _ = out.set_password(given.password());
+    }
+    if add_query {
+        out.set_query(given.query());
+    }
+    out.to_string()
 }
 
 fn is_loopback(url: &url::Url) -> bool {
