@@ -1172,7 +1172,23 @@ impl Driver {
     }
 
     fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str) {
-        tracing::trace!(%method, session = ?session, %params, "event");
+        if method == "Fetch.requestPaused" {
+            // Its body may be the dialog bridge's, secret and all.
+            tracing::trace!(%method, session = ?session, "event");
+        } else {
+            tracing::trace!(%method, session = ?session, %params, "event");
+        }
+        if self.opts.dialog_bridge
+            && method == "Page.javascriptDialogOpening"
+            && !params.contains("\"beforeunload\"")
+        {
+            // The bridge replaces alert/confirm/prompt: a native one means
+            // its request failed there (an opaque origin, no interception).
+            tracing::warn!(
+                endpoint = %self.shown_url,
+                "a native dialog opened although the dialog bridge is on: the bridge did not reach us from that frame (opaque origin, or its request failed); a proxy that answers dialogs itself may close it first"
+            );
+        }
         let event = Event::parse(method, params);
         if let Event::Unparsed { method, error } = &event {
             tracing::debug!(%method, %error, "event params did not parse");

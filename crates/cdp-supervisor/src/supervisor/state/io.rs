@@ -56,6 +56,8 @@ pub struct Options {
     /// Inject the dialog bridge ([`crate::supervisor::bridge`]) on every
     /// session, for CDP proxies that answer native dialogs themselves.
     pub dialog_bridge: bool,
+    /// The bridge's path and secret (random per supervisor).
+    pub bridge_key: crate::supervisor::bridge::BridgeKey,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             dialog_timeout: DEFAULT_DIALOG_TIMEOUT,
             page_enable_grace: PAGE_ENABLE_GRACE,
             dialog_bridge: false,
+            bridge_key: crate::supervisor::bridge::BridgeKey::random(),
         }
     }
 }
