@@ -1,8 +1,9 @@
 //! The dialog bridge behind a CDP proxy that behaves like Browserbase's: it
 //! forwards everything and answers every native dialog itself at once. In
 //! front of a real Chromium, on pages whose CSP allows connecting to their
-//! own origin only (`connect-src 'self'`), in the main frame and in an
-//! OOPIF: alert, confirm (accept and dismiss) and prompt reach the agent as
+//! own origin only (`connect-src 'self'`) and that are secure contexts like
+//! https pages (`--unsafely-treat-insecure-origin-as-secure`: no
+//! certificates needed), in the main frame and in an OOPIF: alert, confirm (accept and dismiss) and prompt reach the agent as
 //! pending dialogs and the page gets the agent's answers — none of them was
 //! a native dialog. A page that hooks `XMLHttpRequest`, `JSON.stringify` and
 //! `Function.prototype.call` never sees the bridge's secret, and a request
@@ -208,7 +209,13 @@ async fn results_in(h: &Harness, frame: Option<&str>, n: usize) -> Vec<Value> {
 async fn bridge_dialogs_work_behind_an_auto_dismissing_proxy_on_strict_pages_and_cannot_be_forged()
 {
     let port = strict_site().await;
-    let chromium = LocalChromium::launch(&common::launch_options())
+    // A secure context, as on https (mixed content rules and all), without
+    // certificates: Chromium treats these http origins as trustworthy.
+    let mut launch = common::launch_options();
+    launch.extra_args.push(format!(
+        "--unsafely-treat-insecure-origin-as-secure=http://a.test:{port},http://b.test:{port}"
+    ));
+    let chromium = LocalChromium::launch(&launch)
         .await
         .expect("launch Chromium");
     let (proxy, native_answered) = auto_dismissing_proxy(chromium.ws_url().to_owned()).await;
@@ -234,6 +241,13 @@ async fn bridge_dialogs_work_behind_an_auto_dismissing_proxy_on_strict_pages_and
         .expect("the other host's frame is an OOPIF")
         .frame_id
         .clone();
+    for frame in [None, Some(oopif.as_str())] {
+        assert_eq!(
+            h.eval_in(frame, "window.isSecureContext").await,
+            true,
+            "{frame:?} is a secure context"
+        );
+    }
 
     /// The frame (None: main), the dialog, the answer, the prompt text, what the page gets.
     type Case<'a> = (
@@ -300,6 +314,17 @@ async fn bridge_dialogs_work_behind_an_auto_dismissing_proxy_on_strict_pages_and
         0,
         "every dialog went through the bridge, none natively"
     );
+
+    // Why a same-origin path: the page's CSP refuses a foreign host (the
+    // bridge's old fixed `http://….invalid`) before Fetch could see it.
+    let refused = h
+        .eval(
+            "new Promise((resolve) => { addEventListener('securitypolicyviolation', (e) => resolve(e.effectiveDirective)); \
+             try { const x = new XMLHttpRequest(); x.open('POST', 'http://cdp-supervisor-dialog-bridge.invalid/dialog', false); x.send(''); } \
+             catch (e) {} })",
+        )
+        .await;
+    assert_eq!(refused, "connect-src");
 
     // The hostile page's hooks never saw the secret (nor anything of ours).
     for frame in [None, Some(oopif.as_str())] {
