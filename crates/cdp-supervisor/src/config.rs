@@ -4,7 +4,9 @@
 //! ```yaml
 //! browser:
 //!   cdp_url: ""                 # empty: launch local Chromium
-//!   cloud_provider: local       # local | browserbase | browser-use | firecrawl | camofox
+//!   cdp_headers: {}             # extra HTTP headers for the CDP endpoint (e.g. Authorization)
+//!   cloud_provider: local       # local | browserbase | browser-use | firecrawl | camofox | exec
+//!   provider_command: []        # for exec: argv of a program that creates/closes sessions
 //!   dialog_policy: must_respond # must_respond | auto_dismiss | auto_accept, or one per type:
 //!                               # {alert: auto_accept, confirm: must_respond} (left out: must_respond)
 //!   dialog_timeout_s: 300       # must_respond watchdog, seconds, > 0
@@ -32,6 +34,7 @@
 //! ```
 
 use crate::browser::LaunchOptions;
+use crate::cdp::endpoint::CdpHeaders;
 use crate::supervisor::policy::{DIALOG_TYPES, DialogPolicies, DialogPolicy, PolicyError};
 use serde_json::Value;
 use std::fmt;
@@ -60,7 +63,9 @@ const MAX_TABS_ALLOWED: &str = "a whole number of tabs from 1 to 1000";
 /// Every key path the config accepts, in documentation order.
 pub const KEYS: &[&str] = &[
     "browser.cdp_url",
+    "browser.cdp_headers",
     "browser.cloud_provider",
+    "browser.provider_command",
     "browser.dialog_policy",
     "browser.dialog_timeout_s",
     "browser.chromium_path",
@@ -82,8 +87,14 @@ pub struct BrowserConfig {
     /// CDP endpoint to attach to (`ws://…` browser URL or `http://host:port`);
     /// empty: launch local Chromium.
     pub cdp_url: String,
+    /// Extra HTTP headers for `cdp_url` (a grid's `Authorization`…), sent on
+    /// `/json/version` and on the WebSocket handshake; never shown.
+    pub cdp_headers: CdpHeaders,
     /// The backend that provides the browser.
     pub cloud_provider: CloudProvider,
+    /// For `cloud_provider: exec`: the argv of the program that creates and
+    /// closes sessions ([`crate::browser::provider::Exec`]).
+    pub provider_command: Vec<String>,
     /// What happens when a dialog opens, per dialog type.
     pub dialog_policy: DialogPolicies,
     /// Seconds the `must_respond` watchdog waits before dismissing a dialog;
@@ -105,7 +116,9 @@ impl Default for BrowserConfig {
     fn default() -> Self {
         BrowserConfig {
             cdp_url: String::new(),
+            cdp_headers: CdpHeaders::default(),
             cloud_provider: CloudProvider::Local,
+            provider_command: Vec::new(),
             dialog_policy: DialogPolicies::uniform(DialogPolicy::MustRespond),
             dialog_timeout_s: DEFAULT_DIALOG_TIMEOUT_S,
             chromium_path: String::new(),
@@ -143,11 +156,13 @@ pub enum CloudProvider {
     Firecrawl,
     /// Camofox: a REST-only backend with no CDP endpoint.
     Camofox,
+    /// A user's program (`browser.provider_command`) creates and closes sessions.
+    Exec,
 }
 
 impl CloudProvider {
     /// The allowed spellings, for error messages.
-    pub const ALLOWED: &'static str = "local, browserbase, browser-use, firecrawl, camofox";
+    pub const ALLOWED: &'static str = "local, browserbase, browser-use, firecrawl, camofox, exec";
 
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
@@ -157,6 +172,7 @@ impl CloudProvider {
             CloudProvider::BrowserUse => "browser-use",
             CloudProvider::Firecrawl => "firecrawl",
             CloudProvider::Camofox => "camofox",
+            CloudProvider::Exec => "exec",
         }
     }
 
@@ -181,6 +197,7 @@ impl FromStr for CloudProvider {
             "browser-use" => Ok(CloudProvider::BrowserUse),
             "firecrawl" => Ok(CloudProvider::Firecrawl),
             "camofox" => Ok(CloudProvider::Camofox),
+            "exec" => Ok(CloudProvider::Exec),
             _ => Err(()),
         }
     }
@@ -302,6 +319,9 @@ const CDP_URL_ALLOWED: &str =
     "a ws://, wss://, http:// or https:// URL, or empty to launch local Chromium";
 const TIMEOUT_ALLOWED: &str = "a number of seconds > 0 and ≤ 31536000 (a year)";
 const ARGS_ALLOWED: &str = "a YAML/JSON list of strings, or whitespace-separated flags";
+const HEADERS_ALLOWED: &str =
+    "a YAML/JSON map of header name to string value, e.g. {Authorization: \"Bearer …\"}";
+const COMMAND_ALLOWED: &str = "a YAML/JSON list of strings (the program and its arguments)";
 
 impl Config {
     /// Builds the config from defaults, then the YAML file at `path` (or, when
@@ -423,6 +443,18 @@ impl Config {
                         )
                         .map_err(|e| policy_error(&compact(&Value::Object(map.clone())), e))?;
                     }
+                    Value::Object(map) if key == "browser.cdp_headers" => {
+                        self.browser.cdp_headers = headers_from_map(&map)?;
+                    }
+                    Value::Array(items) if key == "browser.provider_command" => {
+                        self.browser.provider_command = items
+                            .iter()
+                            .map(|item| {
+                                scalar_text(item)
+                                    .ok_or_else(|| bad_value(&key, &compact(item), COMMAND_ALLOWED))
+                            })
+                            .collect::<Result<_, _>>()?;
+                    }
                     Value::Array(items) if key == "browser.chromium_args" => {
                         self.browser.chromium_args = items
                             .iter()
@@ -435,12 +467,19 @@ impl Config {
                     other => match scalar_text(&other) {
                         Some(text) => self.set(&key, &text)?,
                         None => {
-                            let allowed = if key == "browser.chromium_args" {
-                                ARGS_ALLOWED
-                            } else {
-                                "a single value"
+                            let allowed = match key.as_str() {
+                                "browser.chromium_args" => ARGS_ALLOWED,
+                                "browser.cdp_headers" => HEADERS_ALLOWED,
+                                "browser.provider_command" => COMMAND_ALLOWED,
+                                _ => "a single value",
                             };
-                            return Err(bad_value(&key, &compact(&other), allowed));
+                            // Header values are secrets: never quoted back.
+                            let shown = if key == "browser.cdp_headers" {
+                                "(not shown)".to_owned()
+                            } else {
+                                compact(&other)
+                            };
+                            return Err(bad_value(&key, &shown, allowed));
                         }
                     },
                 }
@@ -470,6 +509,18 @@ impl Config {
                     return Err(bad_value(key_path, value, CDP_URL_ALLOWED));
                 }
                 b.cdp_url = value.to_owned();
+            }
+            "browser.cdp_headers" => {
+                let map = match serde_saphyr::from_str::<Value>(value.trim()) {
+                    Ok(Value::Object(map)) => map,
+                    Ok(Value::Null) => serde_json::Map::new(),
+                    _ => return Err(bad_value(key_path, "(not shown)", HEADERS_ALLOWED)),
+                };
+                b.cdp_headers = headers_from_map(&map)?;
+            }
+            "browser.provider_command" => {
+                b.provider_command =
+                    parse_args(value).ok_or_else(|| bad_value(key_path, value, COMMAND_ALLOWED))?;
             }
             "browser.cloud_provider" => {
                 b.cloud_provider = value
@@ -517,7 +568,9 @@ impl Config {
         let b = &mut self.browser;
         match key_path {
             "browser.cdp_url" => b.cdp_url = d.cdp_url,
+            "browser.cdp_headers" => b.cdp_headers = d.cdp_headers,
             "browser.cloud_provider" => b.cloud_provider = d.cloud_provider,
+            "browser.provider_command" => b.provider_command = d.provider_command,
             "browser.dialog_policy" => b.dialog_policy = d.dialog_policy,
             "browser.dialog_timeout_s" => b.dialog_timeout_s = d.dialog_timeout_s,
             "browser.chromium_path" => b.chromium_path = d.chromium_path,
@@ -527,6 +580,33 @@ impl Config {
             _ => {}
         }
     }
+}
+
+/// `browser.cdp_headers` from a map of header name to scalar value. A bad
+/// entry is named by its header, never by its value (a secret).
+fn headers_from_map(map: &serde_json::Map<String, Value>) -> Result<CdpHeaders, ConfigError> {
+    const KEY: &str = "browser.cdp_headers";
+    let mut pairs = Vec::new();
+    for (name, value) in map {
+        let valid_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c));
+        let value = scalar_text(value).filter(|v| !v.contains(['\r', '\n']));
+        match value {
+            Some(v) if valid_name => pairs.push((name.clone(), v)),
+            _ => {
+                return Err(ConfigError::BadValue {
+                    key: format!("{KEY}.{name}"),
+                    value: "(not shown)".into(),
+                    allowed: "a header name (letters, digits, -) with a one-line string value"
+                        .into(),
+                    origin: None,
+                });
+            }
+        }
+    }
+    Ok(CdpHeaders::new(pairs))
 }
 
 /// `CDP_SUPERVISOR_BROWSER__DIALOG_POLICY` → `browser.dialog_policy`.
@@ -726,6 +806,50 @@ mod tests {
     }
 
     #[test]
+    fn cdp_headers_and_provider_command_come_from_yaml_and_env_and_are_never_shown() {
+        let c = yaml(
+            "browser:\n  cdp_headers: {Authorization: \"Bearer s3cret-tok\", X-Grid: one}\n  cloud_provider: exec\n  provider_command: [/usr/bin/my-plugin, --flag]\n",
+        )
+        .unwrap();
+        let b = &c.browser;
+        assert_eq!(b.cloud_provider, CloudProvider::Exec);
+        assert_eq!(b.provider_command, ["/usr/bin/my-plugin", "--flag"]);
+        let pairs: Vec<(&str, &str)> = b.cdp_headers.iter().collect();
+        assert_eq!(
+            pairs,
+            [("Authorization", "Bearer s3cret-tok"), ("X-Grid", "one")]
+        );
+        assert!(
+            !format!("{c:?}").contains("s3cret"),
+            "Debug shows a header value"
+        );
+        let c = Config::load(
+            None,
+            env(&[(
+                "CDP_SUPERVISOR_BROWSER__CDP_HEADERS",
+                "{\"Authorization\": \"Bearer env-tok\"}",
+            )]),
+        )
+        .unwrap();
+        assert!(c.browser.cdp_headers.has("authorization"));
+        let e = yaml("browser:\n  cdp_headers: {\"Bad Name\": s3cret-tok}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("browser.cdp_headers") && !e.contains("s3cret"),
+            "{e}"
+        );
+        let e = Config::default()
+            .set("browser.cdp_headers", "Bearer s3cret-tok")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("browser.cdp_headers") && !e.contains("s3cret"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn bad_provider_lists_allowed_values() {
         let msg = Config::default()
             .set("browser.cloud_provider", "aws")
@@ -733,7 +857,7 @@ mod tests {
             .to_string();
         assert_eq!(
             msg,
-            "browser.cloud_provider: \"aws\" is not allowed; allowed: local, browserbase, browser-use, firecrawl, camofox"
+            "browser.cloud_provider: \"aws\" is not allowed; allowed: local, browserbase, browser-use, firecrawl, camofox, exec"
         );
     }
 

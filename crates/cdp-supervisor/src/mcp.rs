@@ -37,7 +37,7 @@
 //! ```
 
 use crate::config::Config;
-use crate::supervisor::registry::Registry;
+use crate::supervisor::registry::{EMERGENCY_CLEANUP_BOUND, Registry};
 use crate::supervisor::state::DialogAction;
 use crate::tools::{
     ALL_TOOLS, ASK_USER, AgentSession, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S, HumanReply,
@@ -681,12 +681,13 @@ fn tool_definition(name: &'static str) -> Tool {
             "browser_connect" => (
                 "Attach to another browser",
                 "Supervise an existing browser instead of the default one. cdp_url is its DevTools \
-                 endpoint: http://host:port, ws://host:port or ws://host:port/devtools/browser/<id>. \
+                 endpoint: http://host:port, ws://host:port or ws://host:port/devtools/browser/<id> (a tab's own \
+                 …/devtools/page/<id> supervises that tab; the note says what it cannot do). \
                  target_id picks the tab (default: the first page; http://host:port/json lists tabs). \
                  The new browser is attached first; then the one this session supervised before is \
                  stopped and its state discarded. If the new one cannot be attached, the error says so \
                  and the previous browser stays supervised, unchanged. \
-                 Returns {connected, url, title, pending_dialogs, frame_tree, page_blocked}."
+                 Returns {connected, url, title, pending_dialogs, frame_tree, page_blocked, note?}."
                     .into(),
                 object_schema(
                     json!({
@@ -786,7 +787,7 @@ fn output_schema(name: &str) -> Value {
         ),
         "browser_connect" => (
             json!({"connected": string, "url": string, "title": string, "pending_dialogs": arr,
-                   "frame_tree": obj, "page_blocked": {"type": "boolean"}}),
+                   "frame_tree": obj, "page_blocked": {"type": "boolean"}, "note": string}),
             &[
                 "connected",
                 "url",
@@ -822,7 +823,10 @@ fn init_logging() {
     // go to stderr (stdout is the protocol on stdio) when it has not.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(crate::cdp::connection::log_filter(
+            &std::env::var("RUST_LOG").unwrap_or_default(),
+            "error",
+        ))
         .try_init();
 }
 
@@ -839,7 +843,12 @@ pub async fn serve_stdio(config: Config) -> Result<(), McpError> {
         r = serve_io(registry.clone(), config, stdin, stdout) => r,
         () = shutdown_signal() => Ok(()),
     };
-    registry.stop_all().await;
+    // After a signal the session's own close never ran: release its cloud
+    // session here (bounded), beside stopping its browser.
+    tokio::join!(
+        registry.stop_all(),
+        registry.release_all_leases(EMERGENCY_CLEANUP_BOUND)
+    );
     served
 }
 
@@ -897,10 +906,15 @@ impl HttpServer {
         &self.registry
     }
 
-    /// Ends every session, stops the server and every browser.
+    /// Ends every session, stops the server and every browser, and releases
+    /// every cloud provider session (bounded by [`EMERGENCY_CLEANUP_BOUND`]).
     pub async fn shutdown(self) {
         self.cancel.cancel();
-        match self.task.await {
+        let (served, ()) = tokio::join!(
+            self.task,
+            self.registry.release_all_leases(EMERGENCY_CLEANUP_BOUND)
+        );
+        match served {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!("MCP HTTP server stopped with an error: {e}"),
             Err(e) => tracing::warn!("MCP HTTP server task failed: {e}"),
@@ -984,7 +998,7 @@ pub async fn serve_http(
 
 /// Ctrl-C, or SIGTERM (what an MCP client sends a server that did not exit
 /// after stdin closed): either way every browser is stopped before exit.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -1008,7 +1022,7 @@ async fn shutdown_signal() {
         }
         () = terminate => {}
     }
-    tracing::info!("signal received: stopping the MCP server and its browsers");
+    tracing::info!("signal received: stopping the browsers and releasing cloud sessions");
 }
 
 fn generate_token() -> std::io::Result<String> {

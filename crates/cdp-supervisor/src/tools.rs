@@ -13,13 +13,14 @@
 //! A failure the agent can act on is a [`ToolError`] whose text says what was
 //! wrong and what to do (an MCP tool result with `isError`).
 
-use crate::browser::provider::{BrowserProvider, Browserbase, ProviderSession};
+use crate::browser::provider::{self, BrowserProvider};
+use crate::cdp::endpoint::CdpHeaders;
 use crate::config::{CloudProvider, Config};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
-use crate::supervisor::registry::{Endpoint, Registry};
+use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
 use serde::Deserialize;
@@ -144,10 +145,15 @@ pub struct AgentSession {
     /// Bumped whenever this task's supervisor may have changed (started,
     /// replaced, stopped): what the snapshot resource's watcher follows.
     supervisor_changes: tokio::sync::watch::Sender<u64>,
-    /// The cloud provider (`browser.cloud_provider`), when it has session support.
+    /// The cloud provider (`browser.cloud_provider`), when it has sessions.
     provider: Option<Arc<dyn BrowserProvider>>,
-    /// The provider session this task runs on, ended with the task.
-    provider_session: AsyncMutex<Option<ProviderSession>>,
+    /// Held while a provider session is created and attached, so that two
+    /// first calls at once make one session. The session itself is the
+    /// registry's lease for this task (released with the task).
+    provider_lock: AsyncMutex<()>,
+    /// Set while a provider session is being created: the API call comes
+    /// before the registry's start, and readers must not wait on it either.
+    provider_creating: AtomicBool,
 }
 
 #[derive(Deserialize)]
@@ -226,10 +232,7 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, Too
 impl AgentSession {
     /// A session for `task_id`, whose supervisors live in `registry`.
     pub fn new(registry: Registry, task_id: impl Into<String>, config: Config) -> AgentSession {
-        let provider: Option<Arc<dyn BrowserProvider>> = match config.browser.cloud_provider {
-            CloudProvider::Browserbase => Some(Arc::new(Browserbase::from_env())),
-            _ => None,
-        };
+        let provider = provider::from_config(&config.browser);
         AgentSession {
             registry,
             task_id: task_id.into(),
@@ -239,7 +242,8 @@ impl AgentSession {
             last: Mutex::new(None),
             supervisor_changes: tokio::sync::watch::Sender::new(0),
             provider,
-            provider_session: AsyncMutex::new(None),
+            provider_lock: AsyncMutex::new(()),
+            provider_creating: AtomicBool::new(false),
         }
     }
 
@@ -327,9 +331,10 @@ impl AgentSession {
         }
     }
 
-    fn options(&self, target_id: Option<String>) -> SupervisorOptions {
+    fn options(&self, target_id: Option<String>, url: Option<&str>) -> SupervisorOptions {
         let b = &self.config.browser;
         SupervisorOptions {
+            cdp_headers: url.map(|u| self.headers_for(u)).unwrap_or_default(),
             policy: b.dialog_policy,
             // Config bounds it; a library caller's struct may not be.
             dialog_timeout: Duration::try_from_secs_f64(b.dialog_timeout_s)
@@ -340,6 +345,31 @@ impl AgentSession {
             max_tabs: b.max_tabs,
             ..Default::default()
         }
+    }
+
+    /// `browser.cdp_headers` for `url`: only for the configured `cdp_url`'s
+    /// host and port (its http and ws forms alike), so an agent's
+    /// `browser_connect` to another host never receives the grid's credentials.
+    fn headers_for(&self, url: &str) -> CdpHeaders {
+        let b = &self.config.browser;
+        let place = |u: &str| {
+            url::Url::parse(u.trim())
+                .ok()
+                .map(|u| (u.host_str().map(str::to_owned), u.port_or_known_default()))
+        };
+        match (place(&b.cdp_url), place(url)) {
+            (Some(configured), Some(this)) if configured == this => b.cdp_headers.clone(),
+            _ => CdpHeaders::default(),
+        }
+    }
+
+    /// Whether this task's browser comes from the cloud provider's sessions:
+    /// one is configured and neither `cdp_url` nor `browser_connect` chose
+    /// an endpoint instead.
+    fn uses_provider(&self) -> bool {
+        self.provider.is_some()
+            && self.config.browser.cdp_url.is_empty()
+            && self.connected.lock().expect("session lock").is_none()
     }
 
     /// Whether the first call of any kind attaches: a CDP endpoint is
@@ -404,6 +434,10 @@ impl AgentSession {
     /// nothing replaced it: calls then say so instead of silently starting
     /// a new browser. `browser_navigate` and `browser_connect` start anew.
     fn ended(&self) -> Option<Supervisor> {
+        if self.uses_provider() {
+            // An expired provider session: the next call makes a fresh one.
+            return None;
+        }
         let last = self.last.lock().expect("session lock").clone()?;
         let replaced = self
             .registry
@@ -425,12 +459,16 @@ impl AgentSession {
             None if b.cloud_provider == CloudProvider::Local => {
                 (Endpoint::Local(b.launch_options()), None)
             }
-            None => (Endpoint::Url(self.provider_cdp_url().await?), None),
+            None => return self.start_on_provider_session().await,
         };
         let desc = endpoint.describe();
         let chosen = connected_url.is_some();
+        let url = match &endpoint {
+            Endpoint::Url(u) => Some(u.clone()),
+            Endpoint::Local(_) => None,
+        };
         self.registry
-            .get_or_start(&self.task_id, endpoint, self.options(target))
+            .get_or_start(&self.task_id, endpoint, self.options(target, url.as_deref()))
             .await
             .map_err(|e| {
                 let hint = if chosen {
@@ -442,33 +480,75 @@ impl AgentSession {
             })
     }
 
-    /// The CDP URL of this task's provider session, created on first use.
-    async fn provider_cdp_url(&self) -> Result<String, ToolError> {
+    /// A supervisor on a fresh provider session. A session this task still
+    /// holds belongs to a supervisor that gave up (an expired session) or
+    /// never attached: it is released first. A session that cannot be
+    /// attached is released at once (it would bill for nothing).
+    async fn start_on_provider_session(&self) -> Result<Supervisor, ToolError> {
         let name = self.config.browser.cloud_provider.as_str();
-        let Some(provider) = &self.provider else {
+        let Some(provider) = self.provider.clone() else {
             return Err(ToolError::new(format!(
-                "browser.cloud_provider {name} has no session support in this build; set browser.cdp_url to the provider's CDP URL"
+                "browser.cloud_provider {name} has no session support; set browser.cdp_url to the provider's CDP URL"
             )));
         };
-        let mut session = self.provider_session.lock().await;
-        if let Some(s) = session.as_ref() {
-            return Ok(s.cdp_url.clone());
+        let _creating = self.provider_lock.lock().await;
+        if let Some(s) = self.registry.get(&self.task_id) {
+            return Ok(s);
+        }
+        /// Clears `provider_creating` however the creation ends.
+        struct Creating<'a>(&'a AtomicBool);
+        impl Drop for Creating<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::SeqCst);
+            }
+        }
+        self.provider_creating.store(true, Ordering::SeqCst);
+        let _flag = Creating(&self.provider_creating);
+        if self.registry.release_lease(&self.task_id).await {
+            tracing::info!(
+                task_id = self.task_id,
+                "the {name} session had no live supervisor (it expired or never attached): released it; creating a fresh one"
+            );
         }
         let created = provider
             .create_session(&self.task_id)
             .await
             .map_err(|e| ToolError::new(format!("cannot create a {name} browser session: {e}")))?;
-        let url = created.cdp_url.clone();
-        *session = Some(created);
-        Ok(url)
+        tracing::info!(
+            task_id = self.task_id,
+            "created {name} session {} ({})",
+            created.provider_session_id,
+            created.session_name
+        );
+        self.registry.lease(
+            &self.task_id,
+            Lease {
+                provider: provider.clone(),
+                session_id: created.provider_session_id.clone(),
+            },
+        );
+        let endpoint = Endpoint::Url(created.cdp_url.clone());
+        let desc = endpoint.describe();
+        match self
+            .registry
+            .get_or_start(&self.task_id, endpoint, self.options(None, None))
+            .await
+        {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                self.end_provider_session().await;
+                Err(ToolError::new(format!(
+                    "cannot attach to the {name} session {} at {desc}: {e}; the session was released, the next call creates a new one",
+                    created.provider_session_id
+                )))
+            }
+        }
     }
 
-    /// Ends this task's provider session, if any.
+    /// Releases this task's provider session, if it still holds one (a
+    /// signal's emergency cleanup may have taken it already).
     async fn end_provider_session(&self) {
-        let ended = self.provider_session.lock().await.take();
-        if let (Some(provider), Some(s)) = (&self.provider, ended) {
-            provider.close_session(&s.provider_session_id).await;
-        }
+        self.registry.release_lease(&self.task_id).await;
     }
 
     /// `browser_snapshot`: `{url, title, pending_dialogs, recent_dialogs,
@@ -488,7 +568,9 @@ impl AgentSession {
     /// # Errors
     /// Attaching to the configured endpoint failed.
     pub async fn browser_snapshot(&self) -> Result<Value, ToolError> {
-        if self.registry.is_starting(&self.task_id) && self.registry.get(&self.task_id).is_none() {
+        let starting = self.registry.is_starting(&self.task_id)
+            || self.provider_creating.load(Ordering::SeqCst);
+        if starting && self.registry.get(&self.task_id).is_none() {
             return Ok(json!({
                 "url": "",
                 "title": "",
@@ -900,7 +982,8 @@ impl AgentSession {
     /// `target_id`, else the first page) instead. The new supervisor is
     /// started first; only once it has attached is the old one stopped (its
     /// state is not carried over). Returns `{connected, url, title,
-    /// pending_dialogs, frame_tree, page_blocked}` (`url`, `title` live).
+    /// pending_dialogs, frame_tree, page_blocked, note?}` (`url`, `title` live;
+    /// `note` for a page-level endpoint: what it cannot do).
     ///
     /// # Errors
     /// An empty URL, or the new browser could not be attached: then the
@@ -920,7 +1003,11 @@ impl AgentSession {
         let desc = endpoint.describe();
         let started = self
             .registry
-            .get_or_start(&self.task_id, endpoint, self.options(target_id.clone()))
+            .get_or_start(
+                &self.task_id,
+                endpoint,
+                self.options(target_id.clone(), Some(cdp_url)),
+            )
             .await;
         let s = match started {
             Ok(s) => s,
@@ -941,16 +1028,22 @@ impl AgentSession {
         *self.last.lock().expect("session lock") = Some(s.clone());
         self.detached.store(false, Ordering::SeqCst);
         self.supervisor_changed();
+        // The task left its provider session for another browser: end it.
+        self.end_provider_session().await;
         let snap = s.snapshot();
         let (url, title) = live_url_title(&s, &snap).await;
-        Ok(json!({
+        let mut v = json!({
             "connected": s.endpoint(),
             "url": url,
             "title": title,
             "pending_dialogs": snap.pending_dialogs,
             "frame_tree": snap.frame_tree,
             "page_blocked": snap.page_blocked,
-        }))
+        });
+        if s.is_page_level() {
+            v["note"] = json!(crate::cdp::endpoint::PAGE_LEVEL_NOTE);
+        }
+        Ok(v)
     }
 
     /// `browser_disconnect`: stops the supervisor (and a Chromium it
@@ -960,18 +1053,24 @@ impl AgentSession {
         *self.connected.lock().expect("session lock") = None;
         self.detached.store(true, Ordering::SeqCst);
         *self.last.lock().expect("session lock") = None;
-        let was = self.registry.stop(&self.task_id).await;
+        let (was, ()) = tokio::join!(
+            self.registry.stop(&self.task_id),
+            self.end_provider_session()
+        );
         self.supervisor_changed();
-        self.end_provider_session().await;
         json!({"disconnected": was})
     }
 
-    /// Ends the session: stops its supervisor and browser (a provider session too).
+    /// Ends the session: stops its supervisor and browser and releases its
+    /// provider session, both at once (on stdio the client kills us soon
+    /// after stdin closes).
     pub async fn close(&self) {
         *self.last.lock().expect("session lock") = None;
-        self.registry.stop(&self.task_id).await;
+        tokio::join!(
+            self.registry.stop(&self.task_id),
+            self.end_provider_session()
+        );
         self.supervisor_changed();
-        self.end_provider_session().await;
     }
 }
 

@@ -8,7 +8,10 @@
 //! update notifications, `browser_wait`, `ask_user` through elicitation, a
 //! dialog policy per type, output schemas), `tabs.py` for every tab the
 //! agent opens (popups caught from their first script, `browser_tabs`,
-//! `max_tabs`, crashed tabs). Fails — never skips —
+//! `max_tabs`, crashed tabs), `providers.py` for a cloud
+//! provider's session through the binary (created on the first call against
+//! a fake Browser Use API, stopped at `browser_disconnect` and when the MCP
+//! session ends, over stdio and HTTP). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -67,4 +70,9 @@ fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
 #[test]
 fn every_tab_the_agent_opens_is_supervised_through_the_python_sdk() {
     run_script("tabs.py");
+}
+
+#[test]
+fn cloud_provider_sessions_live_and_end_with_the_mcp_session_through_the_python_sdk() {
+    run_script("providers.py");
 }

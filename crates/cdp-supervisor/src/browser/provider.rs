@@ -3,19 +3,42 @@
 //! creates a remote browser session, hands back its CDP URL, and tears the
 //! session down. The supervisor attaches to that URL like to any other.
 //!
-//! Built in: [`Browserbase`] (`browser.cloud_provider: browserbase`), reading
-//! `BROWSERBASE_API_KEY` and `BROWSERBASE_PROJECT_ID`. Other providers named
-//! in the config (`browser-use`, `firecrawl`) have no session support in
-//! this build: give their CDP URL as `browser.cdp_url`.
+//! Built in (`browser.cloud_provider`):
+//! - [`Browserbase`] (`browserbase`): `BROWSERBASE_API_KEY`,
+//!   `BROWSERBASE_PROJECT_ID`, `BROWSERBASE_BASE_URL`; keep-alive, proxies,
+//!   advanced stealth and the session timeout from the environment, with a
+//!   fallback when the plan does not pay for them (HTTP 402).
+//! - [`BrowserUse`] (`browser-use`): `BROWSER_USE_API_KEY`, `BROWSER_USE_BASE_URL`.
+//! - [`Firecrawl`] (`firecrawl`): `FIRECRAWL_API_KEY`, `FIRECRAWL_API_URL`,
+//!   `FIRECRAWL_BROWSER_TTL`.
+//! - [`Exec`] (`exec`): any program, `browser.provider_command`, for plugins
+//!   without recompiling.
+//!
+//! Base URLs are `scheme://host[:port]` with no path: we add `/v1`,
+//! `/api/v3`, `/v2`. Each has the provider's public API as its default and
+//! an environment variable that overrides it (how tests reach a local fake).
+//!
+//! What a provider never does: touch the network in
+//! [`BrowserProvider::is_available`]; fail the caller in
+//! [`BrowserProvider::close_session`] or
+//! [`BrowserProvider::emergency_cleanup`] (they log and go on, so a cleanup
+//! loop keeps moving); show its API key in an error or a log line.
 
-use crate::cdp::endpoint::redact_url;
-use serde_json::{Value, json};
+use crate::cdp::endpoint::{redact_url, resolve_ws_url};
+use serde_json::{Map, Value, json};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Every provider HTTP call has this deadline.
 pub const PROVIDER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// DESIGN ("exec"): a provider program that has not finished by then is killed.
+pub const EXEC_DEADLINE: Duration = Duration::from_secs(30);
+/// How much of a failed program's stderr (or an API's error body) an error quotes.
+pub const ERROR_SNIPPET_BYTES: usize = 200;
+/// Firecrawl's session lifetime when `FIRECRAWL_BROWSER_TTL` is not set (seconds).
+pub const FIRECRAWL_DEFAULT_TTL_S: u64 = 300;
 
 /// A remote browser session (the spec's session-metadata contract).
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +50,9 @@ pub struct ProviderSession {
     /// The CDP WebSocket URL to attach to. May hold credentials: redact it
     /// ([`redact_url`]) before showing it anywhere.
     pub cdp_url: String,
+    /// The feature flags the session was created with (e.g. Browserbase's
+    /// `keepAlive`, `proxies`, `advancedStealth` as finally granted).
+    pub features: Map<String, Value>,
 }
 
 /// Why a provider could not create a session.
@@ -40,17 +66,33 @@ pub enum ProviderError {
         /// The missing setting, e.g. `BROWSERBASE_API_KEY`.
         what: String,
     },
-    /// The provider's API failed or answered something unusable (the spec's `RuntimeError`).
+    /// A setting has a value the provider cannot use (a base URL with a path…).
+    #[error("{provider}: {what} {value:?} {reason}")]
+    BadSetting {
+        /// The provider's name.
+        provider: String,
+        /// The setting, e.g. `BROWSERBASE_BASE_URL`.
+        what: String,
+        /// The value given, redacted.
+        value: String,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
+    /// The provider's API (or program) failed or answered something unusable
+    /// (the spec's `RuntimeError`).
     #[error("{provider}: {reason}")]
     Api {
         /// The provider's name, e.g. `browserbase`.
         provider: String,
-        /// What failed: the request error or HTTP status (with the start of the body), or an unusable answer; URLs redacted.
+        /// What failed: the request error or HTTP status (with the start of
+        /// the body), the program's exit and stderr, or an unusable answer;
+        /// URLs redacted, API keys never included.
         reason: String,
     },
 }
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, so the trait stays object safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A cloud browser backend.
 pub trait BrowserProvider: Send + Sync {
@@ -65,84 +107,271 @@ pub trait BrowserProvider: Send + Sync {
     ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>>;
     /// Ends the session; logs and returns `false` on failure, never errors.
     fn close_session<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, bool>;
+    /// Best-effort teardown when the server is going down (a signal); never
+    /// fails. The caller bounds how long it may take.
+    fn emergency_cleanup<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.close_session(provider_session_id).await;
+        })
+    }
 }
 
-/// Browserbase: `POST {api}/v1/sessions` with `X-BB-API-Key` creates a
-/// session (`{id, connectUrl}`); `POST {api}/v1/sessions/{id}` with
-/// `status: REQUEST_RELEASE` ends it.
-#[derive(Clone, Debug)]
-pub struct Browserbase {
-    api_key: String,
-    project_id: String,
-    api_url: String,
+/// The provider `browser.cloud_provider` names, configured from the process
+/// environment (`browser.provider_command` for `exec`); `None` for `local`
+/// and `camofox`, which have no sessions.
+pub fn from_config(config: &crate::config::BrowserConfig) -> Option<Arc<dyn BrowserProvider>> {
+    use crate::config::CloudProvider;
+    let env = |k: &str| std::env::var(k).ok();
+    match config.cloud_provider {
+        CloudProvider::Local | CloudProvider::Camofox => None,
+        CloudProvider::Browserbase => Some(Arc::new(Browserbase::from_vars(env))),
+        CloudProvider::BrowserUse => Some(Arc::new(BrowserUse::from_vars(env))),
+        CloudProvider::Firecrawl => Some(Arc::new(Firecrawl::from_vars(env))),
+        CloudProvider::Exec => Some(Arc::new(Exec::new(config.provider_command.clone()))),
+    }
 }
 
-impl Browserbase {
-    /// The public API.
-    pub const API_URL: &'static str = "https://api.browserbase.com";
+/// The first `max` bytes of `bytes` as text (cut at a character boundary).
+fn snippet(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
+    text.trim_end_matches('\u{FFFD}').trim().to_owned()
+}
 
-    /// From `BROWSERBASE_API_KEY`, `BROWSERBASE_PROJECT_ID` and, to point it
-    /// elsewhere (a proxy, a test server), `BROWSERBASE_API_URL`.
-    pub fn from_env() -> Browserbase {
-        let var = |k: &str| std::env::var(k).unwrap_or_default();
-        let api_url = var("BROWSERBASE_API_URL");
-        Browserbase::new(
-            var("BROWSERBASE_API_KEY"),
-            var("BROWSERBASE_PROJECT_ID"),
-            if api_url.is_empty() {
-                Self::API_URL.to_owned()
-            } else {
-                api_url
-            },
-        )
+fn missing(provider: &str, what: &str) -> ProviderError {
+    ProviderError::MissingCredentials {
+        provider: provider.into(),
+        what: what.into(),
     }
+}
 
-    /// With explicit credentials and API base URL.
-    pub fn new(api_key: String, project_id: String, api_url: String) -> Browserbase {
-        Browserbase {
-            api_key,
-            project_id,
-            api_url: api_url.trim_end_matches('/').to_owned(),
-        }
+/// One provider's REST API: its base URL, its auth header, the calls.
+#[derive(Clone)]
+struct RestApi {
+    provider: &'static str,
+    /// The environment variable that sets `base`, for messages.
+    base_var: &'static str,
+    base: String,
+    auth_header: &'static str,
+    /// The auth header's value (`Bearer <key>` or the key); never shown.
+    auth_value: String,
+}
+
+impl std::fmt::Debug for RestApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestApi")
+            .field("provider", &self.provider)
+            .field("base", &redact_url(&self.base))
+            .finish_non_exhaustive()
     }
+}
 
+/// A failed API call: its HTTP status when the API answered.
+struct CallError {
+    status: Option<u16>,
+    reason: String,
+}
+
+impl RestApi {
     fn error(&self, reason: impl Into<String>) -> ProviderError {
         ProviderError::Api {
-            provider: "browserbase".into(),
+            provider: self.provider.into(),
             reason: reason.into(),
         }
     }
 
-    async fn post(&self, path: &str, body: Value) -> Result<Value, ProviderError> {
-        let url = format!("{}{path}", self.api_url);
+    /// DESIGN: a base URL is `scheme://host[:port]` with no path.
+    fn check_base(&self) -> Result<(), ProviderError> {
+        let bad = |reason: &str| ProviderError::BadSetting {
+            provider: self.provider.into(),
+            what: self.base_var.into(),
+            value: redact_url(&self.base),
+            reason: reason.into(),
+        };
+        let url = url::Url::parse(&self.base)
+            .map_err(|e| bad(&format!("is not a URL ({e}); give scheme://host[:port]")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(bad("must be http(s)://host[:port]"));
+        }
+        if !matches!(url.path(), "" | "/") || url.query().is_some() {
+            return Err(bad(
+                "must be scheme://host[:port] with no path or query (the API path is added)",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, CallError> {
+        let url = format!("{}{path}", self.base);
+        let shown = format!("{method} {}", redact_url(&url));
+        let scrub = |text: String| {
+            if self.auth_value.len() >= 4 {
+                text.replace(&self.auth_value, "***")
+            } else {
+                text
+            }
+        };
         let client = reqwest::Client::builder()
             .timeout(PROVIDER_REQUEST_TIMEOUT)
             .build()
-            .map_err(|e| self.error(e.to_string()))?;
-        let resp = client
-            .post(&url)
-            .header("X-BB-API-Key", &self.api_key)
-            .json(&body)
-            .send()
-            .await
-            // reqwest's text names the URL; ours is redacted.
-            .map_err(|e| {
-                self.error(format!(
-                    "POST {} failed: {}",
-                    redact_url(&url),
-                    e.without_url()
-                ))
+            .map_err(|e| CallError {
+                status: None,
+                reason: e.without_url().to_string(),
             })?;
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        if !status.is_success() {
-            let snippet: String = text.chars().take(200).collect();
-            return Err(self.error(format!(
-                "POST {} answered HTTP {status}: {snippet}",
-                redact_url(&url)
-            )));
+        let mut req = client
+            .request(method, &url)
+            .header(self.auth_header, &self.auth_value);
+        if let Some(body) = body {
+            req = req.json(body);
         }
-        serde_json::from_str(&text).map_err(|e| self.error(format!("unreadable answer: {e}")))
+        let resp = req.send().await.map_err(|e| CallError {
+            status: None,
+            // reqwest's text names the URL; ours is redacted.
+            reason: scrub(format!("{shown} failed: {}", e.without_url())),
+        })?;
+        let status = resp.status();
+        let text = resp.bytes().await.unwrap_or_default();
+        if !status.is_success() {
+            return Err(CallError {
+                status: Some(status.as_u16()),
+                reason: scrub(format!(
+                    "{shown} answered HTTP {status}: {}",
+                    snippet(&text, ERROR_SNIPPET_BYTES)
+                )),
+            });
+        }
+        if text.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&text).map_err(|e| CallError {
+            status: Some(status.as_u16()),
+            reason: format!("{shown} answered no JSON ({e})"),
+        })
+    }
+
+    /// A call whose failure is logged, for releases.
+    async fn release(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> bool {
+        match self.call(method, path, body).await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(
+                    "{}: releasing a session failed: {}",
+                    self.provider,
+                    e.reason
+                );
+                false
+            }
+        }
+    }
+}
+
+/// A string field of an API answer, under any of `keys`.
+fn field(v: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+fn env_bool(get: &impl Fn(&str) -> Option<String>, name: &str, default: bool) -> bool {
+    match get(name).map(|v| v.trim().to_ascii_lowercase()) {
+        Some(v) if matches!(v.as_str(), "true" | "1" | "yes" | "on") => true,
+        Some(v) if matches!(v.as_str(), "false" | "0" | "no" | "off") => false,
+        _ => default,
+    }
+}
+
+fn base_or(get: &impl Fn(&str) -> Option<String>, var: &str, default: &str) -> String {
+    get(var)
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.to_owned())
+        .trim()
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// Browserbase: `POST /v1/sessions` with `X-BB-API-Key` creates a session
+/// (`{id, connectUrl}`); `POST /v1/sessions/{id}` with `status:
+/// REQUEST_RELEASE` ends it. Paid features the plan lacks (HTTP 402) are
+/// dropped one at a time: first `keepAlive`, then `proxies`.
+#[derive(Clone, Debug)]
+pub struct Browserbase {
+    api: RestApi,
+    project_id: String,
+    /// `BROWSERBASE_KEEP_ALIVE` (default true).
+    pub keep_alive: bool,
+    /// `BROWSERBASE_PROXIES` (default true).
+    pub proxies: bool,
+    /// `BROWSERBASE_ADVANCED_STEALTH` (default false).
+    pub advanced_stealth: bool,
+    /// `BROWSERBASE_SESSION_TIMEOUT`: the API's `timeout` (seconds), when set.
+    pub session_timeout: Option<u64>,
+}
+
+impl Browserbase {
+    /// The public API.
+    pub const BASE_URL: &'static str = "https://api.browserbase.com";
+
+    /// From the process environment (see [`Browserbase::from_vars`]).
+    pub fn from_env() -> Browserbase {
+        Browserbase::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// From `BROWSERBASE_API_KEY`, `BROWSERBASE_PROJECT_ID`,
+    /// `BROWSERBASE_BASE_URL`, `BROWSERBASE_KEEP_ALIVE`,
+    /// `BROWSERBASE_PROXIES`, `BROWSERBASE_ADVANCED_STEALTH` and
+    /// `BROWSERBASE_SESSION_TIMEOUT` as `get` gives them.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Browserbase {
+        if get("BROWSERBASE_API_URL").is_some() && get("BROWSERBASE_BASE_URL").is_none() {
+            tracing::warn!(
+                "BROWSERBASE_API_URL is no longer read: set BROWSERBASE_BASE_URL (scheme://host[:port]) instead"
+            );
+        }
+        let mut bb = Browserbase::new(
+            get("BROWSERBASE_API_KEY").unwrap_or_default(),
+            get("BROWSERBASE_PROJECT_ID").unwrap_or_default(),
+            base_or(&get, "BROWSERBASE_BASE_URL", Self::BASE_URL),
+        );
+        bb.keep_alive = env_bool(&get, "BROWSERBASE_KEEP_ALIVE", true);
+        bb.proxies = env_bool(&get, "BROWSERBASE_PROXIES", true);
+        bb.advanced_stealth = env_bool(&get, "BROWSERBASE_ADVANCED_STEALTH", false);
+        bb.session_timeout = get("BROWSERBASE_SESSION_TIMEOUT").and_then(|v| v.trim().parse().ok());
+        bb
+    }
+
+    /// With explicit credentials and base URL, and the default features.
+    pub fn new(api_key: String, project_id: String, base_url: String) -> Browserbase {
+        Browserbase {
+            api: RestApi {
+                provider: "browserbase",
+                base_var: "BROWSERBASE_BASE_URL",
+                base: base_url.trim_end_matches('/').to_owned(),
+                auth_header: "X-BB-API-Key",
+                auth_value: api_key,
+            },
+            project_id,
+            keep_alive: true,
+            proxies: true,
+            advanced_stealth: false,
+            session_timeout: None,
+        }
+    }
+
+    fn body(&self, keep_alive: bool, proxies: bool) -> Value {
+        let mut body = json!({
+            "projectId": self.project_id,
+            "keepAlive": keep_alive,
+            "proxies": proxies,
+            "browserSettings": {"advancedStealth": self.advanced_stealth},
+        });
+        if let Some(t) = self.session_timeout {
+            body["timeout"] = json!(t);
+        }
+        body
     }
 }
 
@@ -152,7 +381,7 @@ impl BrowserProvider for Browserbase {
     }
 
     fn is_available(&self) -> bool {
-        !self.api_key.is_empty() && !self.project_id.is_empty()
+        !self.api.auth_value.is_empty() && !self.project_id.is_empty()
     }
 
     fn create_session<'a>(
@@ -160,28 +389,54 @@ impl BrowserProvider for Browserbase {
         task_id: &'a str,
     ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
         Box::pin(async move {
-            for (value, what) in [
-                (&self.api_key, "BROWSERBASE_API_KEY"),
-                (&self.project_id, "BROWSERBASE_PROJECT_ID"),
-            ] {
-                if value.is_empty() {
-                    return Err(ProviderError::MissingCredentials {
-                        provider: "browserbase".into(),
-                        what: what.into(),
-                    });
-                }
+            if self.api.auth_value.is_empty() {
+                return Err(missing("browserbase", "BROWSERBASE_API_KEY"));
             }
-            let v = self
-                .post("/v1/sessions", json!({"projectId": self.project_id}))
-                .await?;
-            let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-            match (field("id"), field("connectUrl")) {
-                (Some(id), Some(cdp_url)) => Ok(ProviderSession {
-                    session_name: format!("browserbase-{task_id}"),
-                    provider_session_id: id,
-                    cdp_url,
-                }),
-                _ => Err(self.error("the session answer has no id or connectUrl")),
+            if self.project_id.is_empty() {
+                return Err(missing("browserbase", "BROWSERBASE_PROJECT_ID"));
+            }
+            self.api.check_base()?;
+            let (mut keep_alive, mut proxies) = (self.keep_alive, self.proxies);
+            let answer = loop {
+                let body = self.body(keep_alive, proxies);
+                match self
+                    .api
+                    .call(reqwest::Method::POST, "/v1/sessions", Some(&body))
+                    .await
+                {
+                    Ok(v) => break v,
+                    // 402 Payment Required: the plan lacks a paid feature.
+                    Err(CallError {
+                        status: Some(402),
+                        reason,
+                    }) if keep_alive || proxies => {
+                        let dropped = if keep_alive { "keepAlive" } else { "proxies" };
+                        tracing::warn!(
+                            "browserbase: {reason}; retrying without {dropped} (not in this plan)"
+                        );
+                        if keep_alive {
+                            keep_alive = false;
+                        } else {
+                            proxies = false;
+                        }
+                    }
+                    Err(e) => return Err(self.api.error(e.reason)),
+                }
+            };
+            match (field(&answer, &["id"]), field(&answer, &["connectUrl"])) {
+                (Some(id), Some(cdp_url)) => {
+                    let mut features = Map::new();
+                    features.insert("keepAlive".into(), json!(keep_alive));
+                    features.insert("proxies".into(), json!(proxies));
+                    features.insert("advancedStealth".into(), json!(self.advanced_stealth));
+                    Ok(ProviderSession {
+                        session_name: format!("browserbase-{task_id}"),
+                        provider_session_id: id,
+                        cdp_url,
+                        features,
+                    })
+                }
+                _ => Err(self.api.error("the session answer has no id or connectUrl")),
             }
         })
     }
@@ -189,16 +444,416 @@ impl BrowserProvider for Browserbase {
     fn close_session<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             let body = json!({"projectId": self.project_id, "status": "REQUEST_RELEASE"});
-            match self
-                .post(&format!("/v1/sessions/{provider_session_id}"), body)
+            self.api
+                .release(
+                    reqwest::Method::POST,
+                    &format!("/v1/sessions/{provider_session_id}"),
+                    Some(&body),
+                )
                 .await
-            {
-                Ok(_) => true,
-                Err(e) => {
-                    tracing::warn!("closing Browserbase session {provider_session_id}: {e}");
-                    false
-                }
+        })
+    }
+}
+
+/// Browser Use: `POST /api/v3/browsers` with `X-Browser-Use-API-Key`
+/// creates a browser (`{id, cdpUrl}`; an http `cdpUrl` is resolved through
+/// `/json/version`); `PATCH /api/v3/browsers/{id} {action: "stop"}` ends it.
+#[derive(Clone, Debug)]
+pub struct BrowserUse {
+    api: RestApi,
+}
+
+impl BrowserUse {
+    /// The public API.
+    pub const BASE_URL: &'static str = "https://api.browser-use.com";
+
+    /// From `BROWSER_USE_API_KEY` and `BROWSER_USE_BASE_URL` as `get` gives them.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> BrowserUse {
+        BrowserUse::new(
+            get("BROWSER_USE_API_KEY").unwrap_or_default(),
+            base_or(&get, "BROWSER_USE_BASE_URL", Self::BASE_URL),
+        )
+    }
+
+    /// With an explicit key and base URL.
+    pub fn new(api_key: String, base_url: String) -> BrowserUse {
+        BrowserUse {
+            api: RestApi {
+                provider: "browser-use",
+                base_var: "BROWSER_USE_BASE_URL",
+                base: base_url.trim_end_matches('/').to_owned(),
+                auth_header: "X-Browser-Use-API-Key",
+                auth_value: api_key,
+            },
+        }
+    }
+}
+
+impl BrowserProvider for BrowserUse {
+    fn name(&self) -> &str {
+        "browser-use"
+    }
+
+    fn is_available(&self) -> bool {
+        !self.api.auth_value.is_empty()
+    }
+
+    fn create_session<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
+        Box::pin(async move {
+            if self.api.auth_value.is_empty() {
+                return Err(missing("browser-use", "BROWSER_USE_API_KEY"));
             }
+            self.api.check_base()?;
+            let answer = self
+                .api
+                .call(reqwest::Method::POST, "/api/v3/browsers", Some(&json!({})))
+                .await
+                .map_err(|e| self.api.error(e.reason))?;
+            let (Some(id), Some(cdp_url)) = (field(&answer, &["id"]), field(&answer, &["cdpUrl"]))
+            else {
+                return Err(self.api.error("the browser answer has no id or cdpUrl"));
+            };
+            let release = || async {
+                self.close_session(&id).await;
+            };
+            // An http(s) cdpUrl is a DevTools HTTP endpoint: ask it for the WebSocket.
+            let cdp_url = if cdp_url.starts_with("http://") || cdp_url.starts_with("https://") {
+                match resolve_ws_url(&cdp_url).await {
+                    Ok(ws) => ws,
+                    Err(e) => {
+                        // Unusable: do not leave it running (and billing).
+                        release().await;
+                        return Err(self.api.error(format!("its cdpUrl: {e}")));
+                    }
+                }
+            } else {
+                cdp_url
+            };
+            Ok(ProviderSession {
+                session_name: format!("browser-use-{task_id}"),
+                provider_session_id: id,
+                cdp_url,
+                features: Map::new(),
+            })
+        })
+    }
+
+    fn close_session<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            self.api
+                .release(
+                    reqwest::Method::PATCH,
+                    &format!("/api/v3/browsers/{provider_session_id}"),
+                    Some(&json!({"action": "stop"})),
+                )
+                .await
+        })
+    }
+}
+
+/// Firecrawl: `POST /v2/browser {ttl}` with `Authorization: Bearer` creates
+/// a browser (`{id, cdpUrl}`); `DELETE /v2/browser/{id}` ends it.
+#[derive(Clone, Debug)]
+pub struct Firecrawl {
+    api: RestApi,
+    /// `FIRECRAWL_BROWSER_TTL`: the session's lifetime in seconds.
+    pub ttl_s: u64,
+}
+
+impl Firecrawl {
+    /// The public API.
+    pub const BASE_URL: &'static str = "https://api.firecrawl.dev";
+
+    /// From `FIRECRAWL_API_KEY`, `FIRECRAWL_API_URL` and
+    /// `FIRECRAWL_BROWSER_TTL` (default 300) as `get` gives them.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Firecrawl {
+        let mut f = Firecrawl::new(
+            get("FIRECRAWL_API_KEY").unwrap_or_default(),
+            base_or(&get, "FIRECRAWL_API_URL", Self::BASE_URL),
+        );
+        if let Some(ttl) = get("FIRECRAWL_BROWSER_TTL").and_then(|v| v.trim().parse().ok()) {
+            f.ttl_s = ttl;
+        }
+        f
+    }
+
+    /// With an explicit key and base URL, and the default TTL.
+    pub fn new(api_key: String, base_url: String) -> Firecrawl {
+        Firecrawl {
+            api: RestApi {
+                provider: "firecrawl",
+                base_var: "FIRECRAWL_API_URL",
+                base: base_url.trim_end_matches('/').to_owned(),
+                auth_header: "Authorization",
+                auth_value: if api_key.is_empty() {
+                    String::new()
+                } else {
+                    format!("Bearer {api_key}")
+                },
+            },
+            ttl_s: FIRECRAWL_DEFAULT_TTL_S,
+        }
+    }
+}
+
+impl BrowserProvider for Firecrawl {
+    fn name(&self) -> &str {
+        "firecrawl"
+    }
+
+    fn is_available(&self) -> bool {
+        !self.api.auth_value.is_empty()
+    }
+
+    fn create_session<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
+        Box::pin(async move {
+            if self.api.auth_value.is_empty() {
+                return Err(missing("firecrawl", "FIRECRAWL_API_KEY"));
+            }
+            self.api.check_base()?;
+            let answer = self
+                .api
+                .call(
+                    reqwest::Method::POST,
+                    "/v2/browser",
+                    Some(&json!({"ttl": self.ttl_s})),
+                )
+                .await
+                .map_err(|e| self.api.error(e.reason))?;
+            match (
+                field(&answer, &["id", "sessionId"]),
+                field(&answer, &["cdpUrl"]),
+            ) {
+                (Some(id), Some(cdp_url)) => Ok(ProviderSession {
+                    session_name: format!("firecrawl-{task_id}"),
+                    provider_session_id: id,
+                    cdp_url,
+                    features: Map::new(),
+                }),
+                _ => Err(self.api.error("the browser answer has no id or cdpUrl")),
+            }
+        })
+    }
+
+    fn close_session<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            self.api
+                .release(
+                    reqwest::Method::DELETE,
+                    &format!("/v2/browser/{provider_session_id}"),
+                    None,
+                )
+                .await
+        })
+    }
+}
+
+/// A user's program as the provider (`cloud_provider: exec`,
+/// `provider_command: [argv…]`): `ARGV… create TASK_ID` prints one JSON
+/// object `{cdp_url, session_id, features?}`; `ARGV… close SESSION_ID`
+/// ends the session. A program that fails, prints something else, or has
+/// not finished within the deadline (then it and its process group are
+/// killed) is an error quoting the first [`ERROR_SNIPPET_BYTES`] of its stderr.
+#[derive(Clone, Debug)]
+pub struct Exec {
+    argv: Vec<String>,
+    deadline: Duration,
+}
+
+/// How a provider program ran.
+struct ProgramRun {
+    status: Option<std::process::ExitStatus>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Exec {
+    /// `argv` is `browser.provider_command`; the deadline is [`EXEC_DEADLINE`].
+    pub fn new(argv: Vec<String>) -> Exec {
+        Exec {
+            argv,
+            deadline: EXEC_DEADLINE,
+        }
+    }
+
+    /// The same with another deadline (tests).
+    pub fn with_deadline(mut self, deadline: Duration) -> Exec {
+        self.deadline = deadline;
+        self
+    }
+
+    fn error(&self, reason: impl Into<String>) -> ProviderError {
+        ProviderError::Api {
+            provider: "exec".into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn shown(&self, verb: &str, arg: &str) -> String {
+        format!("`{} {verb} {arg}`", self.argv.join(" "))
+    }
+
+    /// Runs `ARGV… verb arg`; `Err` when it could not be started.
+    async fn run(&self, verb: &str, arg: &str) -> Result<ProgramRun, String> {
+        use tokio::io::AsyncReadExt;
+        let (program, args) = self
+            .argv
+            .split_first()
+            .ok_or("browser.provider_command is empty")?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .arg(verb)
+            .arg(arg)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.shown(verb, arg)))?;
+        // Read both pipes while it runs (a full pipe would stall it); what
+        // was read so far stays readable when the deadline kills it.
+        let collect = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
+            let buf = Arc::new(Mutex::new(Vec::new()));
+            let out = buf.clone();
+            let task = tokio::spawn(async move {
+                let Some(mut pipe) = pipe else { return };
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    out.lock()
+                        .expect("pipe buffer")
+                        .extend_from_slice(&chunk[..n]);
+                }
+            });
+            (buf, task)
+        };
+        let (stdout, out_task) = collect(child.stdout.take().map(|p| Box::new(p) as _));
+        let (stderr, err_task) = collect(child.stderr.take().map(|p| Box::new(p) as _));
+        let status = match tokio::time::timeout(self.deadline, child.wait()).await {
+            Ok(Ok(status)) => {
+                // Its output is complete once the pipes close (bounded: a
+                // grandchild may hold them open).
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    let _ = out_task.await;
+                    let _ = err_task.await;
+                })
+                .await;
+                Some(status)
+            }
+            Ok(Err(e)) => return Err(format!("waiting for {}: {e}", self.shown(verb, arg))),
+            Err(_) => {
+                #[cfg(unix)]
+                if let Some(pid) = child.id() {
+                    // Its process group: a shell's `sleep` goes too.
+                    // SAFETY: kill(2) with a negative pid signals the group we created.
+                    unsafe {
+                        libc::kill(-(pid as i32), libc::SIGKILL);
+                    }
+                }
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                None
+            }
+        };
+        let take = |b: &Arc<Mutex<Vec<u8>>>| b.lock().expect("pipe buffer").clone();
+        Ok(ProgramRun {
+            status,
+            stdout: take(&stdout),
+            stderr: take(&stderr),
+        })
+    }
+
+    /// Why a run is a failure, or `None` when it exited 0.
+    fn failure(&self, verb: &str, arg: &str, run: &ProgramRun) -> Option<String> {
+        let stderr = match snippet(&run.stderr, ERROR_SNIPPET_BYTES) {
+            s if s.is_empty() => "(stderr empty)".to_owned(),
+            s => format!("stderr: {s}"),
+        };
+        match run.status {
+            None => Some(format!(
+                "{} did not finish within {}s and was killed; {stderr}",
+                self.shown(verb, arg),
+                self.deadline.as_secs_f64()
+            )),
+            Some(s) if !s.success() => {
+                Some(format!("{} failed ({s}); {stderr}", self.shown(verb, arg)))
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+impl BrowserProvider for Exec {
+    fn name(&self) -> &str {
+        "exec"
+    }
+
+    fn is_available(&self) -> bool {
+        !self.argv.is_empty()
+    }
+
+    fn create_session<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
+        Box::pin(async move {
+            if self.argv.is_empty() {
+                return Err(missing("exec", "browser.provider_command"));
+            }
+            let run = self
+                .run("create", task_id)
+                .await
+                .map_err(|e| self.error(e))?;
+            if let Some(why) = self.failure("create", task_id, &run) {
+                return Err(self.error(why));
+            }
+            let bad = |why: String| {
+                self.error(format!(
+                    "{} printed no JSON object {{cdp_url, session_id, features?}} on stdout ({why}); stderr: {}",
+                    self.shown("create", task_id),
+                    snippet(&run.stderr, ERROR_SNIPPET_BYTES)
+                ))
+            };
+            let v: Value = serde_json::from_slice(&run.stdout).map_err(|e| bad(e.to_string()))?;
+            let (Some(cdp_url), Some(id)) = (field(&v, &["cdp_url"]), field(&v, &["session_id"]))
+            else {
+                return Err(bad("no string cdp_url and session_id".into()));
+            };
+            let features = match v.get("features") {
+                Some(Value::Object(m)) => m.clone(),
+                None | Some(Value::Null) => Map::new(),
+                Some(_) => return Err(bad("features is not an object".into())),
+            };
+            Ok(ProviderSession {
+                session_name: format!("exec-{task_id}"),
+                provider_session_id: id,
+                cdp_url,
+                features,
+            })
+        })
+    }
+
+    fn close_session<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let why = match self.run("close", provider_session_id).await {
+                Err(e) => Some(e),
+                Ok(run) => self.failure("close", provider_session_id, &run),
+            };
+            if let Some(why) = &why {
+                tracing::warn!("exec: releasing a session failed: {why}");
+            }
+            why.is_none()
         })
     }
 }
@@ -206,79 +861,88 @@ impl BrowserProvider for Browserbase {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::Router;
-    use axum::extract::{Path, State};
-    use axum::http::HeaderMap;
-    use axum::routing::post;
-    use std::sync::{Arc, Mutex};
-
-    type Log = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
-
-    async fn fake_api() -> (String, Log) {
-        let log: Log = Arc::default();
-        async fn create(
-            State(log): State<Log>,
-            headers: HeaderMap,
-            body: axum::Json<Value>,
-        ) -> axum::Json<Value> {
-            let key = headers
-                .get("x-bb-api-key")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            log.lock().unwrap().push(("create".into(), key, body.0));
-            axum::Json(
-                json!({"id": "sess-1", "connectUrl": "wss://connect.example/?signingKey=abc"}),
-            )
-        }
-        async fn release(
-            State(log): State<Log>,
-            Path(id): Path<String>,
-            body: axum::Json<Value>,
-        ) -> axum::Json<Value> {
-            log.lock()
-                .unwrap()
-                .push((format!("release {id}"), None, body.0));
-            axum::Json(json!({"id": id}))
-        }
-        let app = Router::new()
-            .route("/v1/sessions", post(create))
-            .route("/v1/sessions/{id}", post(release))
-            .with_state(log.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        (format!("http://{addr}"), log)
-    }
 
     #[tokio::test]
-    async fn browserbase_creates_and_releases_a_session() {
-        let (api, log) = fake_api().await;
-        let bb = Browserbase::new("key-1".into(), "proj-1".into(), api);
-        assert!(bb.is_available());
-        let s = bb.create_session("t1").await.expect("session");
-        assert_eq!(s.provider_session_id, "sess-1");
-        assert_eq!(s.session_name, "browserbase-t1");
-        assert!(s.cdp_url.starts_with("wss://connect.example/"));
-        assert!(bb.close_session("sess-1").await);
-        let log = log.lock().unwrap();
-        assert_eq!(log[0].1.as_deref(), Some("key-1"));
-        assert_eq!(log[0].2, json!({"projectId": "proj-1"}));
-        assert_eq!(log[1].0, "release sess-1");
-        assert_eq!(log[1].2["status"], "REQUEST_RELEASE");
-    }
-
-    #[tokio::test]
-    async fn browserbase_without_credentials_says_which_is_missing() {
-        let bb = Browserbase::new(String::new(), "p".into(), "http://127.0.0.1:1".into());
+    async fn missing_credentials_name_the_variable_without_a_request() {
+        // Port 1: nothing listens; a request would be a different error.
+        let none = |_: &str| None;
+        let bb = Browserbase::from_vars(none);
         assert!(!bb.is_available());
         let e = bb.create_session("t").await.unwrap_err().to_string();
-        assert!(e.contains("BROWSERBASE_API_KEY"), "{e}");
+        assert_eq!(e, "browserbase: BROWSERBASE_API_KEY is not set");
+        let bb = Browserbase::new("k".into(), String::new(), "http://127.0.0.1:1".into());
+        let e = bb.create_session("t").await.unwrap_err().to_string();
+        assert_eq!(e, "browserbase: BROWSERBASE_PROJECT_ID is not set");
+        let e = BrowserUse::from_vars(none)
+            .create_session("t")
+            .await
+            .unwrap_err();
+        assert_eq!(e.to_string(), "browser-use: BROWSER_USE_API_KEY is not set");
+        let e = Firecrawl::from_vars(none)
+            .create_session("t")
+            .await
+            .unwrap_err();
+        assert_eq!(e.to_string(), "firecrawl: FIRECRAWL_API_KEY is not set");
+        let e = Exec::new(vec![]).create_session("t").await.unwrap_err();
+        assert_eq!(e.to_string(), "exec: browser.provider_command is not set");
+    }
+
+    #[test]
+    fn settings_come_from_the_environment_with_the_documented_defaults() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let bb = Browserbase::from_vars(vars(&[]));
+        assert!((bb.keep_alive, bb.proxies, bb.advanced_stealth) == (true, true, false));
+        assert_eq!(bb.api.base, Browserbase::BASE_URL);
+        let bb = Browserbase::from_vars(vars(&[
+            ("BROWSERBASE_KEEP_ALIVE", "false"),
+            ("BROWSERBASE_PROXIES", "0"),
+            ("BROWSERBASE_ADVANCED_STEALTH", "true"),
+            ("BROWSERBASE_SESSION_TIMEOUT", "600"),
+            ("BROWSERBASE_BASE_URL", "http://127.0.0.1:9/"),
+        ]));
+        assert!((bb.keep_alive, bb.proxies, bb.advanced_stealth) == (false, false, true));
+        assert_eq!(bb.session_timeout, Some(600));
+        assert_eq!(bb.api.base, "http://127.0.0.1:9");
+        assert_eq!(Firecrawl::from_vars(vars(&[])).ttl_s, 300);
+        assert_eq!(
+            Firecrawl::from_vars(vars(&[("FIRECRAWL_BROWSER_TTL", "60")])).ttl_s,
+            60
+        );
+        assert_eq!(
+            BrowserUse::from_vars(vars(&[])).api.base,
+            BrowserUse::BASE_URL
+        );
     }
 
     #[tokio::test]
-    async fn browserbase_api_failures_are_errors_and_close_never_errors() {
-        let bb = Browserbase::new("k".into(), "p".into(), "http://127.0.0.1:1".into());
-        assert!(bb.create_session("t").await.is_err());
+    async fn a_base_url_with_a_path_is_refused_before_any_request() {
+        let bu = BrowserUse::new("k".into(), "http://127.0.0.1:1/api/v3".into());
+        let e = bu.create_session("t").await.unwrap_err().to_string();
+        assert!(
+            e.contains("BROWSER_USE_BASE_URL") && e.contains("no path"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn api_failures_are_errors_without_the_key_and_close_never_errors() {
+        let bb = Browserbase::new("sekrit-key".into(), "p".into(), "http://127.0.0.1:1".into());
+        let e = bb.create_session("t").await.unwrap_err().to_string();
+        assert!(!e.contains("sekrit-key"), "{e}");
         assert!(!bb.close_session("x").await);
+        bb.emergency_cleanup("x").await;
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_key() {
+        let f = Firecrawl::new("fc-sekrit".into(), "http://127.0.0.1:1".into());
+        assert!(!format!("{f:?}").contains("sekrit"));
     }
 }

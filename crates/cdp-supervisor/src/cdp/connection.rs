@@ -16,7 +16,7 @@
 //! [`CommandError::Disconnected`], later sends fail immediately, and the
 //! event stream yields [`Incoming::Closed`] and ends.
 
-use crate::cdp::endpoint::redact_url;
+use crate::cdp::endpoint::{CdpHeaders, auth_hint, redact_url};
 use crate::cdp::message::{self, Decoded};
 use crate::cdp::protocol::SessionId;
 use futures_util::{SinkExt, StreamExt};
@@ -45,6 +45,36 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// of big pages and long evaluate results reach tens of MiB; tungstenite's
 /// default (64 MiB message / 16 MiB frame) cuts them.
 pub const MAX_MESSAGE_SIZE: usize = 256 << 20;
+
+/// tungstenite logs each handshake request whole — its headers and URL
+/// with their credentials — at trace level under this target.
+pub const HANDSHAKE_LOG_TARGET: &str = "tungstenite::handshake";
+
+/// A log filter from `directives` (`RUST_LOG` syntax; empty: `default`)
+/// that turns [`HANDSHAKE_LOG_TARGET`] off, however verbose the rest is:
+/// `cdp_headers` and URL credentials stay out of the logs (a failed
+/// handshake is an error we return, not a log line we need). Every
+/// subscriber this crate installs uses it; an embedder that installs its
+/// own should turn that target off the same way.
+///
+/// ```
+/// let filter = cdp_supervisor::cdp::connection::log_filter("trace", "warn");
+/// assert!(filter.to_string().contains("tungstenite::handshake=off"));
+/// ```
+pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFilter {
+    let directives = if directives.trim().is_empty() {
+        default
+    } else {
+        directives
+    };
+    let base = tracing_subscriber::EnvFilter::try_new(directives)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    base.add_directive(
+        format!("{HANDSHAKE_LOG_TARGET}=off")
+            .parse()
+            .expect("a valid directive"),
+    )
+}
 
 /// Why a connection could not be opened. URLs in it are redacted.
 #[derive(Debug, thiserror::Error)]
@@ -307,6 +337,27 @@ impl Drop for Owner {
     }
 }
 
+/// `%XX` escapes of a URL's userinfo, decoded (invalid ones kept as they are).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A handle to one browser-level CDP WebSocket. Cheap to clone; the socket
 /// closes when the last clone is dropped (or on [`Connection::close`]).
 #[derive(Clone)]
@@ -335,7 +386,61 @@ impl Connection {
     /// # Errors
     /// [`ConnectError`] naming the (redacted) URL and the cause.
     pub async fn connect(ws_url: &str) -> Result<(Connection, EventStream), ConnectError> {
+        Connection::connect_with(ws_url, &CdpHeaders::default()).await
+    }
+
+    /// [`Connection::connect`] sending `headers` on the WebSocket handshake
+    /// (a grid's `Authorization`…). Credentials in the URL's userinfo
+    /// (`wss://user:pass@host/…`) go as `Authorization: Basic` unless
+    /// `headers` has an `Authorization` of its own.
+    ///
+    /// # Errors
+    /// [`ConnectError`] naming the (redacted) URL and the cause; never a header value.
+    pub async fn connect_with(
+        ws_url: &str,
+        headers: &CdpHeaders,
+    ) -> Result<(Connection, EventStream), ConnectError> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
         let redacted = redact_url(ws_url);
+        let bad_url = |reason: String| ConnectError::BadUrl {
+            url: redacted.clone(),
+            reason,
+        };
+        let mut url = url::Url::parse(ws_url.trim()).map_err(|e| bad_url(e.to_string()))?;
+        let basic = (!url.username().is_empty()).then(|| {
+            use base64::Engine;
+            let decode = |s: &str| percent_decode(s);
+            let pair = format!(
+                "{}:{}",
+                decode(url.username()),
+                decode(url.password().unwrap_or(""))
+            );
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| bad_url(e.to_string()))?;
+        let bad_header = |name: &str| {
+            bad_url(format!(
+                "browser.cdp_headers: {name:?} is not a valid HTTP header (name or value)"
+            ))
+        };
+        for (name, value) in headers.iter() {
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
+            let v = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
+            request.headers_mut().insert(n, v);
+        }
+        if let Some(basic) = basic.filter(|_| !headers.has("authorization")) {
+            let v = HeaderValue::from_str(&basic).map_err(|_| bad_header("Authorization"))?;
+            request.headers_mut().insert("authorization", v);
+        }
         let config = WebSocketConfig::default()
             // Eagerly allocated per connection (tungstenite's default is
             // 128 KiB): thousands of supervisors per process must stay cheap,
@@ -343,7 +448,7 @@ impl Connection {
             .read_buffer_size(READ_BUFFER_SIZE)
             .max_message_size(Some(MAX_MESSAGE_SIZE))
             .max_frame_size(Some(MAX_MESSAGE_SIZE));
-        let handshake = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true);
+        let handshake = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
         let (socket, _) = match tokio::time::timeout(CONNECT_TIMEOUT, handshake).await {
             Err(_) => {
                 return Err(ConnectError::Timeout {
@@ -361,11 +466,15 @@ impl Connection {
                     },
                     WsError::Http(response) => ConnectError::Unreachable {
                         url: redacted,
-                        reason: format!("the WebSocket handshake got HTTP {}", response.status()),
+                        reason: format!(
+                            "the WebSocket handshake got HTTP {}{}",
+                            response.status(),
+                            auth_hint(response.status().as_u16())
+                        ),
                     },
                     other => ConnectError::Unreachable {
                         url: redacted,
-                        reason: other.to_string(),
+                        reason: headers.scrub(&other.to_string()),
                     },
                 });
             }

@@ -3,12 +3,20 @@
 //! Accepted forms:
 //! - `http(s)://host:port` or `http(s)://host:port/json/version` → `GET /json/version`
 //!   and use its `webSocketDebuggerUrl`;
-//! - `ws(s)://host:port/<path>` (e.g. `/devtools/browser/<id>`) → used as is;
+//! - `ws(s)://host:port/<path>` (e.g. `/devtools/browser/<id>`) or a
+//!   `ws(s)://` URL with a query (a grid's token: browserless `?token=`,
+//!   Steel `?apiKey=`, Browserbase `?signingKey=`) → used as is;
 //! - a bare `ws(s)://host:port` → resolved through `http(s)://host:port/json/version`.
 //!
+//! A page-level endpoint (`…/devtools/page/<id>`, Selenoid's
+//! `…/devtools/<sid>/page`, [`is_page_level_path`]) is used as is too: the
+//! supervisor then watches that one tab ([`PAGE_LEVEL_NOTE`]).
+//!
 //! CDP URLs of cloud providers carry credentials (`user:pass@`, `?apiKey=…`,
-//! `?token=…`). Every error and log line here goes through [`redact_url`], so
-//! none of them ever shows a secret.
+//! `?token=…`), and grids want headers ([`CdpHeaders`], sent on discovery and
+//! on the WebSocket handshake). Every error and log line here goes through
+//! [`redact_url`], and header values are never shown, so none of them ever
+//! shows a secret.
 
 use std::time::Duration;
 
@@ -17,6 +25,55 @@ pub const VERSION_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The forms [`resolve_ws_url`] accepts, quoted in its errors.
 const ALLOWED_FORMS: &str = "use http://host:port, http://host:port/json/version, ws://host:port or ws://host:port/devtools/browser/<id> (or their https/wss forms)";
+
+/// Extra HTTP headers for a CDP endpoint (`browser.cdp_headers`: a grid's
+/// `Authorization`…), sent on `/json/version` discovery and on the
+/// WebSocket handshake. Their values are secrets: `Debug` shows names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct CdpHeaders(Vec<(String, String)>);
+
+impl CdpHeaders {
+    /// Headers from `(name, value)` pairs, in order.
+    pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> CdpHeaders {
+        CdpHeaders(pairs.into_iter().collect())
+    }
+
+    /// The `(name, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether a header of this name (any case) is set.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
+    /// `text` with every header value replaced by `***` (for messages that
+    /// might echo one, e.g. a server's error body).
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (_, v) in &self.0 {
+            // A very short value would blank out ordinary words; such a value is no secret.
+            if v.len() >= 4 {
+                out = out.replace(v.as_str(), "***");
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for CdpHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(n, _)| (n, "***")))
+            .finish()
+    }
+}
 
 /// Why an endpoint could not be resolved. Every `url` field is already redacted ([`redact_url`]).
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +119,7 @@ pub enum EndpointError {
         after: Duration,
     },
     /// `/json/version` answered with a non-success HTTP status.
-    #[error("the CDP endpoint {url} answered HTTP {status}")]
+    #[error("the CDP endpoint {url} answered HTTP {status}{}", auth_hint(*status))]
     HttpStatus {
         /// The `/json/version` URL asked, redacted.
         url: String,
@@ -77,6 +134,29 @@ pub enum EndpointError {
         /// What was wrong with the body: not JSON, no field, or not a non-empty string.
         reason: String,
     },
+}
+
+/// For a 401/403: what the endpoint most likely wants.
+pub(crate) fn auth_hint(status: u16) -> &'static str {
+    if matches!(status, 401 | 403) {
+        " (it wants credentials: set browser.cdp_headers, e.g. {Authorization: \"Bearer …\"}, or put the grid's token in the URL, e.g. ?token=…)"
+    } else {
+        ""
+    }
+}
+
+/// What a page-level endpoint cannot do, for logs and tool results.
+pub const PAGE_LEVEL_NOTE: &str = "this is a page-level CDP endpoint (one tab's socket): the supervisor watches that tab and its frames; whether it also sees popups and new tabs depends on the endpoint letting it discover targets (Chromium's own does; many grid proxies do not). For every tab, give the browser-level URL (http://host:port, …/devtools/browser/<id>, Selenoid's …/devtools/<session>/browser)";
+
+/// Whether `path` is a page-level DevTools path: `/devtools/page/<id>`, or
+/// Selenoid's (and Moon's) `/devtools/<session>/page[/<id>]`.
+pub fn is_page_level_path(path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["", "devtools", "page", id] => !id.is_empty(),
+        ["", "devtools", sid, "page", ..] => !sid.is_empty() && *sid != "browser",
+        _ => false,
+    }
 }
 
 /// Query parameter names (lower-cased, matched as substrings) whose values are secrets.
@@ -156,6 +236,14 @@ pub fn redact_url(url: &str) -> String {
 /// unreachable, timeout, HTTP status, missing `webSocketDebuggerUrl`); every
 /// URL in them is redacted.
 pub async fn resolve_ws_url(url: &str) -> Result<String, EndpointError> {
+    resolve_ws_url_with(url, &CdpHeaders::default()).await
+}
+
+/// [`resolve_ws_url`] sending `headers` on the `/json/version` request.
+///
+/// # Errors
+/// As [`resolve_ws_url`].
+pub async fn resolve_ws_url_with(url: &str, headers: &CdpHeaders) -> Result<String, EndpointError> {
     let trimmed = url.trim();
     let redacted = redact_url(trimmed);
     let parsed = url::Url::parse(trimmed).map_err(|e| EndpointError::BadUrl {
@@ -178,7 +266,8 @@ pub async fn resolve_ws_url(url: &str) -> Result<String, EndpointError> {
     let bare = matches!(parsed.path(), "" | "/");
     let mut version_url = parsed.clone();
     match scheme.as_str() {
-        "ws" | "wss" if !bare => return Ok(trimmed.to_owned()),
+        // A CDP path, or a grid's token in the query: the endpoint itself.
+        "ws" | "wss" if !bare || parsed.query().is_some() => return Ok(trimmed.to_owned()),
         "ws" | "wss" => {
             let http_scheme = if scheme == "wss" { "https" } else { "http" };
             // `Url::set_scheme` refuses ws → http; rebuild from text instead.
@@ -193,7 +282,31 @@ pub async fn resolve_ws_url(url: &str) -> Result<String, EndpointError> {
         _ if matches!(parsed.path(), "/json/version" | "/json/version/") => {}
         _ => return Err(EndpointError::UnsupportedPath { url: redacted }),
     }
-    fetch_ws_url(&version_url).await
+    let ws = fetch_ws_url(&version_url, headers).await?;
+    Ok(carry_credentials(&parsed, &ws))
+}
+
+/// The discovered WebSocket URL with the credentials the user's URL
+/// carried (userinfo, a query token), when it points at the same host
+/// without its own: a grid that wants `?token=` or Basic auth on discovery
+/// wants it on the handshake too, and its `/json/version` may not repeat it.
+fn carry_credentials(given: &url::Url, ws: &str) -> String {
+    let Ok(mut out) = url::Url::parse(ws) else {
+        return ws.to_owned();
+    };
+    let add_userinfo = out.username().is_empty() && !given.username().is_empty();
+    let add_query = out.query().is_none() && given.query().is_some();
+    if out.host_str() != given.host_str() || !(add_userinfo || add_query) {
+        return ws.to_owned();
+    }
+    if add_userinfo {
+        let _ = out.set_username(given.username());
+        let _ = out.set_password(given.password());
+    }
+    if add_query {
+        out.set_query(given.query());
+    }
+    out.to_string()
 }
 
 fn is_loopback(url: &url::Url) -> bool {
@@ -205,7 +318,10 @@ fn is_loopback(url: &url::Url) -> bool {
     }
 }
 
-async fn fetch_ws_url(version_url: &url::Url) -> Result<String, EndpointError> {
+async fn fetch_ws_url(
+    version_url: &url::Url,
+    headers: &CdpHeaders,
+) -> Result<String, EndpointError> {
     let redacted = redact_url(version_url.as_str());
     tracing::debug!(url = %redacted, "resolving the CDP WebSocket URL");
     let mut builder = reqwest::Client::builder().timeout(VERSION_REQUEST_TIMEOUT);
@@ -229,11 +345,11 @@ async fn fetch_ws_url(version_url: &url::Url) -> Result<String, EndpointError> {
             }
         }
     };
-    let response = client
-        .get(version_url.clone())
-        .send()
-        .await
-        .map_err(classify)?;
+    let mut request = client.get(version_url.clone());
+    for (name, value) in headers.iter() {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.map_err(classify)?;
     let status = response.status();
     if !status.is_success() {
         return Err(EndpointError::HttpStatus {
@@ -407,6 +523,30 @@ mod tests {
     async fn ws_url_with_path_is_used_as_is_without_a_request() {
         let url = "ws://127.0.0.1:1/devtools/browser/xyz?token=t";
         assert_eq!(resolve_ws_url(url).await.unwrap(), url);
+    }
+
+    #[tokio::test]
+    async fn a_ws_url_with_a_token_in_its_query_is_used_as_is() {
+        // browserless, Steel: a bare host with the token in the query.
+        for url in ["wss://127.0.0.1:1?token=t", "ws://127.0.0.1:1/?apiKey=k"] {
+            assert_eq!(resolve_ws_url(url).await.unwrap(), url);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_page_level_endpoint_is_used_as_is_and_recognised() {
+        for url in [
+            "ws://127.0.0.1:1/devtools/page/ABC?token=s3cret",
+            "ws://127.0.0.1:1/devtools/0123abc/page",
+            "wss://127.0.0.1:1/devtools/0123abc/page/XYZ",
+        ] {
+            assert_eq!(resolve_ws_url(url).await.unwrap(), url);
+            let path = url::Url::parse(url).unwrap().path().to_owned();
+            assert!(is_page_level_path(&path), "{url}");
+        }
+        assert!(!is_page_level_path("/devtools/browser/abc"));
+        assert!(!is_page_level_path("/devtools/0123abc/browser"));
+        assert!(!is_page_level_path("/session/1/se/cdp"));
     }
 
     #[tokio::test]

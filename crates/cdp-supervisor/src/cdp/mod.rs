@@ -8,5 +8,5 @@ pub mod message;
 pub mod protocol;
 
 pub use connection::{CommandError, ConnectError, Connection, EventStream, Incoming, PendingReply};
-pub use endpoint::{EndpointError, redact_url, resolve_ws_url};
+pub use endpoint::{CdpHeaders, EndpointError, redact_url, resolve_ws_url, resolve_ws_url_with};
 pub use protocol::{Event, FrameId, SessionId, TargetId};

@@ -138,8 +138,8 @@ fn load_config(path: Option<&std::path::Path>, flags: &BrowserFlags) -> Result<C
 }
 
 fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let directives = std::env::var("RUST_LOG").unwrap_or_default();
+    let filter = crate::cdp::connection::log_filter(&directives, "warn");
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -24,13 +24,18 @@ fn emit(json_mode: bool, value: serde_json::Value, human: String) {
     let _ = out.flush();
 }
 
-/// `watch [URL]`: attach or launch, navigate if asked, print notices until Ctrl-C.
+/// `watch [URL]`: attach or launch, navigate if asked, print notices until
+/// Ctrl-C (or SIGTERM); then its browser stops (a provider session is released).
 pub async fn watch(config: Config, url: Option<String>, json_mode: bool) -> Result<(), CliError> {
     if let Some(u) = &url {
         crate::tools::check_url(u).map_err(|e| CliError(e.message))?;
     }
     let session = AgentSession::new(Registry::new(), "watch", config);
-    let result = watch_inner(&session, url, json_mode).await;
+    // SIGTERM too: a cloud provider's session must not outlive us.
+    let result = tokio::select! {
+        r = watch_inner(&session, url, json_mode) => r,
+        () = crate::mcp::shutdown_signal() => Ok(()),
+    };
     session.close().await;
     result
 }

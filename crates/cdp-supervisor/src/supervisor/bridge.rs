@@ -3,13 +3,33 @@
 //! `Page.handleJavaScriptDialog` cannot keep up).
 //!
 //! A script added with `Page.addScriptToEvaluateOnNewDocument` replaces
-//! `window.alert` / `confirm` / `prompt` with a synchronous XHR to a magic
-//! host ([`BRIDGE_HOST`]). `Fetch.enable` with [`fetch_patterns`] pauses
-//! that request before it touches the network: the dialog becomes a
-//! `Fetch.requestPaused` event ([`parse_paused`]), and the answer is a
-//! `Fetch.fulfillRequest` with a JSON body the script decodes
-//! ([`fulfill_params`]). The page sees the same return values as from a
-//! native dialog; the agent uses the same `browser_dialog`.
+//! `window.alert` / `confirm` / `prompt` with a synchronous XHR to a path of
+//! the page's **own origin** ([`BridgeKey::path`]). `Fetch.enable` with
+//! [`fetch_patterns`] on every page and OOPIF session (an OOPIF's request is
+//! seen only on its own session) pauses that request before it touches the
+//! network: the dialog becomes a `Fetch.requestPaused` event
+//! ([`parse_paused`]), and the answer is a `Fetch.fulfillRequest` with a JSON
+//! body the script decodes ([`fulfill_params`]). The page sees the same
+//! return values as from a native dialog; the agent uses the same
+//! `browser_dialog`.
+//!
+//! Why a same-origin path (the trade-off): a fixed foreign host
+//! (`http://….invalid`) is refused by a `connect-src 'self'` CSP before
+//! `Fetch` sees it, and from an https page it is mixed content; a path of
+//! the page's own origin passes both, at the price of being visible in the
+//! page's resource timing (the path, never the secret) and of not working
+//! where the origin is opaque (`data:` documents, sandboxed frames), where
+//! the script falls back to the native dialog.
+//!
+//! Unforgeable: each supervisor has its own [`BridgeKey`]; the script keeps
+//! the secret in its closure and sends it with builtins captured when it
+//! is injected (before any page script of a new document runs), so a page
+//! that later hooks `XMLHttpRequest`, `JSON.stringify` or
+//! `Function.prototype.call` never sees it. A request to the bridge path
+//! without the secret is failed ([`PausedKind::Forged`]) and never becomes
+//! a dialog. No global tells the page it is supervised. A bridge request
+//! that fails (no interception, an opaque origin) falls back to the native
+//! dialog, which the supervisor catches as usual and logs.
 //!
 //! Pure helpers only: the state machine decides, the driver sends.
 
@@ -17,43 +37,119 @@ use crate::cdp::protocol::DialogType;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// The magic host the bridge's XHR goes to. `.invalid` never resolves
-/// (RFC 2606), so a request that escapes interception fails instead of
-/// leaking anywhere.
-pub const BRIDGE_HOST: &str = "cdp-supervisor-dialog-bridge.invalid";
+/// One supervisor's bridge identity: the path its requests go to and the
+/// secret they must carry.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BridgeKey {
+    /// The same-origin path, `/__cdp_supervisor_<hex>` (random per supervisor).
+    pub path: String,
+    secret: String,
+}
 
-/// The script injected on every new document (and run at once in the current one).
-pub fn script() -> String {
+impl std::fmt::Debug for BridgeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeKey")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for BridgeKey {
+    fn default() -> Self {
+        BridgeKey::random()
+    }
+}
+
+/// `n` random bytes as hex: `/dev/urandom`, else the standard library's
+/// randomly keyed hasher (never the same twice in a process).
+fn random_hex(n: usize) -> String {
+    use std::io::Read;
+    let mut bytes = vec![0u8; n];
+    let urandom = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if urandom.is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(0);
+            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl BridgeKey {
+    /// A fresh path and secret.
+    pub fn random() -> BridgeKey {
+        BridgeKey {
+            path: format!("/__cdp_supervisor_{}", random_hex(8)),
+            secret: random_hex(16),
+        }
+    }
+
+    /// A fixed key (tests).
+    pub fn fixed(path_suffix: &str, secret: &str) -> BridgeKey {
+        BridgeKey {
+            path: format!("/__cdp_supervisor_{path_suffix}"),
+            secret: secret.to_owned(),
+        }
+    }
+}
+
+/// The script injected on every new document (and run at once in the
+/// current one). Builtins are captured first; the secret lives only in
+/// this closure; the body is built by string concatenation of primitives
+/// (no `toJSON`, no setter, no page code runs with the secret in reach).
+pub fn script(key: &BridgeKey) -> String {
+    let path = serde_json::to_string(&key.path).expect("a string");
+    let secret = &key.secret; // hex: needs no escaping
     format!(
         r#"(() => {{
-  if (window.__cdpSupervisorDialogBridge) return;
-  window.__cdpSupervisorDialogBridge = true;
-  const url = (location.protocol === "https:" ? "https://" : "http://") + "{BRIDGE_HOST}/dialog";
+  const XHR = XMLHttpRequest, P = XHR.prototype;
+  const open = P.open, send = P.send, setHeader = P.setRequestHeader;
+  const getText = Object.getOwnPropertyDescriptor(P, "responseText").get;
+  const getStatus = Object.getOwnPropertyDescriptor(P, "status").get;
+  const apply = Reflect.apply, stringify = JSON.stringify, parse = JSON.parse;
+  const Str = String, slice = String.prototype.slice, isObject = (v) => typeof v === "object" && v !== null;
+  const loc = location, win = window;
+  const nativeAlert = win.alert, nativeConfirm = win.confirm, nativePrompt = win.prompt;
+  const path = {path};
   const ask = (type, message, defaultPrompt) => {{
-    const x = new XMLHttpRequest();
-    x.open("POST", url, false);
-    x.setRequestHeader("Content-Type", "text/plain");
-    x.send(JSON.stringify({{
-      type: type,
-      message: String(message === undefined ? "" : message).slice(0, 10240),
-      default_prompt: defaultPrompt === undefined || defaultPrompt === null ? "" : String(defaultPrompt),
-      url: location.href
-    }}));
-    return JSON.parse(x.responseText);
+    try {{
+      const origin = loc.origin;
+      if (!origin || origin === "null") return undefined;
+      const x = new XHR();
+      apply(open, x, ["POST", origin + path, false]);
+      apply(setHeader, x, ["Content-Type", "text/plain"]);
+      const text = apply(slice, Str(message === undefined ? "" : message), [0, 10240]);
+      const dflt = defaultPrompt === undefined || defaultPrompt === null ? "" : Str(defaultPrompt);
+      apply(send, x, ['{{"secret":"{secret}","type":"' + type + '","message":' + stringify(text) +
+        ',"default_prompt":' + stringify(dflt) + ',"url":' + stringify(loc.href) + '}}']);
+      if (apply(getStatus, x, []) !== 200) return undefined;
+      const r = parse(apply(getText, x, []));
+      return isObject(r) ? r : undefined;
+    }} catch (e) {{
+      return undefined;
+    }}
   }};
-  window.alert = function (message) {{ ask("alert", message); }};
-  window.confirm = function (message) {{ return !!ask("confirm", message).accept; }};
-  window.prompt = function (message, defaultPrompt) {{
+  win.alert = function alert(message) {{
+    if (ask("alert", message) === undefined) apply(nativeAlert, win, arguments);
+  }};
+  win.confirm = function confirm(message) {{
+    const r = ask("confirm", message);
+    return r === undefined ? apply(nativeConfirm, win, arguments) : !!r.accept;
+  }};
+  win.prompt = function prompt(message, defaultPrompt) {{
     const r = ask("prompt", message, defaultPrompt);
-    return r.accept ? (r.prompt_text === null || r.prompt_text === undefined ? "" : String(r.prompt_text)) : null;
+    if (r === undefined) return apply(nativePrompt, win, arguments);
+    return r.accept ? (r.prompt_text === null || r.prompt_text === undefined ? "" : Str(r.prompt_text)) : null;
   }};
 }})();"#
     )
 }
 
-/// `Fetch.enable` params: pause only the bridge's requests, at the request stage.
-pub fn fetch_patterns() -> Value {
-    json!({"patterns": [{"urlPattern": format!("*://{BRIDGE_HOST}/*"), "requestStage": "Request"}]})
+/// `Fetch.enable` params: pause only requests to the bridge path, at the request stage.
+pub fn fetch_patterns(key: &BridgeKey) -> Value {
+    json!({"patterns": [{"urlPattern": format!("*{}*", key.path), "requestStage": "Request"}]})
 }
 
 /// A dialog the bridge reported (`Fetch.requestPaused` on the bridge URL).
@@ -92,6 +188,8 @@ struct PausedRequest {
 
 #[derive(Deserialize)]
 struct Body {
+    #[serde(default)]
+    secret: String,
     #[serde(rename = "type")]
     dialog_type: DialogType,
     #[serde(default)]
@@ -107,8 +205,14 @@ struct Body {
 pub enum PausedKind {
     /// A dialog from the bridge.
     Dialog(BridgeDialog),
-    /// Some other request (or a bridge request we cannot read): let it go
-    /// with `Fetch.continueRequest{requestId}` — never leave a request paused.
+    /// A request to the bridge path without the secret (a page forging
+    /// one): fail it with `Fetch.failRequest` ([`fail_params`]); never a dialog.
+    Forged {
+        /// `Fetch.requestPaused.requestId`.
+        request_id: String,
+    },
+    /// Some other request: let it go with `Fetch.continueRequest{requestId}`
+    /// — never leave a request paused.
     Other {
         /// `Fetch.requestPaused.requestId`.
         request_id: String,
@@ -117,32 +221,49 @@ pub enum PausedKind {
     Unreadable,
 }
 
-/// Reads `Fetch.requestPaused` params.
-pub fn parse_paused(params: &str) -> PausedKind {
+/// Reads `Fetch.requestPaused` params against this supervisor's `key`.
+pub fn parse_paused(params: &str, key: &BridgeKey) -> PausedKind {
     let Ok(p) = serde_json::from_str::<Paused>(params) else {
         return PausedKind::Unreadable;
     };
     let is_bridge = url::Url::parse(&p.request.url)
         .ok()
-        .is_some_and(|u| u.host_str() == Some(BRIDGE_HOST));
+        .is_some_and(|u| u.path() == key.path);
+    if !is_bridge {
+        return PausedKind::Other {
+            request_id: p.request_id,
+        };
+    }
     let body = p
         .request
         .post_data
         .as_deref()
         .and_then(|b| serde_json::from_str::<Body>(b).ok());
-    match (is_bridge, body) {
-        (true, Some(b)) => PausedKind::Dialog(BridgeDialog {
-            request_id: p.request_id,
-            frame_id: p.frame_id,
-            dialog_type: b.dialog_type,
-            message: b.message,
-            default_prompt: b.default_prompt,
-            url: b.url,
-        }),
-        _ => PausedKind::Other {
+    match body {
+        Some(b) if constant_time_eq(b.secret.as_bytes(), key.secret.as_bytes()) => {
+            PausedKind::Dialog(BridgeDialog {
+                request_id: p.request_id,
+                frame_id: p.frame_id,
+                dialog_type: b.dialog_type,
+                message: b.message,
+                default_prompt: b.default_prompt,
+                url: b.url,
+            })
+        }
+        _ => PausedKind::Forged {
             request_id: p.request_id,
         },
     }
+}
+
+/// Compares without an early exit (the secret is never guessed byte by byte).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `Fetch.failRequest` params for a forged bridge request.
+pub fn fail_params(request_id: &str) -> Value {
+    json!({"requestId": request_id, "errorReason": "BlockedByClient"})
 }
 
 /// `Fetch.fulfillRequest` params answering bridge request `request_id`.
@@ -177,20 +298,27 @@ mod tests {
         assert_eq!(v, json!({"accept": true, "prompt_text": "Ada"}));
     }
 
-    #[test]
-    fn a_bridge_request_parses_as_a_dialog() {
-        let params = json!({
+    fn key() -> BridgeKey {
+        BridgeKey::fixed("k1", "0123456789abcdef")
+    }
+
+    fn paused(url: &str, body: &str) -> String {
+        json!({
             "requestId": "interception-1",
             "frameId": "F1",
             "resourceType": "XHR",
-            "request": {
-                "url": format!("http://{BRIDGE_HOST}/dialog"),
-                "method": "POST",
-                "postData": "{\"type\":\"prompt\",\"message\":\"name?\",\"default_prompt\":\"Ada\",\"url\":\"http://a.test/\"}"
-            }
+            "request": {"url": url, "method": "POST", "postData": body}
         })
-        .to_string();
-        match parse_paused(&params) {
+        .to_string()
+    }
+
+    #[test]
+    fn a_bridge_request_with_the_secret_parses_as_a_dialog() {
+        let params = paused(
+            "https://a.test/__cdp_supervisor_k1",
+            "{\"secret\":\"0123456789abcdef\",\"type\":\"prompt\",\"message\":\"name?\",\"default_prompt\":\"Ada\",\"url\":\"http://a.test/\"}",
+        );
+        match parse_paused(&params, &key()) {
             PausedKind::Dialog(d) => {
                 assert_eq!(d.request_id, "interception-1");
                 assert_eq!(d.dialog_type, DialogType::Prompt);
@@ -202,15 +330,43 @@ mod tests {
     }
 
     #[test]
+    fn a_bridge_request_without_the_secret_is_forged() {
+        for body in [
+            "{\"type\":\"alert\",\"message\":\"x\"}",
+            "{\"secret\":\"0123456789abcdee\",\"type\":\"alert\",\"message\":\"x\"}",
+            "garbage",
+        ] {
+            let params = paused("http://a.test/__cdp_supervisor_k1", body);
+            assert_eq!(
+                parse_paused(&params, &key()),
+                PausedKind::Forged {
+                    request_id: "interception-1".into()
+                },
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
     fn other_requests_are_let_go_and_garbage_is_harmless() {
         let params =
             json!({"requestId": "r2", "request": {"url": "http://a.test/x.js"}}).to_string();
         assert_eq!(
-            parse_paused(&params),
+            parse_paused(&params, &key()),
             PausedKind::Other {
                 request_id: "r2".into()
             }
         );
-        assert_eq!(parse_paused("nope"), PausedKind::Unreadable);
+        assert_eq!(parse_paused("nope", &key()), PausedKind::Unreadable);
+    }
+
+    #[test]
+    fn the_script_holds_the_secret_in_its_closure_and_sets_no_global() {
+        let k = key();
+        let s = script(&k);
+        assert!(s.contains("0123456789abcdef") && s.contains("/__cdp_supervisor_k1"));
+        assert!(!s.contains("window.__"), "no global flag");
+        assert_ne!(BridgeKey::random(), BridgeKey::random());
+        assert!(!format!("{k:?}").contains("0123456789abcdef"));
     }
 }

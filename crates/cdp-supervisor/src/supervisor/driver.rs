@@ -18,7 +18,9 @@ use crate::browser::LocalChromium;
 use crate::cdp::connection::{
     CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
 };
-use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
+use crate::cdp::endpoint::{
+    CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, redact_url, resolve_ws_url_with,
+};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
@@ -95,6 +97,9 @@ pub struct SupervisorOptions {
     pub reconnect_backoff_start: Duration,
     /// `browser.max_tabs`: tabs supervised per task, the first one included.
     pub max_tabs: usize,
+    /// `browser.cdp_headers`: sent on `/json/version` and on every
+    /// WebSocket handshake (reconnects too).
+    pub cdp_headers: CdpHeaders,
 }
 
 impl Default for SupervisorOptions {
@@ -109,6 +114,7 @@ impl Default for SupervisorOptions {
             dialog_bridge: false,
             reconnect_backoff_start: RECONNECT_BACKOFF_START,
             max_tabs: state::MAX_TABS_DEFAULT,
+            cdp_headers: CdpHeaders::default(),
         }
     }
 }
@@ -141,6 +147,18 @@ pub enum StartError {
         url: String,
         /// The attach deadline.
         after: Duration,
+    },
+    /// A page-level endpoint that does not let us find or attach to its own
+    /// tab (`Target.getTargetInfo`, `Target.attachToTarget`): a grid proxy
+    /// that filters the Target domain.
+    #[error(
+        "{url} is a page-level CDP endpoint (one tab's socket) and it refused what supervising needs ({reason}); give the browser-level URL instead: http://host:port, ws://host:port/devtools/browser/<id>, or Selenoid's …/devtools/<session>/browser"
+    )]
+    PageLevel {
+        /// The CDP URL, redacted.
+        url: String,
+        /// The command that failed and why.
+        reason: String,
     },
     /// Local Chromium could not be launched ([`Supervisor::start_local`]).
     #[error(transparent)]
@@ -362,12 +380,29 @@ impl Supervisor {
         let command_timeout = opts.command_timeout;
         let deadline = opts.attach_timeout;
         let attach = async {
-            let ws = resolve_ws_url(cdp_url).await?;
-            let (conn, events) = Connection::connect(&ws).await?;
+            let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
+            let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
             conn.set_event_filter(Event::handled);
-            let (target, session) =
+            let (target, session) = if is_page_level(&ws) {
+                let page_level = |e: StartError| StartError::PageLevel {
+                    url: shown_url.clone(),
+                    reason: e.to_string(),
+                };
+                tracing::warn!(url = %shown_url, "{PAGE_LEVEL_NOTE}");
+                // Its own tab, whatever else the browser has.
+                let own = match &opts.target_id {
+                    Some(t) => t.clone(),
+                    None => own_target(&conn, opts.command_timeout)
+                        .await
+                        .map_err(page_level)?,
+                };
+                pick_and_attach(&conn, Some(&own), None, opts.command_timeout)
+                    .await
+                    .map_err(page_level)?
+            } else {
                 pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
-                    .await?;
+                    .await?
+            };
             Ok::<_, StartError>((ws, conn, events, target, session))
         };
         let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
@@ -476,6 +511,12 @@ impl Supervisor {
     /// The endpoint, with credentials redacted.
     pub fn endpoint(&self) -> &str {
         &self.shared.endpoint
+    }
+
+    /// Whether the endpoint is one tab's socket, not the browser's
+    /// (see [`PAGE_LEVEL_NOTE`] for what that means).
+    pub fn is_page_level(&self) -> bool {
+        is_page_level(&self.shared.endpoint)
     }
 
     /// How long the attach took: connect → frame tree complete.
@@ -1334,7 +1375,23 @@ impl Driver {
     }
 
     fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str, now: Now) {
-        tracing::trace!(%method, session = ?session, %params, "event");
+        if method == "Fetch.requestPaused" {
+            // Its body may be the dialog bridge's, secret and all.
+            tracing::trace!(%method, session = ?session, "event");
+        } else {
+            tracing::trace!(%method, session = ?session, %params, "event");
+        }
+        if self.opts.dialog_bridge
+            && method == "Page.javascriptDialogOpening"
+            && !params.contains("\"beforeunload\"")
+        {
+            // The bridge replaces alert/confirm/prompt: a native one means
+            // its request failed there (an opaque origin, no interception).
+            tracing::warn!(
+                endpoint = %self.shown_url,
+                "a native dialog opened although the dialog bridge is on: the bridge did not reach us from that frame (opaque origin, or its request failed); a proxy that answers dialogs itself may close it first"
+            );
+        }
         let event = Event::parse(method, params);
         if let Event::Unparsed { method, error } = &event {
             tracing::debug!(%method, %error, "event params did not parse");
@@ -1476,15 +1533,18 @@ impl Driver {
         let target = self.state.current_target().map(|t| t.0.clone());
         let timeout = self.opts.command_timeout;
         let attach_timeout = self.opts.attach_timeout;
+        let headers = self.opts.cdp_headers.clone();
         self.reconnect = Some(Box::pin(async move {
             tokio::time::sleep(delay).await;
             let attempt = async {
                 // A browser restarted on the same port has a new ws path: re-resolve from http.
                 let ws = match http_of(&url) {
-                    Some(http) => resolve_ws_url(&http).await.unwrap_or(url.clone()),
+                    Some(http) => resolve_ws_url_with(&http, &headers)
+                        .await
+                        .unwrap_or(url.clone()),
                     None => url.clone(),
                 };
-                let (conn, events) = Connection::connect(&ws).await?;
+                let (conn, events) = Connection::connect_with(&ws, &headers).await?;
                 conn.set_event_filter(Event::handled);
                 let (t, s) = pick_and_attach(&conn, target.as_deref(), None, timeout).await?;
                 Ok((ws, conn, events, t, s))
@@ -1663,6 +1723,11 @@ fn backoff(start: Duration, failures: u32) -> Duration {
 /// `ws://host:port/devtools/…` → `http://host:port`.
 fn http_of(ws: &str) -> Option<String> {
     let u = url::Url::parse(ws).ok()?;
+    // Only a plain DevTools browser socket is re-resolved; a grid's or a
+    // provider's URL (a token in the query, another path) is its own endpoint.
+    if !u.path().starts_with("/devtools/browser/") || u.query().is_some() {
+        return None;
+    }
     let scheme = match u.scheme() {
         "ws" => "http",
         "wss" => "https",
@@ -1673,6 +1738,30 @@ fn http_of(ws: &str) -> Option<String> {
         u.host_str()?,
         u.port_or_known_default()?
     ))
+}
+
+/// Whether `ws` is a page-level DevTools socket ([`is_page_level_path`]).
+fn is_page_level(ws: &str) -> bool {
+    url::Url::parse(ws).is_ok_and(|u| is_page_level_path(u.path()))
+}
+
+/// The target a page-level socket belongs to (`Target.getTargetInfo`
+/// without a `targetId` answers for the connection's own target).
+async fn own_target(conn: &Connection, timeout: Duration) -> Result<String, StartError> {
+    let info = conn
+        .send(None, "Target.getTargetInfo", json!({}), timeout)
+        .await?;
+    info.pointer("/targetInfo/targetId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            StartError::Command(CommandError::Protocol {
+                method: "Target.getTargetInfo".into(),
+                code: 0,
+                message: "the reply names no targetId".into(),
+                data: None,
+            })
+        })
 }
 
 /// Picks the page to supervise and attaches to it with a flatten session.

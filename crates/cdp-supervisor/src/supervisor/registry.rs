@@ -9,11 +9,18 @@
 //! gives up (its endpoint never came back) removes its own entry — only if
 //! it is still the registered one.
 //!
+//! It also holds every task's cloud provider session (a *lease*), so that
+//! whoever ends the task — the task itself, or [`Registry::release_all_leases`]
+//! when the server is signalled — releases it exactly once: taking the
+//! lease is the claim (DESIGN bug class 22: a session outliving its agent
+//! keeps billing).
+//!
 //! Readers never wait: [`Registry::get`] and [`Registry::is_starting`]
 //! answer at once, also while a start, a rebind or a stop of the same task
 //! is in progress.
 
 use crate::browser::LaunchOptions;
+use crate::browser::provider::BrowserProvider;
 use crate::cdp::endpoint::redact_url;
 use crate::supervisor::driver::{StartError, Supervisor, SupervisorOptions};
 use std::collections::HashMap;
@@ -77,10 +84,28 @@ impl SlotInner {
 
 type Slot = Arc<SlotInner>;
 
+/// A task's provider session: who made it and its id there.
+#[derive(Clone)]
+pub struct Lease {
+    /// The provider that created the session.
+    pub provider: Arc<dyn BrowserProvider>,
+    /// The provider's session id.
+    pub session_id: String,
+}
+
+/// DESIGN ("Cloud providers"): on SIGINT/SIGTERM, the emergency cleanup of
+/// every live provider session is bounded to 5 s.
+pub const EMERGENCY_CLEANUP_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Supervisors by task id. Cheap to clone (shared).
 #[derive(Clone, Default)]
 pub struct Registry {
     slots: Arc<Mutex<HashMap<String, Slot>>>,
+    leases: Arc<Mutex<HashMap<String, Lease>>>,
+    /// Releases in flight: each runs as its own task, so that a caller
+    /// dropped mid-release (a session torn down at exit) does not cut it
+    /// short, and the shutdown's cleanup waits for it.
+    releasing: tokio_util::task::TaskTracker,
 }
 
 /// Clears [`SlotInner::starting`] however the start ends (also when the
@@ -255,6 +280,71 @@ impl Registry {
     pub async fn stop_all(&self) {
         for task in self.task_ids() {
             self.stop(&task).await;
+        }
+    }
+
+    /// Records `task_id`'s provider session; a lease it held already is
+    /// returned (the caller releases it).
+    pub fn lease(&self, task_id: &str, lease: Lease) -> Option<Lease> {
+        self.leases
+            .lock()
+            .expect("lease lock")
+            .insert(task_id.to_owned(), lease)
+    }
+
+    /// Releases `task_id`'s provider session, if it still holds one
+    /// ([`BrowserProvider::close_session`]), and waits for it. Taking the
+    /// lease is the claim: a session is released once, whoever asks. The
+    /// release runs on in its own task if this future is dropped, and
+    /// [`Registry::release_all_leases`] waits for it.
+    pub async fn release_lease(&self, task_id: &str) -> bool {
+        // Taken and spawned under the lock: a shutdown's cleanup sees
+        // either the lease or its release task, never neither.
+        let release = {
+            let mut leases = self.leases.lock().expect("lease lock");
+            let Some(lease) = leases.remove(task_id) else {
+                return false;
+            };
+            self.releasing
+                .spawn(async move { lease.provider.close_session(&lease.session_id).await })
+        };
+        release.await.unwrap_or(false)
+    }
+
+    /// The number of live provider sessions.
+    pub fn lease_count(&self) -> usize {
+        self.leases.lock().expect("lease lock").len()
+    }
+
+    /// Emergency cleanup (a signal): every live provider session gets
+    /// [`BrowserProvider::emergency_cleanup`], all at once, bounded by
+    /// `within`. Never fails; what did not finish in time is logged.
+    pub async fn release_all_leases(&self, within: std::time::Duration) {
+        {
+            let mut leases = self.leases.lock().expect("lease lock");
+            if !leases.is_empty() {
+                tracing::info!(
+                    "releasing {} cloud browser session(s) before exit",
+                    leases.len()
+                );
+            }
+            for (task, l) in leases.drain() {
+                self.releasing.spawn(async move {
+                    l.provider.emergency_cleanup(&l.session_id).await;
+                    tracing::debug!(task_id = %task, "{} session released", l.provider.name());
+                });
+            }
+        }
+        // Also waits for the releases the tasks started themselves (a
+        // session closing as the server goes down).
+        self.releasing.close();
+        let done = tokio::time::timeout(within, self.releasing.wait()).await;
+        self.releasing.reopen();
+        if done.is_err() {
+            tracing::warn!(
+                "releasing cloud browser sessions did not finish within {}s; some may live on until the provider's own timeout",
+                within.as_secs()
+            );
         }
     }
 

@@ -4,13 +4,15 @@
 #   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor
 #   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor truth.py [ARGS…]
 #   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor push.py [ARGS…]
+#   crates/cdp-supervisor/tests/mcp_client/run.sh target/debug/cdp-supervisor providers.py [ARGS…]
 #
 # Creates (or reuses) a virtualenv with the `mcp` package, then runs a script
 # of this folder against the given binary: client.py (the default: stdio and
 # streamable HTTP), truth.py (what the agent reads is true) or push.py (the
 # snapshot resource and its notifications, browser_wait, ask_user, policy per
-# type, output schemas) or tabs.py (popups, browser_tabs, max_tabs, crashed
-# tabs); ARGS such as `--only NAME` or `--serial` go to it
+# type, output schemas), tabs.py (popups, browser_tabs, max_tabs, crashed
+# tabs) or providers.py (a cloud provider's session against a fake API:
+# created, stopped with the MCP session); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on
 # any failure.

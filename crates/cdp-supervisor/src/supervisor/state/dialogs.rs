@@ -186,7 +186,7 @@ impl State {
         let Some(session) = session.filter(|s| self.targets.has_session(s)).cloned() else {
             return;
         };
-        match bridge::parse_paused(params) {
+        match bridge::parse_paused(params, &self.opts.bridge_key) {
             PausedKind::Dialog(b) => {
                 let opening = DialogOpening {
                     url: b.url,
@@ -197,6 +197,13 @@ impl State {
                 };
                 self.dialog_opened(Some(&session), opening, Some(b.request_id), None, now);
             }
+            // A page's own request to the bridge path: refused, never a dialog.
+            PausedKind::Forged { request_id } => self.out.send(
+                Target::Session(session),
+                "Fetch.failRequest",
+                bridge::fail_params(&request_id),
+                Purpose::Setup,
+            ),
             // Never leave a request paused.
             PausedKind::Other { request_id } => self.out.send(
                 Target::Session(session),

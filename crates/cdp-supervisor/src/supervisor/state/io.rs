@@ -59,6 +59,8 @@ pub struct Options {
     /// Tabs supervised per task, the first one included (config
     /// `browser.max_tabs`): pages opened past it are resumed and let go.
     pub max_tabs: usize,
+    /// The bridge's path and secret (random per supervisor).
+    pub bridge_key: crate::supervisor::bridge::BridgeKey,
 }
 
 impl Default for Options {
@@ -69,6 +71,7 @@ impl Default for Options {
             page_enable_grace: PAGE_ENABLE_GRACE,
             dialog_bridge: false,
             max_tabs: super::MAX_TABS_DEFAULT,
+            bridge_key: crate::supervisor::bridge::BridgeKey::random(),
         }
     }
 }

@@ -276,7 +276,7 @@ impl State {
             session_id,
             title,
             &mut self.out,
-            self.opts.dialog_bridge,
+            self.opts.dialog_bridge.then_some(&self.opts.bridge_key),
         );
         self.timers.set(
             Timer::PageEnableGrace,
@@ -426,10 +426,12 @@ impl State {
         parent: Option<&SessionId>,
         a: crate::cdp::protocol::AttachedToTarget,
     ) {
-        match self
-            .targets
-            .adopt(parent, &a, self.opts.dialog_bridge, &mut self.out)
-        {
+        match self.targets.adopt(
+            parent,
+            &a,
+            self.opts.dialog_bridge.then_some(&self.opts.bridge_key),
+            &mut self.out,
+        ) {
             Adopted::Ignored => {}
             Adopted::Released { frame } => {
                 if frame {

@@ -90,7 +90,7 @@ impl Targets {
         session: SessionId,
         title: &str,
         out: &mut Out,
-        bridge: bool,
+        bridge: Option<&bridge::BridgeKey>,
     ) {
         self.top_target = Some(target_id.clone());
         self.top_session = Some(session.clone());
@@ -126,7 +126,7 @@ impl Targets {
         &mut self,
         parent: Option<&SessionId>,
         a: &AttachedToTarget,
-        bridge: bool,
+        bridge: Option<&bridge::BridgeKey>,
         out: &mut Out,
     ) -> Adopted {
         let child = a.session_id.clone();
@@ -165,7 +165,7 @@ impl Targets {
     /// the frame tree. `Page.enable` is never waited for: a page blocked by
     /// a dialog does not answer it. `resume`: an auto-attached target that
     /// waits for the debugger.
-    fn setup(session: &SessionId, resume: bool, bridge: bool, out: &mut Out) {
+    fn setup(session: &SessionId, resume: bool, bridge: Option<&bridge::BridgeKey>, out: &mut Out) {
         let s = || Target::Session(session.clone());
         out.send(s(), "Page.getFrameTree", json!({}), Purpose::FrameTree);
         out.send(s(), "Runtime.enable", json!({}), Purpose::Setup);
@@ -205,19 +205,19 @@ impl Targets {
                 Purpose::Setup,
             );
         }
-        if bridge {
+        if let Some(key) = bridge {
             // After Page.enable: the script takes effect only while the Page
             // domain is enabled; before the resume: the first document gets it.
             out.send(
                 s(),
                 "Page.addScriptToEvaluateOnNewDocument",
-                json!({"source": bridge::script(), "runImmediately": true}),
+                json!({"source": bridge::script(key), "runImmediately": true}),
                 Purpose::Setup,
             );
             out.send(
                 s(),
                 "Fetch.enable",
-                bridge::fetch_patterns(),
+                bridge::fetch_patterns(key),
                 Purpose::Setup,
             );
         }
