@@ -19,6 +19,7 @@ use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
+use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::registry::{Endpoint, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
@@ -294,9 +295,9 @@ impl AgentSession {
         }
     }
 
-    fn options(&self, target_id: Option<String>) -> SupervisorOptions {
+    fn options(&self, target_id: Option<String>) -> Result<SupervisorOptions, ToolError> {
         let b = &self.config.browser;
-        SupervisorOptions {
+        Ok(SupervisorOptions {
             policy: b.dialog_policy,
             // Config bounds it; a library caller's struct may not be.
             dialog_timeout: Duration::try_from_secs_f64(b.dialog_timeout_s)
@@ -304,8 +305,18 @@ impl AgentSession {
             target_id,
             // Browserbase's proxy answers native dialogs within ~10 ms (spec).
             dialog_bridge: b.cloud_provider == CloudProvider::Browserbase,
+            navigation: self.navigation_policy()?,
             ..Default::default()
-        }
+        })
+    }
+
+    /// The configured navigation policy ([`crate::supervisor::origins`]).
+    fn navigation_policy(&self) -> Result<NavigationPolicy, ToolError> {
+        self.config.browser.navigation_policy().map_err(|e| {
+            ToolError::new(format!(
+                "the navigation policy in the config is invalid: {e}"
+            ))
+        })
     }
 
     /// Whether the first call of any kind attaches: a CDP endpoint is
@@ -396,7 +407,7 @@ impl AgentSession {
         let desc = endpoint.describe();
         let chosen = connected_url.is_some();
         self.registry
-            .get_or_start(&self.task_id, endpoint, self.options(target))
+            .get_or_start(&self.task_id, endpoint, self.options(target)?)
             .await
             .map_err(|e| {
                 let hint = if chosen {
@@ -486,6 +497,13 @@ impl AgentSession {
     /// first (during load, or a `beforeunload` of the page being left).
     pub async fn browser_navigate(&self, url: &str) -> Result<Value, ToolError> {
         check_url(url)?;
+        // Before anything is sent (the browser would refuse it too).
+        if let Err(r) = self.navigation_policy()?.check(url) {
+            return Err(ToolError::new(format!(
+                "{url} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
+                r.rule
+            )));
+        }
         self.detached.store(false, Ordering::SeqCst);
         let s = self.supervisor().await?;
         let outcome = s.navigate(url, NAVIGATE_TIMEOUT).await?;
@@ -781,9 +799,10 @@ impl AgentSession {
         let target_id = target_id.filter(|t| !t.is_empty());
         let endpoint = Endpoint::Url(cdp_url.to_owned());
         let desc = endpoint.describe();
+        let options = self.options(target_id.clone())?;
         let started = self
             .registry
-            .get_or_start(&self.task_id, endpoint, self.options(target_id.clone()))
+            .get_or_start(&self.task_id, endpoint, options)
             .await;
         let s = match started {
             Ok(s) => s,

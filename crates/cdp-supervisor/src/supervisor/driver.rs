@@ -22,6 +22,7 @@ use crate::cdp::endpoint::{EndpointError, redact_url, resolve_ws_url};
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
+use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{
     ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
@@ -93,6 +94,10 @@ pub struct SupervisorOptions {
     /// The wait before the first reconnect; each failure doubles it, up to
     /// [`RECONNECT_BACKOFF_MAX`]. Tests shorten it.
     pub reconnect_backoff_start: Duration,
+    /// Which documents may load (`browser.allowed_origins`,
+    /// `blocked_origins`, `allow_file_urls`), enforced in the browser on
+    /// every supervised session ([`crate::supervisor::origins`]).
+    pub navigation: NavigationPolicy,
 }
 
 impl Default for SupervisorOptions {
@@ -106,6 +111,7 @@ impl Default for SupervisorOptions {
             max_reconnect_failures: MAX_POST_ATTACH_RECONNECT_FAILURES,
             dialog_bridge: false,
             reconnect_backoff_start: RECONNECT_BACKOFF_START,
+            navigation: NavigationPolicy::default(),
         }
     }
 }
@@ -368,6 +374,7 @@ impl Supervisor {
             policy: opts.policy,
             dialog_timeout: opts.dialog_timeout,
             dialog_bridge: opts.dialog_bridge,
+            navigation: opts.navigation.clone(),
             ..Default::default()
         });
         state.attach_page(

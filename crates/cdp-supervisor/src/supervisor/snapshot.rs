@@ -4,6 +4,7 @@
 //! Times are Unix seconds as `f64` (`opened_at`, `closed_at`, `at`).
 
 use crate::cdp::protocol::DialogType;
+pub use crate::supervisor::origins::BlockedNavigation;
 use serde::{Deserialize, Serialize};
 
 /// Who closed a dialog (`closed_by`).
@@ -170,4 +171,6 @@ pub struct Snapshot {
     pub page_blocked: bool,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
+    /// The last 10 documents the navigation policy stopped, oldest first.
+    pub blocked_navigations: Vec<BlockedNavigation>,
 }

@@ -9,7 +9,7 @@
 
 use super::{
     ANSWERS_AFTER_CLOSE_MAX, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, DialogRequest,
-    Notice, Now, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target, Timer, cut,
+    Notice, Now, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Timer, cut,
 };
 use crate::cdp::protocol::{
     DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FrameId, SessionId,
@@ -184,13 +184,11 @@ impl State {
                 };
                 self.dialog_opened(Some(&session), opening, Some(b.request_id), now);
             }
-            // Never leave a request paused.
-            PausedKind::Other { request_id } => self.out.send(
-                Target::Session(session),
-                "Fetch.continueRequest",
-                json!({ "requestId": request_id }),
-                Purpose::Setup,
-            ),
+            // Never leave a request paused: continued, or failed by the policy.
+            PausedKind::Other {
+                request_id,
+                document,
+            } => self.let_go_or_block(session, request_id, document, now),
             PausedKind::Unreadable => {}
         }
     }

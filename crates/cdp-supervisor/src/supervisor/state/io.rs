@@ -5,6 +5,7 @@
 //! driver converts.
 
 use crate::cdp::protocol::SessionId;
+use crate::supervisor::origins::{BlockedNavigation, NavigationPolicy};
 use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{ClosedDialog, ConsoleError, PendingDialog};
 use serde::Serialize;
@@ -56,6 +57,9 @@ pub struct Options {
     /// Inject the dialog bridge ([`crate::supervisor::bridge`]) on every
     /// session, for CDP proxies that answer native dialogs themselves.
     pub dialog_bridge: bool,
+    /// Which documents may load (config `browser.allowed_origins`,
+    /// `blocked_origins`, `allow_file_urls`), enforced on every session.
+    pub navigation: NavigationPolicy,
 }
 
 impl Default for Options {
@@ -65,6 +69,7 @@ impl Default for Options {
             dialog_timeout: DEFAULT_DIALOG_TIMEOUT,
             page_enable_grace: PAGE_ENABLE_GRACE,
             dialog_bridge: false,
+            navigation: NavigationPolicy::default(),
         }
     }
 }
@@ -250,6 +255,12 @@ pub enum Notice {
     Connection {
         /// The new state.
         status: crate::supervisor::snapshot::ConnectionStatus,
+    },
+    /// The navigation policy stopped a document from loading (a failed
+    /// `Fetch.requestPaused`, or a commit released to `about:blank`).
+    NavigationBlocked {
+        /// As `blocked_navigations[]` shows it.
+        navigation: BlockedNavigation,
     },
     /// The supervised page's session is gone (tab closed or crashed).
     PageGone {

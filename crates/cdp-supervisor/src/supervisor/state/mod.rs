@@ -56,6 +56,7 @@
 //! if let Some(t) = state.poll_timeout() { /* sleep until t, then */ state.handle_timeout(now); }
 //! ```
 
+mod blocking;
 mod console;
 mod dialogs;
 mod errors;
@@ -65,6 +66,7 @@ mod navigations;
 mod targets;
 mod timers;
 
+pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
 pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
@@ -76,7 +78,7 @@ use crate::supervisor::snapshot::{ClosedBy, PendingDialog, Snapshot};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use targets::Adopted;
+use targets::{Adopted, Intercept};
 
 /// spec: `frame_tree` is capped at 30 entries (children; `top` not counted).
 pub const FRAME_TREE_MAX_ENTRIES: usize = 30;
@@ -143,6 +145,8 @@ pub struct State {
     navs: navigations::Navigations,
     console: console::Console,
     timers: timers::Timers,
+    /// The navigations the policy stopped.
+    blocked: blocking::Blocked,
     /// Blocked by a dialog opened before we attached (`Page.enable` unanswered).
     page_blocked: bool,
 }
@@ -159,7 +163,16 @@ impl State {
             navs: Default::default(),
             console: Default::default(),
             timers: Default::default(),
+            blocked: Default::default(),
             page_blocked: false,
+        }
+    }
+
+    /// What every session's `Fetch.enable` pauses.
+    fn intercept(&self) -> Intercept {
+        Intercept {
+            bridge: self.opts.dialog_bridge,
+            documents: self.opts.navigation.intercepts(),
         }
     }
 
@@ -234,13 +247,9 @@ impl State {
         // A fresh tree (after a reconnect, the last one seen was kept until now).
         self.frames.reset(top, url, &session_id);
         self.navs.reset();
-        self.targets.attach_page(
-            target_id,
-            session_id,
-            title,
-            &mut self.out,
-            self.opts.dialog_bridge,
-        );
+        let intercept = self.intercept();
+        self.targets
+            .attach_page(target_id, session_id, title, &mut self.out, intercept);
         self.timers.set(
             Timer::PageEnableGrace,
             now.instant.checked_add(self.opts.page_enable_grace),
@@ -385,10 +394,8 @@ impl State {
         parent: Option<&SessionId>,
         a: crate::cdp::protocol::AttachedToTarget,
     ) {
-        match self
-            .targets
-            .adopt(parent, &a, self.opts.dialog_bridge, &mut self.out)
-        {
+        let intercept = self.intercept();
+        match self.targets.adopt(parent, &a, intercept, &mut self.out) {
             Adopted::Ignored => {}
             Adopted::Released { frame } => {
                 if frame {
@@ -456,6 +463,9 @@ impl State {
         let own_by = self.navs.committed(&frame.id, frame.loader_id.as_ref());
         let by = own_by.or(ancestors_by);
         let is_top = Some(&frame.id) == self.frames.top();
+        if frame.unreachable_url.is_none() {
+            self.check_commit(session, &frame.id, &frame.url, now);
+        }
         let dropped = self
             .frames
             .committed(session, own_target, &frame, &mut self.out);
@@ -593,6 +603,7 @@ impl State {
             console_errors: self.console.entries(),
             page_blocked: self.page_blocked,
             connection: Default::default(),
+            blocked_navigations: self.blocked.entries(),
         }
     }
 }

@@ -7,8 +7,37 @@
 use super::{Out, Purpose, SESSIONS_TRACKED_MAX, Target};
 use crate::cdp::protocol::{AttachedToTarget, FrameId, SessionId, TargetId};
 use crate::supervisor::bridge;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::HashMap;
+
+/// What a session's one `Fetch.enable` pauses (a second `Fetch.enable`
+/// would replace the first, so the patterns are merged into one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Intercept {
+    /// The dialog bridge's requests ([`bridge::fetch_patterns`]).
+    pub bridge: bool,
+    /// Every document request, for the navigation policy
+    /// ([`crate::supervisor::origins`]).
+    pub documents: bool,
+}
+
+impl Intercept {
+    /// `Fetch.enable` params, or `None`: no interception at all (the
+    /// default costs nothing).
+    pub fn fetch_params(self) -> Option<Value> {
+        let mut patterns = Vec::new();
+        if self.bridge {
+            let bridge = bridge::fetch_patterns();
+            patterns.extend(bridge["patterns"].as_array().cloned().unwrap_or_default());
+        }
+        if self.documents {
+            patterns.push(
+                json!({"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}),
+            );
+        }
+        (!patterns.is_empty()).then(|| json!({ "patterns": patterns }))
+    }
+}
 
 /// The supervised page's target and session, and the live child sessions.
 #[derive(Debug, Default)]
@@ -90,7 +119,7 @@ impl Targets {
         session: SessionId,
         title: &str,
         out: &mut Out,
-        bridge: bool,
+        intercept: Intercept,
     ) {
         self.top_target = Some(target_id.clone());
         self.top_session = Some(session.clone());
@@ -99,7 +128,7 @@ impl Targets {
         if !title.is_empty() {
             self.title = title.to_owned();
         }
-        Self::setup(&session, false, bridge, out);
+        Self::setup(&session, false, intercept, out);
     }
 
     /// The connection dropped: every session is dead.
@@ -126,7 +155,7 @@ impl Targets {
         &mut self,
         parent: Option<&SessionId>,
         a: &AttachedToTarget,
-        bridge: bool,
+        intercept: Intercept,
         out: &mut Out,
     ) -> Adopted {
         let child = a.session_id.clone();
@@ -155,7 +184,7 @@ impl Targets {
         }
         self.sessions
             .insert(child.clone(), a.target_info.target_id.clone());
-        Self::setup(&child, true, bridge, out);
+        Self::setup(&child, true, intercept, out);
         Adopted::Kept {
             oopif: kind == "iframe",
         }
@@ -164,8 +193,9 @@ impl Targets {
     /// Enables the domains on a session, turns on auto-attach and asks for
     /// the frame tree. `Page.enable` is never waited for: a page blocked by
     /// a dialog does not answer it. `resume`: an auto-attached target that
-    /// waits for the debugger.
-    fn setup(session: &SessionId, resume: bool, bridge: bool, out: &mut Out) {
+    /// waits for the debugger; its `Fetch.enable` goes before the resume, so
+    /// its first document request is already paused for the policy.
+    fn setup(session: &SessionId, resume: bool, intercept: Intercept, out: &mut Out) {
         let s = || Target::Session(session.clone());
         out.send(s(), "Page.getFrameTree", json!({}), Purpose::FrameTree);
         out.send(s(), "Runtime.enable", json!({}), Purpose::Setup);
@@ -197,7 +227,7 @@ impl Targets {
                 Purpose::Setup,
             );
         }
-        if bridge {
+        if intercept.bridge {
             // After Page.enable: the script takes effect only while the Page
             // domain is enabled; before the resume: the first document gets it.
             out.send(
@@ -206,12 +236,9 @@ impl Targets {
                 json!({"source": bridge::script(), "runImmediately": true}),
                 Purpose::Setup,
             );
-            out.send(
-                s(),
-                "Fetch.enable",
-                bridge::fetch_patterns(),
-                Purpose::Setup,
-            );
+        }
+        if let Some(params) = intercept.fetch_params() {
+            out.send(s(), "Fetch.enable", params, Purpose::Setup);
         }
         if resume {
             out.send(
