@@ -5,8 +5,8 @@
 //! - One supervised task per MCP session: every session gets its own
 //!   [`AgentSession`] (a unique task id) on one shared [`Registry`]. Its
 //!   browser starts on first use and stops when the session ends — stdin
-//!   closed (stdio), HTTP session deleted or idle for rmcp's keep-alive
-//!   (5 minutes: a client that vanished), server shut down. No
+//!   closed (stdio), HTTP session deleted or idle for `--idle-timeout-s`
+//!   (default 10 minutes: a client that vanished), server shut down. No
 //!   Chromium outlives its session: [`AgentSession::close`] runs on every
 //!   session end, [`Registry::stop_all`] on shutdown and Ctrl-C.
 //! - A failure the model can act on ([`ToolError`]) is a tool result with
@@ -20,6 +20,10 @@
 //!   non-loopback bind always has a bearer token; requests with a wrong
 //!   token (401), a foreign `Host` (403, DNS rebinding) or a non-loopback
 //!   `Origin` (403, a web page) are refused before they reach the MCP layer.
+//!   HTTP is bounded ([`HttpOptions`]): a request body over 1 MiB is refused
+//!   (413), at most `--max-sessions` sessions live at once (one more: 503
+//!   with a message), and a session idle for `--idle-timeout-s` is closed
+//!   with its browser (its id then gets 404).
 //!
 //! Only protocol revisions with sessions are offered (up to 2025-11-25): the
 //! session-less 2026-07-28 revision would build a fresh server, and so a
@@ -75,6 +79,38 @@ pub const HTTP_PATH: &str = "/mcp";
 pub const TOKEN_ENV: &str = "CDP_MCP_TOKEN";
 /// Bytes of randomness in a generated token (hex-encoded: 64 characters).
 const GENERATED_TOKEN_BYTES: usize = 32;
+/// The largest HTTP request body (DESIGN "Security": 1 MiB, else 413). A
+/// tool call's JSON is a few KiB; this bound keeps a client from making the
+/// server buffer without limit.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Default `--max-sessions`: each session may run a Chromium.
+pub const DEFAULT_MAX_SESSIONS: usize = 16;
+/// Default `--idle-timeout-s`: a session without requests this long is
+/// closed with its browser (a client that vanished without DELETE).
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The streamable HTTP server's settings and bounds.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// The bearer token every request must carry (`None`: no token check —
+    /// only sensible on loopback; [`serve_http`] makes sure a non-loopback
+    /// bind has one).
+    pub token: Option<String>,
+    /// Sessions live at once; one more `initialize` gets HTTP 503.
+    pub max_sessions: usize,
+    /// A session with no traffic this long is closed with its browser.
+    pub idle_timeout: std::time::Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
 
 /// Why the MCP server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -859,6 +895,26 @@ pub async fn start_http(
     addr: SocketAddr,
     token: Option<String>,
 ) -> Result<HttpServer, McpError> {
+    start_http_with(
+        config,
+        addr,
+        HttpOptions {
+            token,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// [`start_http`] with every setting ([`HttpOptions`]).
+///
+/// # Errors
+/// [`McpError::Bind`] when the address cannot be bound.
+pub async fn start_http_with(
+    config: Config,
+    addr: SocketAddr,
+    options: HttpOptions,
+) -> Result<HttpServer, McpError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| McpError::Bind { addr, source })?;
@@ -867,7 +923,7 @@ pub async fn start_http(
         .map_err(|source| McpError::Bind { addr, source })?;
     let registry = Registry::new();
     let cancel = CancellationToken::new();
-    let router = http_router(config, registry.clone(), addr, token, cancel.clone());
+    let router = http_router(config, registry.clone(), addr, &options, cancel.clone());
     let stop = cancel.clone();
     let task = tokio::spawn(async move {
         axum::serve(listener, router)
@@ -896,8 +952,31 @@ pub async fn serve_http(
     addr: SocketAddr,
     token: Option<String>,
 ) -> Result<(), McpError> {
+    serve_http_with(
+        config,
+        addr,
+        HttpOptions {
+            token,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// [`serve_http`] with every setting ([`HttpOptions`]); its token, when
+/// `None`, comes from `$CDP_MCP_TOKEN` (or is generated) as there.
+///
+/// # Errors
+/// The address cannot be bound; no token can be generated.
+pub async fn serve_http_with(
+    config: Config,
+    addr: SocketAddr,
+    options: HttpOptions,
+) -> Result<(), McpError> {
     init_logging();
-    let token = token
+    let token = options
+        .token
+        .clone()
         .or_else(|| std::env::var(TOKEN_ENV).ok())
         .filter(|t| !t.is_empty());
     let (token, generated) = match token {
@@ -908,7 +987,15 @@ pub async fn serve_http(
             (Some(t), true)
         }
     };
-    let server = start_http(config, addr, token.clone()).await?;
+    let server = start_http_with(
+        config,
+        addr,
+        HttpOptions {
+            token: token.clone(),
+            ..options
+        },
+    )
+    .await?;
     eprintln!("cdp-supervisor mcp: listening on {}", server.url());
     if generated && let Some(t) = &token {
         eprintln!(
@@ -957,17 +1044,28 @@ fn generate_token() -> std::io::Result<String> {
 }
 
 /// The axum router of the streamable HTTP endpoint at [`HTTP_PATH`], with
-/// the request guard (token, `Host`, `Origin`) in front. `bound` is the
-/// address the listener is bound to (for the `Host` check); `cancel` ends
-/// every session.
+/// the request guard (token, `Host`, `Origin`, body size, session count) in
+/// front. `bound` is the address the listener is bound to (for the `Host`
+/// check); `cancel` ends every session.
 pub fn http_router(
     config: Config,
     registry: Registry,
     bound: SocketAddr,
-    token: Option<String>,
+    options: &HttpOptions,
     cancel: CancellationToken,
 ) -> axum::Router {
-    let guard = Arc::new(RequestGuard { bound, token });
+    let mut sessions = LocalSessionManager::default();
+    // rmcp closes a session whose worker saw no traffic this long; the
+    // session's McpSession is dropped, which stops its browser.
+    sessions.session_config.keep_alive = Some(options.idle_timeout);
+    let sessions = Arc::new(sessions);
+    let guard = Arc::new(RequestGuard {
+        bound,
+        token: options.token.clone(),
+        sessions: sessions.clone(),
+        max_sessions: options.max_sessions,
+        creating: tokio::sync::Mutex::new(()),
+    });
     // rmcp's own Host check would refuse a non-loopback bound address; ours
     // (below) is the one policy, so rmcp's is given the same allow-list.
     let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
@@ -981,7 +1079,7 @@ pub fn http_router(
     let service: StreamableHttpService<McpSession, LocalSessionManager> =
         StreamableHttpService::new(
             move || Ok(McpSession::new(registry.clone(), config.clone())),
-            Default::default(),
+            sessions,
             http_config,
         );
     axum::Router::new()
@@ -1003,6 +1101,12 @@ fn host_literal(ip: IpAddr) -> String {
 struct RequestGuard {
     bound: SocketAddr,
     token: Option<String>,
+    /// rmcp's live sessions (for the count).
+    sessions: Arc<LocalSessionManager>,
+    max_sessions: usize,
+    /// Held while a request that may create a session runs, so that two
+    /// concurrent `initialize` calls cannot both take the last place.
+    creating: tokio::sync::Mutex<()>,
 }
 
 impl RequestGuard {
@@ -1053,8 +1157,18 @@ fn origin_ok(origin: &str) -> bool {
             .is_some_and(|h| LOOPBACK_HOSTS.contains(&h.to_ascii_lowercase().as_str()))
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Compares a given token with the expected one in time that depends only
+/// on their lengths, never on where they first differ (a timing side
+/// channel would let a client guess the token byte by byte).
+fn constant_time_eq(given: &[u8], expected: &[u8]) -> bool {
+    // Every byte of `expected` is read whatever `given` is; a length
+    // mismatch is folded in rather than returned early.
+    let mut diff = u8::from(given.len() != expected.len());
+    for (i, e) in expected.iter().enumerate() {
+        let g = given.get(i).copied().unwrap_or(!e);
+        diff |= g ^ e;
+    }
+    std::hint::black_box(diff) == 0
 }
 
 fn refuse(status: StatusCode, why: &str) -> Response {
@@ -1103,6 +1217,48 @@ async fn guard_request(
             "unauthorized: send Authorization: Bearer <token>",
         );
     }
+    let too_big = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("payload too large: a request body may have at most {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        tracing::warn!(bytes = declared, "refused an MCP request: body too large");
+        return too_big();
+    }
+    // Bodies without a length (chunked) are read up to the bound, no further.
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::warn!("refused an MCP request: body too large or unreadable: {e}");
+            return too_big();
+        }
+    };
+    let request = Request::from_parts(parts, axum::body::Body::from(body));
+    // A POST without a session id is an `initialize`: it creates a session.
+    let creates_session = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if !creates_session {
+        return next.run(request).await;
+    }
+    let _one_at_a_time = guard.creating.lock().await;
+    let live = guard.sessions.sessions.read().await.len();
+    if live >= guard.max_sessions {
+        tracing::warn!(live, "refused a new MCP session: --max-sessions reached");
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "service unavailable: {live} MCP sessions are open, the most this server allows (--max-sessions {}); close one (HTTP DELETE) or wait for an idle one to expire",
+                guard.max_sessions
+            ),
+        );
+    }
     next.run(request).await
 }
 
@@ -1132,22 +1288,42 @@ mod tests {
         );
     }
 
+    fn guard(bound: &str, token: Option<&str>) -> RequestGuard {
+        RequestGuard {
+            bound: bound.parse().unwrap(),
+            token: token.map(str::to_owned),
+            sessions: Default::default(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            creating: Default::default(),
+        }
+    }
+
+    #[test]
+    fn token_comparison_is_exact() {
+        assert!(constant_time_eq(b"s3cret", b"s3cret"));
+        for given in [
+            &b""[..],
+            b"s3cre",
+            b"s3cret!",
+            b"S3cret",
+            b"s3cres",
+            b"\xff\xff",
+        ] {
+            assert!(!constant_time_eq(given, b"s3cret"), "{given:?}");
+        }
+        assert!(constant_time_eq(b"", b""));
+    }
+
     #[test]
     fn hosts_and_origins() {
-        let guard = RequestGuard {
-            bound: "127.0.0.1:8931".parse().unwrap(),
-            token: None,
-        };
+        let guard = guard("127.0.0.1:8931", None);
         assert!(guard.host_ok("127.0.0.1:8931"));
         assert!(guard.host_ok("LOCALHOST:8931"));
         assert!(guard.host_ok("[::1]:8931"));
         assert!(!guard.host_ok("evil.example:8931"));
         assert!(!guard.host_ok("127.0.0.1@evil.example"));
         assert!(!guard.host_ok(""));
-        let lan = RequestGuard {
-            bound: "192.168.1.5:80".parse().unwrap(),
-            token: Some("t".into()),
-        };
+        let lan = guard("192.168.1.5:80", Some("t"));
         assert!(lan.host_ok("192.168.1.5"));
         assert!(!lan.host_ok("192.168.1.6"));
         assert!(origin_ok("http://localhost:3000"));
