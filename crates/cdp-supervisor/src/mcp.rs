@@ -1055,16 +1055,25 @@ pub fn http_router(
     cancel: CancellationToken,
 ) -> axum::Router {
     let mut sessions = LocalSessionManager::default();
-    // rmcp closes a session whose worker saw no traffic this long; the
-    // session's McpSession is dropped, which stops its browser.
-    sessions.session_config.keep_alive = Some(options.idle_timeout);
+    // Idleness is ours (IdleSessions): rmcp's keep-alive counts a tool call
+    // that runs longer than the bound (a browser_wait) as idle and would
+    // end the session under it.
+    sessions.session_config.keep_alive = None;
     let sessions = Arc::new(sessions);
+    let idle = Arc::new(IdleSessions::default());
+    tokio::spawn(reap_idle_sessions(
+        idle.clone(),
+        sessions.clone(),
+        options.idle_timeout,
+        cancel.clone(),
+    ));
     let guard = Arc::new(RequestGuard {
         bound,
         token: options.token.clone(),
         sessions: sessions.clone(),
         max_sessions: options.max_sessions,
         creating: tokio::sync::Mutex::new(()),
+        idle,
     });
     // rmcp's own Host check would refuse a non-loopback bound address; ours
     // (below) is the one policy, so rmcp's is given the same allow-list.
@@ -1107,6 +1116,125 @@ struct RequestGuard {
     /// Held while a request that may create a session runs, so that two
     /// concurrent `initialize` calls cannot both take the last place.
     creating: tokio::sync::Mutex<()>,
+    /// When each session was last used, and its requests in flight.
+    idle: Arc<IdleSessions>,
+}
+
+/// The MCP session id header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Per HTTP session: when its last request ended and how many of its
+/// requests (a tool call, an open SSE stream) are still running. A session
+/// is idle when none is running and the last ended `--idle-timeout-s` ago:
+/// a long `browser_wait` is not idleness, a client that vanished is (its
+/// connections close, their responses are dropped).
+#[derive(Default)]
+struct IdleSessions(std::sync::Mutex<std::collections::HashMap<String, Activity>>);
+
+struct Activity {
+    last: std::time::Instant,
+    in_flight: usize,
+}
+
+impl IdleSessions {
+    /// A request of session `id` starts; it ends when the guard is dropped
+    /// (with the response body).
+    fn begin(self: &Arc<Self>, id: &str) -> InFlight {
+        let mut map = self.0.lock().expect("idle lock");
+        let a = map.entry(id.to_owned()).or_insert(Activity {
+            last: std::time::Instant::now(),
+            in_flight: 0,
+        });
+        a.in_flight += 1;
+        InFlight {
+            sessions: self.clone(),
+            id: id.to_owned(),
+        }
+    }
+
+    /// The sessions idle for `bound` at `now`, forgotten here.
+    fn take_idle(&self, bound: std::time::Duration, now: std::time::Instant) -> Vec<String> {
+        let mut map = self.0.lock().expect("idle lock");
+        let idle: Vec<String> = map
+            .iter()
+            .filter(|(_, a)| a.in_flight == 0 && now.saturating_duration_since(a.last) >= bound)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &idle {
+            map.remove(id);
+        }
+        idle
+    }
+
+    /// Forgets sessions rmcp no longer has (deleted, ended).
+    fn retain(&self, live: impl Fn(&str) -> bool) {
+        self.0.lock().expect("idle lock").retain(|id, _| live(id));
+    }
+}
+
+/// One request in flight (see [`IdleSessions::begin`]).
+struct InFlight {
+    sessions: Arc<IdleSessions>,
+    id: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut map = self.sessions.0.lock().expect("idle lock");
+        if let Some(a) = map.get_mut(&self.id) {
+            a.in_flight = a.in_flight.saturating_sub(1);
+            a.last = std::time::Instant::now();
+        }
+    }
+}
+
+/// How often idle sessions are looked for, at most (a fraction of the bound
+/// below it, so a 2 s bound is kept to within half a second).
+const IDLE_CHECK_MAX_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Closes every session idle for `bound` (rmcp then ends its worker, the
+/// session's [`McpSession`] is dropped and its browser stopped) until `cancel`.
+async fn reap_idle_sessions(
+    idle: Arc<IdleSessions>,
+    sessions: Arc<LocalSessionManager>,
+    bound: std::time::Duration,
+    cancel: CancellationToken,
+) {
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    let every = (bound / 4).clamp(
+        std::time::Duration::from_millis(50),
+        IDLE_CHECK_MAX_INTERVAL,
+    );
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        {
+            let live = sessions.sessions.read().await;
+            idle.retain(|id| live.contains_key(id));
+        }
+        for id in idle.take_idle(bound, std::time::Instant::now()) {
+            tracing::info!(
+                session = id,
+                "closing an MCP session idle for {bound:?} (and its browser)"
+            );
+            if let Err(e) = sessions.close_session(&Arc::from(id.as_str())).await {
+                tracing::warn!(session = id, "cannot close an idle MCP session: {e}");
+            }
+        }
+    }
+}
+
+/// `response` whose body holds `in_flight` until it is sent or dropped.
+fn holding(response: Response, in_flight: InFlight) -> Response {
+    use futures_util::StreamExt;
+    let (parts, body) = response.into_parts();
+    let stream = body.into_data_stream().map(move |chunk| {
+        let _held = &in_flight;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(stream))
 }
 
 impl RequestGuard {
@@ -1241,13 +1369,20 @@ async fn guard_request(
         }
     };
     let request = Request::from_parts(parts, axum::body::Body::from(body));
+    if let Some(id) = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+    {
+        let in_flight = guard.idle.begin(&id);
+        return holding(next.run(request).await, in_flight);
+    }
     // A POST without a session id is an `initialize`: it creates a session.
-    let creates_session = request.method() == axum::http::Method::POST
-        && !request.headers().contains_key("mcp-session-id");
-    if !creates_session {
+    if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
-    let _one_at_a_time = guard.creating.lock().await;
+    let one_at_a_time = guard.creating.lock().await;
     let live = guard.sessions.sessions.read().await.len();
     if live >= guard.max_sessions {
         tracing::warn!(live, "refused a new MCP session: --max-sessions reached");
@@ -1259,7 +1394,20 @@ async fn guard_request(
             ),
         );
     }
-    next.run(request).await
+    let response = next.run(request).await;
+    drop(one_at_a_time);
+    match response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+    {
+        Some(id) => {
+            let in_flight = guard.idle.begin(&id);
+            holding(response, in_flight)
+        }
+        None => response,
+    }
 }
 
 #[cfg(test)]
@@ -1295,7 +1443,35 @@ mod tests {
             sessions: Default::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             creating: Default::default(),
+            idle: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_session_is_idle_only_with_nothing_in_flight_for_the_bound() {
+        let idle = Arc::new(IdleSessions::default());
+        let bound = std::time::Duration::from_secs(2);
+        let t0 = std::time::Instant::now();
+        let call = idle.begin("s1");
+        let later = t0 + std::time::Duration::from_secs(60);
+        assert!(
+            idle.take_idle(bound, later).is_empty(),
+            "a long call is not idleness"
+        );
+        drop(call);
+        let ended = std::time::Instant::now();
+        assert!(idle.take_idle(bound, ended).is_empty(), "just used");
+        assert_eq!(idle.take_idle(bound, ended + bound), ["s1"]);
+        assert!(
+            idle.take_idle(bound, ended + bound * 2).is_empty(),
+            "taken once"
+        );
+        let _s2 = idle.begin("s2");
+        idle.retain(|id| id != "s2");
+        assert!(
+            idle.0.lock().unwrap().is_empty(),
+            "gone from rmcp: forgotten"
+        );
     }
 
     #[test]

@@ -432,12 +432,24 @@ async fn an_idle_session_is_closed_with_its_browser_and_then_gets_404() {
     .await;
     assert_eq!(r["structuredContent"]["status"], "loaded", "{r}");
     wait_tasks(&s, 1).await;
+    // A call that runs longer than the bound is not idleness.
+    let r = call(
+        &url,
+        "",
+        &sid,
+        4,
+        "browser_wait",
+        json!({"event": "dialog_opened", "timeout_s": 3}),
+    )
+    .await;
+    assert_eq!(r["structuredContent"]["happened"], false, "{r}");
+    assert_eq!(s.registry().task_ids().len(), 1, "still running");
     // Idle: no request from here on. The browser goes within the bound
     // (2 s) plus the time to stop it; polled, never a fixed sleep.
     wait_tasks(&s, 0).await;
     let r = post(
         &url,
-        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
         &[],
         Some(&sid),
     )

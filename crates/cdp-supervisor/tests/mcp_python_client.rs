@@ -6,7 +6,9 @@
 //! wait, a failed connect that keeps the old browser), `push.py` for what the
 //! server pushes and waits on (the `browser://snapshot` resource and its
 //! update notifications, `browser_wait`, `ask_user` through elicitation, a
-//! dialog policy per type, output schemas). Fails — never skips —
+//! dialog policy per type, output schemas), `security.py` for the
+//! navigation policy (blocked and allowed origins, `file:`) and the HTTP
+//! bounds (413, `--max-sessions`, `--idle-timeout-s`). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -60,4 +62,9 @@ fn what_the_agent_reads_through_the_python_sdk_is_true() {
 #[test]
 fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
     run_script("push.py");
+}
+
+#[test]
+fn the_navigation_policy_and_http_bounds_hold_through_the_python_sdk() {
+    run_script("security.py");
 }

@@ -9,7 +9,7 @@
 # of this folder against the given binary: client.py (the default: stdio and
 # streamable HTTP), truth.py (what the agent reads is true) or push.py (the
 # snapshot resource and its notifications, browser_wait, ask_user, policy per
-# type, output schemas); ARGS such as `--only NAME` or `--serial` go to it
+# type, output schemas) or security.py (navigation policy, HTTP bounds); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on
 # any failure.
