@@ -230,7 +230,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A key the config does not have (a typo, or a stray variable).
-    #[error("unknown config key `{key}`{}; known keys: {}", origin_suffix(origin), KEYS.join(", "))]
+    #[error("unknown config key `{}`{}; known keys: {}", one_line(key), origin_suffix(origin), KEYS.join(", "))]
     UnknownKey {
         /// The key path, e.g. `browser.dialog_polcy`.
         key: String,
@@ -239,7 +239,8 @@ pub enum ConfigError {
     },
     /// A known key with a value it cannot take.
     #[error(
-        "{key}: {value} is not allowed{}; allowed: {allowed}",
+        "{}: {value} is not allowed{}; allowed: {allowed}",
+        one_line(key),
         origin_suffix(origin)
     )]
     BadValue {
@@ -252,6 +253,16 @@ pub enum ConfigError {
         /// Where it came from (file path or environment variable), if known.
         origin: Option<String>,
     },
+}
+
+/// Text from the input, made safe for a one-line message: control
+/// characters (a line break in a YAML key or scalar) are escaped.
+fn one_line(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.escape_debug().to_string()
+    } else {
+        s.to_owned()
+    }
 }
 
 fn origin_suffix(origin: &Option<String>) -> String {
@@ -415,7 +426,7 @@ impl Config {
             other => {
                 return Err(yaml_error(format!(
                     "the document must be a mapping with a `browser:` section, not {}",
-                    compact(&other)
+                    one_line(&compact(&other))
                 )));
             }
         };
@@ -970,6 +981,28 @@ mod tests {
 
         let msg = yaml("- a\n- b\n").unwrap_err().to_string();
         assert!(msg.contains("must be a mapping"), "{msg}");
+    }
+
+    #[test]
+    fn regression_fuzz_config_errors_stay_on_one_line_whatever_the_input() {
+        // fuzz/config found it: a document that is a scalar with CRs in it
+        // (bytes f7 0d 0d ff) printed them raw in the error.
+        let text = String::from_utf8_lossy(b"\xf7\r\r\xff").into_owned();
+        let msg = yaml(&text).unwrap_err().to_string();
+        assert!(!msg.contains(['\r', '\n']), "{msg:?}");
+        assert!(msg.contains("must be a mapping"), "{msg}");
+        let msg = yaml("browser:\n  \"a\\nb\": 1\n").unwrap_err().to_string();
+        assert!(!msg.contains('\n'), "{msg:?}");
+        assert!(
+            msg.starts_with("unknown config key `browser.a\\nb`"),
+            "{msg}"
+        );
+        let msg = yaml("\"x\\ry\": 1\n").unwrap_err().to_string();
+        assert!(!msg.contains('\r'), "{msg:?}");
+        let msg = yaml("browser:\n  dialog_policy: {\"a\\nb\": [1]}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(!msg.contains('\n'), "{msg:?}");
     }
 
     #[test]
