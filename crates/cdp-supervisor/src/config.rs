@@ -1042,7 +1042,7 @@ mod tests {
         assert_eq!(c.browser.blocked_origins, ["http://b.test"]);
         assert!(c.browser.allow_file_urls);
         let p = c.browser.navigation_policy().unwrap();
-        assert!(p.intercepts());
+        assert_eq!(p.document_pattern(), Some("*"));
         assert!(p.check("file:///tmp/x").is_ok());
 
         let c = Config::load(
@@ -1067,7 +1067,10 @@ mod tests {
         let d = Config::default();
         assert!(d.browser.allowed_origins.is_empty() && d.browser.blocked_origins.is_empty());
         assert!(!d.browser.allow_file_urls);
-        assert!(!d.browser.navigation_policy().unwrap().intercepts());
+        assert_eq!(
+            d.browser.navigation_policy().unwrap().document_pattern(),
+            None
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The navigation policy in the browser: document requests paused by the
-//! session's `Fetch.enable` (see `Targets::setup`) are continued or failed
-//! with `BlockedByClient`, and a document that committed anyway (a `file:`
-//! URL, which Chromium loads without a request `Fetch` can pause, or a
-//! session whose `Fetch.enable` had not taken effect yet) is released to
-//! `about:blank`. Each stop is kept in the snapshot's `blocked_navigations`.
+//! session's `Fetch.enable` (see `Targets::setup`; `file:` navigations are
+//! paused too, verified on Chromium 156) are continued or failed with
+//! `BlockedByClient`. A refused document that committed anyway is released
+//! to `about:blank`: a `file:` document under the default policy (which
+//! intercepts nothing, see `NavigationPolicy::document_pattern`), or one on
+//! a session whose `Fetch.enable` had not taken effect yet. Each stop is
+//! kept in the snapshot's `blocked_navigations`.
 
 use super::{Notice, Now, Out, Purpose, State, Target};
 use crate::cdp::protocol::{FrameId, SessionId};

@@ -172,7 +172,7 @@ impl State {
     fn intercept(&self) -> Intercept {
         Intercept {
             bridge: self.opts.dialog_bridge,
-            documents: self.opts.navigation.intercepts(),
+            documents: self.opts.navigation.document_pattern(),
         }
     }
 

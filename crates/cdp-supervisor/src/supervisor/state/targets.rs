@@ -16,24 +16,25 @@ use std::collections::HashMap;
 pub struct Intercept {
     /// The dialog bridge's requests ([`bridge::fetch_patterns`]).
     pub bridge: bool,
-    /// Every document request, for the navigation policy
-    /// ([`crate::supervisor::origins`]).
-    pub documents: bool,
+    /// The document requests the navigation policy checks (a `urlPattern`,
+    /// see [`crate::supervisor::origins::NavigationPolicy::document_pattern`]).
+    pub documents: Option<&'static str>,
 }
 
 impl Intercept {
-    /// `Fetch.enable` params, or `None`: no interception at all (the
-    /// default costs nothing).
+    /// `Fetch.enable` params, or `None`: no interception at all.
     pub fn fetch_params(self) -> Option<Value> {
         let mut patterns = Vec::new();
         if self.bridge {
             let bridge = bridge::fetch_patterns();
             patterns.extend(bridge["patterns"].as_array().cloned().unwrap_or_default());
         }
-        if self.documents {
-            patterns.push(
-                json!({"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}),
-            );
+        if let Some(url_pattern) = self.documents {
+            patterns.push(json!({
+                "urlPattern": url_pattern,
+                "resourceType": "Document",
+                "requestStage": "Request",
+            }));
         }
         (!patterns.is_empty()).then(|| json!({ "patterns": patterns }))
     }
