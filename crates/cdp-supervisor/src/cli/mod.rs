@@ -56,6 +56,18 @@ struct BrowserFlags {
     /// Seconds the must_respond watchdog waits before dismissing a dialog.
     #[arg(long, value_name = "SECONDS")]
     dialog_timeout_s: Option<String>,
+    /// Documents may load only from these origins, comma-separated
+    /// (scheme://host[:port]; *.example.com for subdomains); enforced in
+    /// the browser.
+    #[arg(long, value_name = "ORIGINS")]
+    allowed_origins: Option<String>,
+    /// Documents never load from these origins, comma-separated (wins over
+    /// --allowed-origins).
+    #[arg(long, value_name = "ORIGINS")]
+    blocked_origins: Option<String>,
+    /// Let file: documents load (refused by default).
+    #[arg(long)]
+    allow_file_urls: bool,
 }
 
 #[derive(Args, Debug)]
@@ -145,6 +157,18 @@ fn load_config(path: Option<&std::path::Path>, flags: &BrowserFlags) -> Result<C
         &flags.dialog_timeout_s,
         "--dialog-timeout-s",
     )?;
+    set(
+        "browser.allowed_origins",
+        &flags.allowed_origins,
+        "--allowed-origins",
+    )?;
+    set(
+        "browser.blocked_origins",
+        &flags.blocked_origins,
+        "--blocked-origins",
+    )?;
+    let allow_file = flags.allow_file_urls.then(|| "true".to_owned());
+    set("browser.allow_file_urls", &allow_file, "--allow-file-urls")?;
     Ok(config)
 }
 
