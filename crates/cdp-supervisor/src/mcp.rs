@@ -98,7 +98,8 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Sessions live at once; one more `initialize` gets HTTP 503.
     pub max_sessions: usize,
-    /// A session with no traffic this long is closed with its browser.
+    /// A session with no request in flight for this long is closed with
+    /// its browser (a long tool call or an open event stream is not idle).
     pub idle_timeout: std::time::Duration,
 }
 

@@ -71,7 +71,7 @@ async fn cdp(h: &Harness, method: &str, params: Value) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blocked_origins_stop_an_oopif_a_cdp_navigate_and_a_page_script_while_a_test_loads() {
+async fn blocked_origins_stop_an_oopif_a_cdp_navigate_and_a_page_script_while_the_page_loads() {
     let h = Harness::start_with(policy(&[], &["http://b.test"], false)).await;
     add_pages(&h);
 
