@@ -5,8 +5,9 @@ policy through the official MCP Python SDK, the HTTP bounds over raw HTTP.
                                 port): an OOPIF's document, browser_navigate
                                 (a tool error naming the rule, nothing sent),
                                 browser_cdp Page.navigate, a page's
-                                `location =` and its window.open(_self) are
-                                refused while a.test loads; each is listed
+                                `location =`, its window.open(_self) and an
+                                HTTP redirect from a.test are refused while
+                                a.test loads; each is listed
                                 in blocked_navigations {url, rule, at}
   file_urls                     file: refused by default (browser_navigate and
                                 browser_cdp), loaded with allow_file_urls
@@ -41,6 +42,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from common import (
+    REDIRECT,
     Fail,
     Outcome,
     Scenario,
@@ -104,6 +106,7 @@ class Requests:
                 "/b-inner": page("b inner", "<p>b.test</p>"),
                 "/b-page": page("b page", "<p>b.test</p>"),
                 "/c-page": page("c page", "<p>c.test</p>"),
+                "/to-b": f"{REDIRECT}http://b.test:{port}/b-page?via=redirect",
             }
         )
 
@@ -165,6 +168,12 @@ async def blocked_origins_everywhere(sc: Scenario, binary: str) -> None:
         await evaluate(c, f'window.open("http://b.test:{port}/b-page?via=open", "_self"); 1')
         b = await wait_blocked(sc, c, "via=open", "window.open(url, '_self')")
         sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        # An allowed document that redirects to a refused one.
+        r = await call_raw(c, "browser_navigate", {"url": f"http://a.test:{port}/to-b"})
+        sc.log(f"browser_navigate to a redirect into b.test: {r.text!r}")
+        b = await wait_blocked(sc, c, "via=redirect", "an HTTP redirect")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        sc.check("/to-b" in req.paths, "the allowed document that redirects was requested")
         sc.check("/b-page" not in req.paths, f"no b.test document was ever requested ({req.paths})")
 
 
