@@ -6,9 +6,11 @@
 #![no_main]
 
 use cdp_supervisor::cdp::protocol::{Event, SessionId};
+use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::state::{
-    CONSOLE_ERRORS_MAX, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogRequest,
+    BLOCKED_NAVIGATIONS_MAX, CONSOLE_ERRORS_MAX, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction,
+    DialogRequest,
     FRAME_TREE_MAX_ENTRIES, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError,
     SESSIONS_TRACKED_MAX, State, Target,
 };
@@ -280,6 +282,7 @@ impl Run {
         assert!(snap.frame_tree.children.len() <= FRAME_TREE_MAX_ENTRIES);
         assert!(snap.recent_dialogs.len() <= RECENT_DIALOGS_MAX);
         assert!(snap.console_errors.len() <= CONSOLE_ERRORS_MAX);
+        assert!(snap.blocked_navigations.len() <= BLOCKED_NAVIGATIONS_MAX);
         assert!(self.st.session_ids().count() <= SESSIONS_TRACKED_MAX + 1);
         for d in snap
             .pending_dialogs
@@ -382,6 +385,13 @@ fuzz_target!(|input: Input| {
         st: State::new(Options {
             policy: policy.into(),
             dialog_timeout: Duration::from_millis(u64::from(input.dialog_timeout_ms)),
+            // Half the runs with a navigation policy: h3.test is refused, so
+            // commits to it are released (and Fetch is enabled on sessions).
+            navigation: if input.policy & 4 == 0 {
+                NavigationPolicy::default()
+            } else {
+                NavigationPolicy::new(&[] as &[&str], &["https://h3.test"], false).unwrap()
+            },
             ..Default::default()
         }),
         now: Now::system(),

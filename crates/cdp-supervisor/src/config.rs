@@ -14,7 +14,13 @@
 //!   chromium_args: []           # extra flags for a launched Chromium
 //!   target_id: ""               # with cdp_url: the tab to supervise; empty: first page
 //!   max_tabs: 20                # tabs supervised per task (popups past it: tabs_truncated)
+//!   allowed_origins: []         # documents may load only from these origins (empty: any)
+//!   blocked_origins: []         # never from these (wins over allowed_origins)
+//!   allow_file_urls: false      # file: documents
 //! ```
+//!
+//! The three navigation keys are enforced in the browser; see
+//! [`crate::supervisor::origins`] for what an origin entry matches.
 //!
 //! Every value, whatever layer it comes from, goes through [`Config::set`], so
 //! one key is validated one way and every error reads the same: one line
@@ -35,6 +41,7 @@
 
 use crate::browser::LaunchOptions;
 use crate::cdp::endpoint::CdpHeaders;
+use crate::supervisor::origins::{NavigationPolicy, ORIGIN_ALLOWED, OriginError, OriginPattern};
 use crate::supervisor::policy::{DIALOG_TYPES, DialogPolicies, DialogPolicy, PolicyError};
 use serde_json::Value;
 use std::fmt;
@@ -72,6 +79,9 @@ pub const KEYS: &[&str] = &[
     "browser.chromium_args",
     "browser.target_id",
     "browser.max_tabs",
+    "browser.allowed_origins",
+    "browser.blocked_origins",
+    "browser.allow_file_urls",
 ];
 
 /// The whole configuration.
@@ -110,6 +120,13 @@ pub struct BrowserConfig {
     /// Tabs supervised per task, the first one included; popups past it
     /// are not supervised (the snapshot says `tabs_truncated`). 1 to 1000.
     pub max_tabs: usize,
+    /// Documents may load only from these origins (empty: any). Each entry
+    /// is valid ([`OriginPattern::parse`]).
+    pub allowed_origins: Vec<String>,
+    /// Documents never load from these origins (wins over `allowed_origins`).
+    pub blocked_origins: Vec<String>,
+    /// Whether `file:` documents may load.
+    pub allow_file_urls: bool,
 }
 
 impl Default for BrowserConfig {
@@ -125,6 +142,9 @@ impl Default for BrowserConfig {
             chromium_args: Vec::new(),
             target_id: String::new(),
             max_tabs: crate::supervisor::state::MAX_TABS_DEFAULT,
+            allowed_origins: Vec::new(),
+            blocked_origins: Vec::new(),
+            allow_file_urls: false,
         }
     }
 }
@@ -139,6 +159,20 @@ impl BrowserConfig {
             extra_args: self.chromium_args.clone(),
             ..LaunchOptions::default()
         }
+    }
+
+    /// The navigation policy of this section (`allowed_origins`,
+    /// `blocked_origins`, `allow_file_urls`).
+    ///
+    /// # Errors
+    /// An entry that is not an origin: [`Config::set`] never stores one,
+    /// but a library caller may fill the struct itself.
+    pub fn navigation_policy(&self) -> Result<NavigationPolicy, OriginError> {
+        NavigationPolicy::new(
+            &self.allowed_origins,
+            &self.blocked_origins,
+            self.allow_file_urls,
+        )
     }
 }
 
@@ -223,7 +257,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A key the config does not have (a typo, or a stray variable).
-    #[error("unknown config key `{key}`{}; known keys: {}", origin_suffix(origin), KEYS.join(", "))]
+    #[error("unknown config key `{}`{}; known keys: {}", one_line(key), origin_suffix(origin), KEYS.join(", "))]
     UnknownKey {
         /// The key path, e.g. `browser.dialog_polcy`.
         key: String,
@@ -232,7 +266,8 @@ pub enum ConfigError {
     },
     /// A known key with a value it cannot take.
     #[error(
-        "{key}: {value} is not allowed{}; allowed: {allowed}",
+        "{}: {value} is not allowed{}; allowed: {allowed}",
+        one_line(key),
         origin_suffix(origin)
     )]
     BadValue {
@@ -245,6 +280,16 @@ pub enum ConfigError {
         /// Where it came from (file path or environment variable), if known.
         origin: Option<String>,
     },
+}
+
+/// Text from the input, made safe for a one-line message: control
+/// characters (a line break in a YAML key or scalar) are escaped.
+fn one_line(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.escape_debug().to_string()
+    } else {
+        s.to_owned()
+    }
 }
 
 fn origin_suffix(origin: &Option<String>) -> String {
@@ -322,6 +367,7 @@ const ARGS_ALLOWED: &str = "a YAML/JSON list of strings, or whitespace-separated
 const HEADERS_ALLOWED: &str =
     "a YAML/JSON map of header name to string value, e.g. {Authorization: \"Bearer …\"}";
 const COMMAND_ALLOWED: &str = "a YAML/JSON list of strings (the program and its arguments)";
+const BOOL_ALLOWED: &str = "true or false";
 
 impl Config {
     /// Builds the config from defaults, then the YAML file at `path` (or, when
@@ -410,7 +456,7 @@ impl Config {
             other => {
                 return Err(yaml_error(format!(
                     "the document must be a mapping with a `browser:` section, not {}",
-                    compact(&other)
+                    one_line(&compact(&other))
                 )));
             }
         };
@@ -464,6 +510,16 @@ impl Config {
                             })
                             .collect::<Result<_, _>>()?;
                     }
+                    Value::Array(items) if is_origin_list(&key) => {
+                        let list = items
+                            .iter()
+                            .map(|item| {
+                                scalar_text(item)
+                                    .ok_or_else(|| bad_value(&key, &compact(item), ORIGIN_ALLOWED))
+                            })
+                            .collect::<Result<Vec<_>, _>>()?;
+                        self.set_origins(&key, list)?;
+                    }
                     other => match scalar_text(&other) {
                         Some(text) => self.set(&key, &text)?,
                         None => {
@@ -471,6 +527,7 @@ impl Config {
                                 "browser.chromium_args" => ARGS_ALLOWED,
                                 "browser.cdp_headers" => HEADERS_ALLOWED,
                                 "browser.provider_command" => COMMAND_ALLOWED,
+                                k if is_origin_list(k) => ORIGIN_ALLOWED,
                                 _ => "a single value",
                             };
                             // Header values are secrets: never quoted back.
@@ -552,7 +609,37 @@ impl Config {
                     .filter(|n| (1..=MAX_TABS_MAX).contains(n))
                     .ok_or_else(|| bad_value(key_path, value, MAX_TABS_ALLOWED))?;
             }
+            "browser.allowed_origins" | "browser.blocked_origins" => {
+                let list =
+                    parse_list(value).ok_or_else(|| bad_value(key_path, value, ORIGIN_ALLOWED))?;
+                self.set_origins(key_path, list)?;
+            }
+            "browser.allow_file_urls" => {
+                b.allow_file_urls = match value.trim() {
+                    "true" | "1" => true,
+                    "false" | "0" | "" => false,
+                    _ => return Err(bad_value(key_path, value, BOOL_ALLOWED)),
+                };
+            }
             _ => return Err(unknown_key(key_path)),
+        }
+        Ok(())
+    }
+
+    /// Sets `allowed_origins` or `blocked_origins` once every entry parses.
+    fn set_origins(&mut self, key_path: &str, list: Vec<String>) -> Result<(), ConfigError> {
+        if let Some(e) = list.iter().find_map(|e| OriginPattern::parse(e).err()) {
+            return Err(ConfigError::BadValue {
+                key: key_path.to_owned(),
+                value: format!("{:?} ({})", e.entry, e.why),
+                allowed: ORIGIN_ALLOWED.to_owned(),
+                origin: None,
+            });
+        }
+        let list = list.into_iter().map(|e| e.trim().to_owned()).collect();
+        match key_path {
+            "browser.allowed_origins" => self.browser.allowed_origins = list,
+            _ => self.browser.blocked_origins = list,
         }
         Ok(())
     }
@@ -577,6 +664,9 @@ impl Config {
             "browser.chromium_args" => b.chromium_args = d.chromium_args,
             "browser.target_id" => b.target_id = d.target_id,
             "browser.max_tabs" => b.max_tabs = d.max_tabs,
+            "browser.allowed_origins" => b.allowed_origins = d.allowed_origins,
+            "browser.blocked_origins" => b.blocked_origins = d.blocked_origins,
+            "browser.allow_file_urls" => b.allow_file_urls = d.allow_file_urls,
             _ => {}
         }
     }
@@ -630,6 +720,25 @@ fn parse_args(value: &str) -> Option<Vec<String>> {
     } else {
         Some(trimmed.split_whitespace().map(str::to_owned).collect())
     }
+}
+
+fn is_origin_list(key: &str) -> bool {
+    matches!(key, "browser.allowed_origins" | "browser.blocked_origins")
+}
+
+/// An origin list from text: a YAML/JSON list, or entries separated by
+/// commas and/or whitespace; `None` for a malformed list.
+fn parse_list(value: &str) -> Option<Vec<String>> {
+    if value.trim().starts_with('[') {
+        return parse_args(value);
+    }
+    Some(
+        value
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 /// The text of a YAML scalar (`300`, `true`, `"x"`); `None` for a list or map.
@@ -1017,6 +1126,28 @@ mod tests {
     }
 
     #[test]
+    fn regression_fuzz_config_errors_stay_on_one_line_whatever_the_input() {
+        // fuzz/config found it: a document that is a scalar with CRs in it
+        // (bytes f7 0d 0d ff) printed them raw in the error.
+        let text = String::from_utf8_lossy(b"\xf7\r\r\xff").into_owned();
+        let msg = yaml(&text).unwrap_err().to_string();
+        assert!(!msg.contains(['\r', '\n']), "{msg:?}");
+        assert!(msg.contains("must be a mapping"), "{msg}");
+        let msg = yaml("browser:\n  \"a\\nb\": 1\n").unwrap_err().to_string();
+        assert!(!msg.contains('\n'), "{msg:?}");
+        assert!(
+            msg.starts_with("unknown config key `browser.a\\nb`"),
+            "{msg}"
+        );
+        let msg = yaml("\"x\\ry\": 1\n").unwrap_err().to_string();
+        assert!(!msg.contains('\r'), "{msg:?}");
+        let msg = yaml("browser:\n  dialog_policy: {\"a\\nb\": [1]}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(!msg.contains('\n'), "{msg:?}");
+    }
+
+    #[test]
     fn set_is_atomic_on_error() {
         let mut c = Config::default();
         c.set("browser.dialog_timeout_s", "9").unwrap();
@@ -1038,6 +1169,96 @@ mod tests {
             assert_eq!(c.has_cdp(), cdp, "{name}");
             assert_eq!(c.browser.cloud_provider.as_str(), name);
         }
+    }
+
+    #[test]
+    fn navigation_keys_come_from_yaml_env_and_flags() {
+        let c = yaml(
+            "browser:\n  allowed_origins: [\"https://*.example.com\", http://a.test:8080]\n  blocked_origins: [http://b.test]\n  allow_file_urls: true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.browser.allowed_origins,
+            ["https://*.example.com", "http://a.test:8080"]
+        );
+        assert_eq!(c.browser.blocked_origins, ["http://b.test"]);
+        assert!(c.browser.allow_file_urls);
+        let p = c.browser.navigation_policy().unwrap();
+        assert_eq!(p.document_pattern(), Some("*"));
+        assert!(p.check("file:///tmp/x").is_ok());
+
+        let c = Config::load(
+            None,
+            env(&[
+                (
+                    "CDP_SUPERVISOR_BROWSER__BLOCKED_ORIGINS",
+                    "http://b.test, http://169.254.169.254",
+                ),
+                ("CDP_SUPERVISOR_BROWSER__ALLOWED_ORIGINS", "[http://a.test]"),
+                ("CDP_SUPERVISOR_BROWSER__ALLOW_FILE_URLS", "false"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.browser.blocked_origins,
+            ["http://b.test", "http://169.254.169.254"]
+        );
+        assert_eq!(c.browser.allowed_origins, ["http://a.test"]);
+        assert!(!c.browser.allow_file_urls);
+
+        let d = Config::default();
+        assert!(d.browser.allowed_origins.is_empty() && d.browser.blocked_origins.is_empty());
+        assert!(!d.browser.allow_file_urls);
+        assert_eq!(
+            d.browser.navigation_policy().unwrap().document_pattern(),
+            None
+        );
+    }
+
+    #[test]
+    fn bad_navigation_values_name_the_key_the_entry_and_what_is_allowed() {
+        let msg = Config::load(
+            None,
+            env(&[(
+                "CDP_SUPERVISOR_BROWSER__BLOCKED_ORIGINS",
+                "http://b.test/admin",
+            )]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.starts_with(
+                "browser.blocked_origins: \"http://b.test/admin\" (an origin has no path"
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("CDP_SUPERVISOR_BROWSER__BLOCKED_ORIGINS"),
+            "{msg}"
+        );
+        assert!(msg.contains("scheme://host[:port]"), "{msg}");
+        let msg = yaml("browser:\n  allowed_origins: [{a: 1}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("browser.allowed_origins: "), "{msg}");
+        let msg = yaml("browser:\n  allowed_origins: {a: 1}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("list of origins"), "{msg}");
+        let msg = Config::default()
+            .set("browser.allow_file_urls", "sometimes")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "browser.allow_file_urls: \"sometimes\" is not allowed; allowed: true or false"
+        );
+        let mut c = Config::default();
+        c.set("browser.blocked_origins", "http://b.test").unwrap();
+        let _ = c.set("browser.blocked_origins", "http://ok.test ftp://x/y");
+        assert_eq!(c.browser.blocked_origins, ["http://b.test"], "atomic");
+        c.merge_yaml("browser:\n  blocked_origins: ~\n").unwrap();
+        assert!(c.browser.blocked_origins.is_empty());
     }
 
     #[test]

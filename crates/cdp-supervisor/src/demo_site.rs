@@ -63,15 +63,21 @@ const MANY_DEFAULT: u32 = 40;
 pub struct SiteServer {
     port: u16,
     pages: Pages,
+    requests: Requests,
     stop: Option<oneshot::Sender<()>>,
 }
 
 type Pages = Arc<RwLock<HashMap<String, String>>>;
+/// Every request served, as `host path` (for tests: what reached the network).
+type Requests = Arc<RwLock<Vec<String>>>;
+/// The request log's bound (a fixture server, not a production one).
+const REQUESTS_LOGGED_MAX: usize = 10_000;
 
 #[derive(Clone)]
 struct AppState {
     port: u16,
     pages: Pages,
+    requests: Requests,
 }
 
 impl SiteServer {
@@ -84,9 +90,11 @@ impl SiteServer {
             tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
         let port = listener.local_addr()?.port();
         let pages = Pages::default();
+        let requests = Requests::default();
         let app = axum::Router::new().fallback(serve).with_state(AppState {
             port,
             pages: pages.clone(),
+            requests: requests.clone(),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -103,6 +111,7 @@ impl SiteServer {
         Ok(SiteServer {
             port,
             pages,
+            requests,
             stop: Some(stop),
         })
     }
@@ -115,6 +124,16 @@ impl SiteServer {
     /// `http://{host}:{port}{path}`; `url("a.test", "/demo")`.
     pub fn url(&self, host: &str, path: &str) -> String {
         format!("http://{host}:{}{path}", self.port)
+    }
+
+    /// Every request served so far, oldest first, as `host path` (the
+    /// `Host` header without its port, the path without the query):
+    /// `"b.test /blank"`. The first 10 000 are kept.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Serves `html` at `path` (on every host) from now on, replacing a
@@ -160,6 +179,12 @@ async fn serve(
         .and_then(|h| h.to_str().ok())
         .map(|h| h.split(':').next().unwrap_or(h).to_owned())
         .unwrap_or_default();
+    {
+        let mut log = state.requests.write().unwrap_or_else(|e| e.into_inner());
+        if log.len() < REQUESTS_LOGGED_MAX {
+            log.push(format!("{host} {path}"));
+        }
+    }
     match added.or_else(|| builtin_page(path, &query, &host, state.port)) {
         Some(html) => html_response(StatusCode::OK, html),
         None => html_response(

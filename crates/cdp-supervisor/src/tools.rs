@@ -20,6 +20,7 @@ use crate::supervisor::driver::{
     CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
+use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
@@ -229,6 +230,241 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, Too
     serde_json::from_value(args).map_err(|e| ToolError::new(format!("{tool}: bad arguments: {e}")))
 }
 
+/// A tool call whose arguments passed every check that needs no browser:
+/// the JSON shape, URL scheme and navigation policy, CDP method name and
+/// params, timeouts, `browser_wait` event, dialog action. What
+/// [`AgentSession::call`] runs; pure, so it is fuzzed on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolCall {
+    /// `browser_navigate`.
+    Navigate {
+        /// An absolute URL of an allowed scheme that the policy allows.
+        url: String,
+    },
+    /// `browser_snapshot`.
+    Snapshot,
+    /// `browser_dialog`.
+    Dialog {
+        /// `accept`, `dismiss` or `ask_user`.
+        action: DialogChoice,
+        /// For a prompt.
+        prompt_text: Option<String>,
+        /// Which dialog.
+        dialog_id: Option<String>,
+        /// For a file chooser accepted: the paths to set.
+        files: Option<Vec<String>>,
+    },
+    /// `browser_cdp`.
+    Cdp {
+        /// `Domain.method`.
+        method: String,
+        /// A JSON object.
+        params: Value,
+        /// An OOPIF to run it in.
+        frame_id: Option<String>,
+        /// A supervised tab to run it on (default: the current tab).
+        target_id: Option<String>,
+        /// Within (0, [`CDP_MAX_TIMEOUT_S`]].
+        timeout_s: f64,
+    },
+    /// `browser_tabs`.
+    Tabs {
+        /// `list`, `new`, `select` or `close` (checked by the tool).
+        action: String,
+        /// The tab, for `select` and `close`.
+        target_id: Option<String>,
+        /// For `new`: a URL the navigation policy allows.
+        url: Option<String>,
+    },
+    /// `browser_wait`.
+    Wait {
+        /// One of [`WAIT_EVENTS`].
+        event: &'static str,
+        /// Within (0, [`WAIT_MAX_TIMEOUT_S`]].
+        timeout_s: f64,
+        /// An `event_seq` read earlier.
+        since: Option<u64>,
+    },
+    /// `browser_connect`.
+    Connect {
+        /// Not empty.
+        cdp_url: String,
+        /// Empty is `None`.
+        target_id: Option<String>,
+    },
+    /// `browser_disconnect`.
+    Disconnect,
+}
+
+/// `browser_dialog`'s `action`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DialogChoice {
+    /// Answer it.
+    Answer(DialogAction),
+    /// Hand it to the human ([`ASK_USER`]).
+    AskUser,
+}
+
+impl DialogChoice {
+    /// The spelling `browser_dialog` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DialogChoice::Answer(DialogAction::Accept) => "accept",
+            DialogChoice::Answer(DialogAction::Dismiss) => "dismiss",
+            DialogChoice::AskUser => ASK_USER,
+        }
+    }
+}
+
+impl ToolCall {
+    /// Checks tool `name`'s JSON `args` (an object, or null for none).
+    ///
+    /// # Errors
+    /// An unknown tool, or arguments the tool refuses (the message says
+    /// what is wrong and what is allowed).
+    pub fn parse(
+        name: &str,
+        args: Value,
+        policy: &NavigationPolicy,
+    ) -> Result<ToolCall, ToolError> {
+        Ok(match name {
+            "browser_navigate" => {
+                let a: NavigateArgs = parse(name, args)?;
+                check_navigation(&a.url, policy)?;
+                ToolCall::Navigate { url: a.url }
+            }
+            "browser_snapshot" => {
+                let _: NoArgs = parse(name, args)?;
+                ToolCall::Snapshot
+            }
+            "browser_dialog" => {
+                let a: DialogArgs = parse(name, args)?;
+                let action = if a.action == ASK_USER {
+                    DialogChoice::AskUser
+                } else {
+                    DialogChoice::Answer(
+                        DialogAction::parse(&a.action)
+                            .map_err(|e| ToolError::new(e.to_string()))?,
+                    )
+                };
+                ToolCall::Dialog {
+                    action,
+                    prompt_text: a.prompt_text,
+                    dialog_id: a.dialog_id,
+                    files: a.files,
+                }
+            }
+            "browser_cdp" => {
+                let a: CdpArgs = parse(name, args)?;
+                check_method(&a.method)?;
+                ToolCall::Cdp {
+                    method: a.method,
+                    params: cdp_params(a.params)?,
+                    frame_id: a.frame_id,
+                    target_id: a.target_id,
+                    timeout_s: seconds(a.timeout_s, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S)?,
+                }
+            }
+            "browser_tabs" => {
+                let a: TabsArgs = parse(name, args)?;
+                if let Some(u) = &a.url {
+                    check_navigation(u, policy)?;
+                }
+                ToolCall::Tabs {
+                    action: a.action,
+                    target_id: a.target_id,
+                    url: a.url,
+                }
+            }
+            "browser_wait" => {
+                let a: WaitArgs = parse(name, args)?;
+                ToolCall::Wait {
+                    event: wait_event(&a.event)?.0,
+                    timeout_s: seconds(a.timeout_s, WAIT_DEFAULT_TIMEOUT_S, WAIT_MAX_TIMEOUT_S)?,
+                    since: a.since,
+                }
+            }
+            "browser_connect" => {
+                let a: ConnectArgs = parse(name, args)?;
+                check_cdp_url(&a.cdp_url)?;
+                ToolCall::Connect {
+                    cdp_url: a.cdp_url,
+                    target_id: a.target_id.filter(|t| !t.is_empty()),
+                }
+            }
+            "browser_disconnect" => {
+                let _: NoArgs = parse(name, args)?;
+                ToolCall::Disconnect
+            }
+            other => {
+                return Err(ToolError::new(format!(
+                    "unknown tool {other:?}; tools: {}",
+                    ALL_TOOLS.join(", ")
+                )));
+            }
+        })
+    }
+}
+
+/// `browser_navigate`'s URL: absolute, an allowed scheme, and allowed by
+/// the navigation policy — checked before anything is sent.
+fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<(), ToolError> {
+    check_url(url)?;
+    policy.check(url).map_err(|r| {
+        ToolError::new(format!(
+            "{url} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
+            r.rule
+        ))
+    })
+}
+
+/// `browser_cdp`'s `params`: an object (none: `{}`).
+fn cdp_params(params: Option<Value>) -> Result<Value, ToolError> {
+    match params {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::Object(o)) => Ok(Value::Object(o)),
+        Some(other) => Err(ToolError::new(format!(
+            "params must be a JSON object (the CDP method's parameters), not {other}"
+        ))),
+    }
+}
+
+/// A `timeout_s`: `default` when absent, else finite, > 0 and ≤ `max`.
+fn seconds(timeout_s: Option<f64>, default: f64, max: f64) -> Result<f64, ToolError> {
+    let timeout_s = timeout_s.unwrap_or(default);
+    if timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= max {
+        Ok(timeout_s)
+    } else {
+        Err(ToolError::new(format!(
+            "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {max}"
+        )))
+    }
+}
+
+/// `browser_wait`'s event, with the kinds it counts.
+fn wait_event(event: &str) -> Result<(&'static str, &'static [EventKind]), ToolError> {
+    WAIT_EVENTS
+        .iter()
+        .find(|(name, _)| *name == event)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<&str> = WAIT_EVENTS.iter().map(|(n, _)| *n).collect();
+            ToolError::new(format!(
+                "event {event:?} is not one browser_wait knows; allowed: {}",
+                names.join(", ")
+            ))
+        })
+}
+
+fn check_cdp_url(cdp_url: &str) -> Result<(), ToolError> {
+    if cdp_url.trim().is_empty() {
+        return Err(ToolError::new(
+            "cdp_url is empty; give http://host:port, ws://host:port or a ws://…/devtools/browser/… URL",
+        ));
+    }
+    Ok(())
+}
+
 impl AgentSession {
     /// A session for `task_id`, whose supervisors live in `registry`.
     pub fn new(registry: Registry, task_id: impl Into<String>, config: Config) -> AgentSession {
@@ -282,58 +518,67 @@ impl AgentSession {
                 self.config.browser.cloud_provider.as_str()
             )));
         }
-        match name {
-            "browser_navigate" => {
-                let a: NavigateArgs = parse(name, args)?;
-                self.browser_navigate(&a.url).await
-            }
-            "browser_snapshot" => {
-                let _: NoArgs = parse(name, args)?;
-                self.browser_snapshot().await
-            }
-            "browser_dialog" => {
-                let a: DialogArgs = parse(name, args)?;
-                self.browser_dialog(&a.action, a.prompt_text, a.dialog_id, a.files)
+        if !ALL_TOOLS.contains(&name) {
+            return Err(ToolError::new(format!(
+                "unknown tool {name:?}; tools: {}",
+                self.tool_names().join(", ")
+            )));
+        }
+        match ToolCall::parse(name, args, &self.navigation_policy()?)? {
+            ToolCall::Navigate { url } => self.browser_navigate(&url).await,
+            ToolCall::Snapshot => self.browser_snapshot().await,
+            ToolCall::Dialog {
+                action,
+                prompt_text,
+                dialog_id,
+                files,
+            } => {
+                self.browser_dialog(action.as_str(), prompt_text, dialog_id, files)
                     .await
             }
-            "browser_cdp" => {
-                let a: CdpArgs = parse(name, args)?;
+            ToolCall::Cdp {
+                method,
+                params,
+                frame_id,
+                target_id,
+                timeout_s,
+            } => {
                 self.browser_cdp(
-                    &a.method,
-                    a.params,
-                    a.frame_id.as_deref(),
-                    a.target_id.as_deref(),
-                    a.timeout_s,
+                    &method,
+                    Some(params),
+                    frame_id.as_deref(),
+                    target_id.as_deref(),
+                    Some(timeout_s),
                 )
                 .await
             }
-            "browser_tabs" => {
-                let a: TabsArgs = parse(name, args)?;
-                self.browser_tabs(&a.action, a.target_id.as_deref(), a.url.as_deref())
+            ToolCall::Tabs {
+                action,
+                target_id,
+                url,
+            } => {
+                self.browser_tabs(&action, target_id.as_deref(), url.as_deref())
                     .await
             }
-            "browser_wait" => {
-                let a: WaitArgs = parse(name, args)?;
-                self.browser_wait(&a.event, a.timeout_s, a.since).await
+            ToolCall::Wait {
+                event,
+                timeout_s,
+                since,
+            } => self.browser_wait(event, Some(timeout_s), since).await,
+            ToolCall::Connect { cdp_url, target_id } => {
+                self.browser_connect(&cdp_url, target_id).await
             }
-            "browser_connect" => {
-                let a: ConnectArgs = parse(name, args)?;
-                self.browser_connect(&a.cdp_url, a.target_id).await
-            }
-            "browser_disconnect" => {
-                let _: NoArgs = parse(name, args)?;
-                Ok(self.browser_disconnect().await)
-            }
-            other => Err(ToolError::new(format!(
-                "unknown tool {other:?}; tools: {}",
-                self.tool_names().join(", ")
-            ))),
+            ToolCall::Disconnect => Ok(self.browser_disconnect().await),
         }
     }
 
-    fn options(&self, target_id: Option<String>, url: Option<&str>) -> SupervisorOptions {
+    fn options(
+        &self,
+        target_id: Option<String>,
+        url: Option<&str>,
+    ) -> Result<SupervisorOptions, ToolError> {
         let b = &self.config.browser;
-        SupervisorOptions {
+        Ok(SupervisorOptions {
             cdp_headers: url.map(|u| self.headers_for(u)).unwrap_or_default(),
             policy: b.dialog_policy,
             // Config bounds it; a library caller's struct may not be.
@@ -343,8 +588,18 @@ impl AgentSession {
             // Browserbase's proxy answers native dialogs within ~10 ms (spec).
             dialog_bridge: b.cloud_provider == CloudProvider::Browserbase,
             max_tabs: b.max_tabs,
+            navigation: self.navigation_policy()?,
             ..Default::default()
-        }
+        })
+    }
+
+    /// The configured navigation policy ([`crate::supervisor::origins`]).
+    fn navigation_policy(&self) -> Result<NavigationPolicy, ToolError> {
+        self.config.browser.navigation_policy().map_err(|e| {
+            ToolError::new(format!(
+                "the navigation policy in the config is invalid: {e}"
+            ))
+        })
     }
 
     /// `browser.cdp_headers` for `url`: only for the configured `cdp_url`'s
@@ -468,7 +723,7 @@ impl AgentSession {
             Endpoint::Local(_) => None,
         };
         self.registry
-            .get_or_start(&self.task_id, endpoint, self.options(target, url.as_deref()))
+            .get_or_start(&self.task_id, endpoint, self.options(target, url.as_deref())?)
             .await
             .map_err(|e| {
                 let hint = if chosen {
@@ -531,7 +786,7 @@ impl AgentSession {
         let desc = endpoint.describe();
         match self
             .registry
-            .get_or_start(&self.task_id, endpoint, self.options(None, None))
+            .get_or_start(&self.task_id, endpoint, self.options(None, None)?)
             .await
         {
             Ok(s) => Ok(s),
@@ -601,7 +856,8 @@ impl AgentSession {
     /// title, pending_dialogs}` — promptly with the dialog when one opens
     /// first (during load, or a `beforeunload` of the page being left).
     pub async fn browser_navigate(&self, url: &str) -> Result<Value, ToolError> {
-        check_url(url)?;
+        // Before anything is sent (the browser would refuse it too).
+        check_navigation(url, &self.navigation_policy()?)?;
         self.detached.store(false, Ordering::SeqCst);
         let s = self.supervisor().await?;
         let before = tab_ids(&s);
@@ -883,21 +1139,8 @@ impl AgentSession {
         timeout_s: Option<f64>,
     ) -> Result<Value, ToolError> {
         check_method(method)?;
-        let params = match params {
-            None | Some(Value::Null) => json!({}),
-            Some(Value::Object(o)) => Value::Object(o),
-            Some(other) => {
-                return Err(ToolError::new(format!(
-                    "params must be a JSON object (the CDP method's parameters), not {other}"
-                )));
-            }
-        };
-        let timeout_s = timeout_s.unwrap_or(CDP_DEFAULT_TIMEOUT_S);
-        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= CDP_MAX_TIMEOUT_S) {
-            return Err(ToolError::new(format!(
-                "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {CDP_MAX_TIMEOUT_S}"
-            )));
-        }
+        let params = cdp_params(params)?;
+        let timeout_s = seconds(timeout_s, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S)?;
         if self.detached.load(Ordering::SeqCst) {
             return Err(ToolError::new(
                 "no browser is attached since browser_disconnect; call browser_navigate (starts the configured browser) or browser_connect first",
@@ -946,19 +1189,8 @@ impl AgentSession {
         timeout_s: Option<f64>,
         since: Option<u64>,
     ) -> Result<Value, ToolError> {
-        let Some((_, kinds)) = WAIT_EVENTS.iter().find(|(name, _)| *name == event) else {
-            let names: Vec<&str> = WAIT_EVENTS.iter().map(|(n, _)| *n).collect();
-            return Err(ToolError::new(format!(
-                "event {event:?} is not one browser_wait knows; allowed: {}",
-                names.join(", ")
-            )));
-        };
-        let timeout_s = timeout_s.unwrap_or(WAIT_DEFAULT_TIMEOUT_S);
-        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= WAIT_MAX_TIMEOUT_S) {
-            return Err(ToolError::new(format!(
-                "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {WAIT_MAX_TIMEOUT_S}"
-            )));
-        }
+        let (_, kinds) = wait_event(event)?;
+        let timeout_s = seconds(timeout_s, WAIT_DEFAULT_TIMEOUT_S, WAIT_MAX_TIMEOUT_S)?;
         let Some(s) = self.supervisor_for_reading().await? else {
             return Err(ToolError::new(
                 "no browser is running, so nothing can happen yet: browser_navigate starts one (or browser_connect attaches to one)",
@@ -993,21 +1225,14 @@ impl AgentSession {
         cdp_url: &str,
         target_id: Option<String>,
     ) -> Result<Value, ToolError> {
-        if cdp_url.trim().is_empty() {
-            return Err(ToolError::new(
-                "cdp_url is empty; give http://host:port, ws://host:port or a ws://…/devtools/browser/… URL",
-            ));
-        }
+        check_cdp_url(cdp_url)?;
         let target_id = target_id.filter(|t| !t.is_empty());
         let endpoint = Endpoint::Url(cdp_url.to_owned());
         let desc = endpoint.describe();
+        let options = self.options(target_id.clone(), Some(cdp_url))?;
         let started = self
             .registry
-            .get_or_start(
-                &self.task_id,
-                endpoint,
-                self.options(target_id.clone(), Some(cdp_url)),
-            )
+            .get_or_start(&self.task_id, endpoint, options)
             .await;
         let s = match started {
             Ok(s) => s,
@@ -1355,6 +1580,83 @@ fn check_method(method: &str) -> Result<(), ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tools_arguments_are_checked_without_a_browser() {
+        let open = NavigationPolicy::default();
+        let p = |name: &str, args: Value| ToolCall::parse(name, args, &open);
+        assert_eq!(
+            p("browser_navigate", json!({"url": "http://a.test/"})).unwrap(),
+            ToolCall::Navigate {
+                url: "http://a.test/".into()
+            }
+        );
+        let e = p("browser_navigate", json!({"url": "file:///etc/passwd"})).unwrap_err();
+        assert!(e.message.contains("allow_file_urls: false"), "{e}");
+        let blocked = NavigationPolicy::new(&[] as &[&str], &["http://b.test"], false).unwrap();
+        let e = ToolCall::parse(
+            "browser_navigate",
+            json!({"url": "http://b.test:81/"}),
+            &blocked,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("rule blocked_origins: http://b.test"),
+            "{e}"
+        );
+        assert!(p("browser_navigate", json!({"url": 1})).is_err());
+        assert!(p("browser_navigate", json!({"url": "http://a.test/", "x": 1})).is_err());
+        assert_eq!(
+            p("browser_snapshot", Value::Null).unwrap(),
+            ToolCall::Snapshot
+        );
+        assert_eq!(
+            p("browser_dialog", json!({"action": "ask_user"})).unwrap(),
+            ToolCall::Dialog {
+                action: DialogChoice::AskUser,
+                prompt_text: None,
+                dialog_id: None,
+                files: None,
+            }
+        );
+        assert!(p("browser_dialog", json!({"action": "maybe"})).is_err());
+        match p("browser_cdp", json!({"method": "Page.navigate"})).unwrap() {
+            ToolCall::Cdp {
+                params, timeout_s, ..
+            } => {
+                assert_eq!(params, json!({}));
+                assert_eq!(timeout_s, CDP_DEFAULT_TIMEOUT_S);
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            json!({"method": "Page"}),
+            json!({"method": "Page.navigate", "params": [1]}),
+            json!({"method": "Page.navigate", "timeout_s": 0}),
+            json!({"method": "Page.navigate", "timeout_s": 301}),
+        ] {
+            assert!(p("browser_cdp", bad.clone()).is_err(), "{bad}");
+        }
+        assert!(p("browser_wait", json!({"event": "any", "timeout_s": 1e300})).is_err());
+        assert!(p("browser_wait", json!({"event": "never"})).is_err());
+        assert!(p("browser_connect", json!({"cdp_url": "  "})).is_err());
+        assert_eq!(
+            p(
+                "browser_connect",
+                json!({"cdp_url": "http://h:1", "target_id": ""})
+            )
+            .unwrap(),
+            ToolCall::Connect {
+                cdp_url: "http://h:1".into(),
+                target_id: None
+            }
+        );
+        assert_eq!(
+            p("browser_disconnect", json!({})).unwrap(),
+            ToolCall::Disconnect
+        );
+        assert!(p("browser_teleport", json!({})).is_err());
+    }
 
     #[test]
     fn bad_urls_and_methods_are_clear_errors() {

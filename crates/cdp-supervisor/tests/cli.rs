@@ -48,7 +48,18 @@ fn demo_runs_to_the_end_and_shows_every_kind_of_answer() {
 fn user_errors_are_one_line_on_stderr_with_a_nonzero_exit() {
     // (arguments, environment, what the error must name)
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 6] = [
+    let cases: [Case; 9] = [
+        (
+            &["watch", "--blocked-origins", "http://b.test/admin"],
+            &[],
+            "browser.blocked_origins: \"http://b.test/admin\" (an origin has no path",
+        ),
+        (
+            &["snapshot", "file:///etc/passwd"],
+            &[],
+            "rule allow_file_urls: false",
+        ),
+        (&["mcp", "--max-sessions", "0"], &[], "--max-sessions"),
         (&["watch", "--bogus"], &[], "--bogus"),
         (&["snapshot"], &[], "<URL>"),
         (&["watch", "--policy", "sometimes"], &[], "must_respond"),

@@ -5,7 +5,9 @@
 mod mcp_support;
 
 use cdp_supervisor::demo_site::SiteServer;
-use cdp_supervisor::mcp::{HttpServer, start_http};
+use cdp_supervisor::mcp::{
+    DEFAULT_MAX_SESSIONS, HttpOptions, HttpServer, MAX_BODY_BYTES, start_http, start_http_with,
+};
 use cdp_supervisor::tools::ALL_TOOLS;
 use mcp_support::*;
 use reqwest::StatusCode;
@@ -320,4 +322,138 @@ async fn each_http_session_has_its_own_browser_stopped_when_the_session_ends() {
     let registry = s.registry().clone();
     s.shutdown().await;
     assert!(registry.task_ids().is_empty(), "{:?}", registry.task_ids());
+}
+
+async fn server_with(options: HttpOptions) -> HttpServer {
+    start_http_with(local_config(), "127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .expect("bind loopback")
+}
+
+async fn delete(url: &str, sid: &str) -> StatusCode {
+    reqwest::Client::new()
+        .delete(url)
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", PROTOCOL)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn a_body_over_one_mib_is_refused_with_413() {
+    let s = server(None).await;
+    let sid = open_session(&s.url(), "").await;
+    // A tools/call whose JSON is 2 MiB (a huge expression).
+    let big = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "browser_cdp", "arguments": {"method": "Runtime.evaluate",
+            "params": {"expression": "x".repeat(2 * 1024 * 1024)}}}});
+    let r = post(&s.url(), &big, &[], Some(&sid)).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let r = post(&s.url(), &big, &[], None).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "an initialize too");
+    // Just under the bound is not refused for its size.
+    let ok = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list",
+        "params": {"_meta": {"pad": "x".repeat(MAX_BODY_BYTES - 200)}}});
+    assert!(ok.to_string().len() <= MAX_BODY_BYTES);
+    let r = post(&s.url(), &ok, &[], Some(&sid)).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.messages);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_session_past_max_sessions_gets_503_with_a_message() {
+    assert_eq!(DEFAULT_MAX_SESSIONS, 16);
+    assert_eq!(HttpOptions::default().max_sessions, 16);
+    let s = server(None).await; // the default bound
+    let url = s.url();
+    let mut sids = Vec::new();
+    for _ in 0..16 {
+        sids.push(open_session(&url, "").await);
+    }
+    let r = post(&url, &initialize_body(), &[], None).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    let text = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(initialize_body().to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("--max-sessions 16"), "{text}");
+    // The open sessions still work; closing one makes room for one.
+    let r = post(
+        &url,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        &[],
+        Some(&sids[0]),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(delete(&url, &sids.pop().unwrap()).await.is_success());
+    let deadline = Instant::now() + CLOSE_DEADLINE;
+    loop {
+        let r = post(&url, &initialize_body(), &[], None).await;
+        if r.status == StatusCode::OK {
+            break;
+        }
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(Instant::now() < deadline, "no room after a DELETE");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.shutdown().await;
+}
+
+/// A session that sends nothing for the idle bound is closed with its
+/// browser; its id then gets 404. Real headless Chromium.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_session_is_closed_with_its_browser_and_then_gets_404() {
+    require_chromium();
+    let s = server_with(HttpOptions {
+        idle_timeout: Duration::from_secs(2),
+        ..Default::default()
+    })
+    .await;
+    let url = s.url();
+    let sid = open_session(&url, "").await;
+    let r = call(
+        &url,
+        "",
+        &sid,
+        3,
+        "browser_navigate",
+        json!({"url": "about:blank"}),
+    )
+    .await;
+    assert_eq!(r["structuredContent"]["status"], "loaded", "{r}");
+    wait_tasks(&s, 1).await;
+    // A call that runs longer than the bound is not idleness.
+    let r = call(
+        &url,
+        "",
+        &sid,
+        4,
+        "browser_wait",
+        json!({"event": "dialog_opened", "timeout_s": 3}),
+    )
+    .await;
+    assert_eq!(r["structuredContent"]["happened"], false, "{r}");
+    assert_eq!(s.registry().task_ids().len(), 1, "still running");
+    // Idle: no request from here on. The browser goes within the bound
+    // (2 s) plus the time to stop it; polled, never a fixed sleep.
+    wait_tasks(&s, 0).await;
+    let r = post(
+        &url,
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+        &[],
+        Some(&sid),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    s.shutdown().await;
 }

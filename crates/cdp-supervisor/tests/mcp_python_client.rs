@@ -11,7 +11,10 @@
 //! `max_tabs`, crashed tabs), `providers.py` for a cloud
 //! provider's session through the binary (created on the first call against
 //! a fake Browser Use API, stopped at `browser_disconnect` and when the MCP
-//! session ends, over stdio and HTTP). Fails — never skips —
+//! session ends, over stdio and HTTP).,
+//! `security.py` for the
+//! navigation policy (blocked and allowed origins, `file:`) and the HTTP
+//! bounds (413, `--max-sessions`, `--idle-timeout-s`). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -75,4 +78,9 @@ fn every_tab_the_agent_opens_is_supervised_through_the_python_sdk() {
 #[test]
 fn cloud_provider_sessions_live_and_end_with_the_mcp_session_through_the_python_sdk() {
     run_script("providers.py");
+}
+
+#[test]
+fn the_navigation_policy_and_http_bounds_hold_through_the_python_sdk() {
+    run_script("security.py");
 }

@@ -208,6 +208,10 @@ pub struct FrameInfo {
     /// navigation it started).
     #[serde(default)]
     pub loader_id: Option<String>,
+    /// Set when the frame shows an error page: the URL that failed to load
+    /// (`url` is then the error page's).
+    #[serde(default)]
+    pub unreachable_url: Option<String>,
 }
 
 impl FrameInfo {

@@ -56,6 +56,18 @@ struct BrowserFlags {
     /// Seconds the must_respond watchdog waits before dismissing a dialog.
     #[arg(long, value_name = "SECONDS")]
     dialog_timeout_s: Option<String>,
+    /// Documents may load only from these origins, comma-separated
+    /// (scheme://host[:port]; *.example.com for subdomains); enforced in
+    /// the browser.
+    #[arg(long, value_name = "ORIGINS")]
+    allowed_origins: Option<String>,
+    /// Documents never load from these origins, comma-separated (wins over
+    /// --allowed-origins).
+    #[arg(long, value_name = "ORIGINS")]
+    blocked_origins: Option<String>,
+    /// Let file: documents load (refused by default).
+    #[arg(long)]
+    allow_file_urls: bool,
 }
 
 #[derive(Args, Debug)]
@@ -103,6 +115,17 @@ struct McpArgs {
         hide_env_values = true
     )]
     token: Option<String>,
+    /// With --http: the most MCP sessions open at once (each may run a
+    /// Chromium); one more gets HTTP 503.
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_MAX_SESSIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_sessions: usize,
+    /// With --http: a session that sends no request for this many seconds is
+    /// closed, and its browser stopped (a client that vanished without
+    /// DELETE); its id then gets HTTP 404.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::mcp::DEFAULT_IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    idle_timeout_s: u64,
 }
 
 /// A CLI failure: its `Display` is the one line printed on stderr.
@@ -134,6 +157,18 @@ fn load_config(path: Option<&std::path::Path>, flags: &BrowserFlags) -> Result<C
         &flags.dialog_timeout_s,
         "--dialog-timeout-s",
     )?;
+    set(
+        "browser.allowed_origins",
+        &flags.allowed_origins,
+        "--allowed-origins",
+    )?;
+    set(
+        "browser.blocked_origins",
+        &flags.blocked_origins,
+        "--blocked-origins",
+    )?;
+    let allow_file = flags.allow_file_urls.then(|| "true".to_owned());
+    set("browser.allow_file_urls", &allow_file, "--allow-file-urls")?;
     Ok(config)
 }
 
@@ -231,7 +266,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                             "--http {addr:?} is not an address; give HOST:PORT, e.g. 127.0.0.1:8931"
                         ))
                     })?;
-                    crate::mcp::serve_http(config, addr, a.token)
+                    let options = crate::mcp::HttpOptions {
+                        token: a.token,
+                        max_sessions: a.max_sessions,
+                        idle_timeout: std::time::Duration::from_secs(a.idle_timeout_s),
+                    };
+                    crate::mcp::serve_http_with(config, addr, options)
                         .await
                         .map_err(CliError::from)
                 }

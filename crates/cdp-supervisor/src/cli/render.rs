@@ -1,8 +1,55 @@
 //! Human-readable rendering of snapshots and notices for the CLI.
+//!
+//! Page text (dialog messages, titles, console text, URLs) is written by
+//! whatever page is open: every piece of it goes through [`escape_controls`],
+//! so a dialog message cannot move the cursor, clear the screen or fake a
+//! line of ours.
 
 use crate::supervisor::snapshot::{ClosedDialog, FrameTreeView, PendingDialog};
 use crate::supervisor::state::Notice;
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// Page text made safe for a terminal: control characters (C0 such as ESC,
+/// CR, LF, BS; DEL; C1) become visible escapes (`\x1b`, `\r`, `\n`, `\x7f`,
+/// `\u{9b}`), and so do the Unicode controls that reorder or hide text
+/// (bidi overrides and isolates, zero-width joiners): `\u{202e}`. A
+/// backslash stays as it is. Text with none of these is borrowed as is.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && unsafe_char(c) => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if unsafe_char(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape_controls`] for text of several lines we composed: the line
+/// breaks stay, every other control is escaped.
+pub fn terminal_safe(s: &str) -> String {
+    s.split('\n')
+        .map(escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// The frame tree drawn as a tree, OOPIFs marked:
 ///
@@ -19,7 +66,11 @@ pub fn frame_tree(tree: &FrameTreeView) -> String {
     for (i, c) in tree.children.iter().enumerate() {
         kids.entry(c.parent_frame_id.as_str()).or_default().push(i);
     }
-    let mut out = format!("top    {}  [{}]\n", top.url, short(&top.frame_id));
+    let mut out = format!(
+        "top    {}  [{}]\n",
+        escape_controls(&top.url),
+        short(&top.frame_id)
+    );
     fn walk(
         tree: &FrameTreeView,
         kids: &HashMap<&str, Vec<usize>>,
@@ -40,7 +91,7 @@ pub fn frame_tree(tree: &FrameTreeView) -> String {
             out.push_str(&format!(
                 "{prefix}{} {kind}  {}  [{}]{session}\n",
                 if last { "└─" } else { "├─" },
-                c.url,
+                escape_controls(&c.url),
                 short(&c.frame_id)
             ));
             let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
@@ -56,7 +107,7 @@ pub fn frame_tree(tree: &FrameTreeView) -> String {
 
 /// The first 8 characters of a CDP id, enough to tell frames apart.
 pub fn short(id: &str) -> String {
-    let s: String = id.chars().take(8).collect();
+    let s: String = escape_controls(id).chars().take(8).collect();
     if id.chars().count() > 8 {
         format!("{s}…")
     } else {
@@ -64,10 +115,15 @@ pub fn short(id: &str) -> String {
     }
 }
 
-/// `confirm "Proceed?"`.
+/// `d-1 confirm "Proceed?"`: the message's first 60 characters, escaped.
 pub fn dialog_line(d: &PendingDialog) -> String {
     let msg: String = d.message.chars().take(60).collect();
-    format!("{} {} {:?}", d.id, d.dialog_type, msg)
+    format!(
+        "{} {} \"{}\"",
+        escape_controls(&d.id),
+        escape_controls(d.dialog_type.as_str()),
+        escape_controls(&msg)
+    )
 }
 
 /// How a dialog closed: `accepted by agent`, `dismissed by watchdog`…
@@ -80,7 +136,7 @@ pub fn closed_line(c: &ClosedDialog) -> String {
     let input = c
         .user_input
         .as_deref()
-        .map(|t| format!(" with {t:?}"))
+        .map(|t| format!(" with \"{}\"", escape_controls(t)))
         .unwrap_or_default();
     format!("{how}{input} by {}", c.closed_by.as_str())
 }
@@ -92,7 +148,7 @@ pub fn notice_line(n: &Notice) -> String {
             "dialog opened   {}  in frame {}  ({})",
             dialog_line(dialog),
             short(dialog.frame_id.as_deref().unwrap_or("?")),
-            dialog.url
+            escape_controls(&dialog.url)
         ),
         Notice::DialogClosed { dialog } => format!(
             "dialog closed   {}  {}",
@@ -113,25 +169,26 @@ pub fn notice_line(n: &Notice) -> String {
             url,
             is_oopif,
         } => format!(
-            "frame navigated [{}]{} {url}",
+            "frame navigated [{}]{} {}",
             short(frame_id),
-            if *is_oopif { " OOPIF" } else { "" }
+            if *is_oopif { " OOPIF" } else { "" },
+            escape_controls(url)
         ),
         Notice::FrameDetached { frame_id } => format!("frame detached  [{}]", short(frame_id)),
         Notice::ConsoleError { error } => format!(
             "console {:<9} {}{}",
-            error.level,
-            error.text,
+            escape_controls(&error.level),
+            escape_controls(&error.text),
             error
                 .url
                 .as_deref()
-                .map(|u| format!("  ({u})"))
+                .map(|u| format!("  ({})", escape_controls(u)))
                 .unwrap_or_default()
         ),
         Notice::PageBlocked => {
             "page blocked    by a dialog opened before we attached; navigate to release it".into()
         }
-        Notice::PageLoaded { url, .. } => format!("page loaded     {url}"),
+        Notice::PageLoaded { url, .. } => format!("page loaded     {}", escape_controls(url)),
         Notice::Connection { status } => format!(
             "connection      {}",
             serde_json::to_value(status)
@@ -139,18 +196,19 @@ pub fn notice_line(n: &Notice) -> String {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default()
         ),
-        Notice::PageGone { reason } => format!("page gone       {reason}"),
+        Notice::PageGone { reason } => format!("page gone       {}", escape_controls(reason)),
         Notice::TabOpened {
             target_id,
             url,
             opener_target_id,
         } => format!(
-            "tab opened      [{}]{} {url}",
+            "tab opened      [{}]{} {}",
             short(target_id),
             opener_target_id
                 .as_deref()
                 .map(|o| format!(" by [{}]", short(o)))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            escape_controls(url)
         ),
         Notice::TabClosed {
             target_id,
@@ -167,5 +225,53 @@ pub fn notice_line(n: &Notice) -> String {
             "tab crashed     [{}]  browser_navigate reloads it",
             short(target_id)
         ),
+        Notice::NavigationBlocked { navigation } => format!(
+            "blocked         {}  ({})",
+            escape_controls(&navigation.url),
+            escape_controls(&navigation.rule)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cdp::protocol::DialogType;
+
+    #[test]
+    fn control_characters_in_page_text_are_shown_not_obeyed() {
+        assert_eq!(
+            escape_controls("plain ünïcode \\ text"),
+            "plain ünïcode \\ text"
+        );
+        assert!(matches!(escape_controls("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape_controls("a\u{1b}[2J\rb\nc\td\u{7f}\u{9b}e\u{202e}f\u{0}"),
+            "a\\x1b[2J\\rb\\nc\\td\\x7f\\u{9b}e\\u{202e}f\\x00"
+        );
+        assert_eq!(
+            terminal_safe("one\u{1b}]0;x\u{7}\ntwo"),
+            "one\\x1b]0;x\\x07\ntwo"
+        );
+    }
+
+    #[test]
+    fn a_dialog_message_cannot_rewrite_the_terminal() {
+        let d = PendingDialog {
+            id: "d-1".into(),
+            dialog_type: DialogType::Alert,
+            message: "\u{1b}[1A\u{1b}[2K\rdialog closed   d-1 accepted by agent".into(),
+            default_prompt: String::new(),
+            opened_at: 0.0,
+            frame_id: Some("F".into()),
+            url: "http://a.test/\u{1b}[31m".into(),
+            answerable: true,
+            mode: None,
+            target_id: None,
+        };
+        let line = notice_line(&Notice::DialogOpened { dialog: d });
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        assert!(line.contains("\\x1b[1A\\x1b[2K\\rdialog closed"), "{line}");
+        assert!(line.contains("http://a.test/\\x1b[31m"), "{line}");
     }
 }

@@ -19,7 +19,8 @@ fn emit(json_mode: bool, value: serde_json::Value, human: String) {
     let _ = if json_mode {
         writeln!(out, "{value}")
     } else {
-        writeln!(out, "{human}")
+        // Page text is escaped where it is rendered; this catches the rest.
+        writeln!(out, "{}", render::terminal_safe(&human))
     };
     let _ = out.flush();
 }

@@ -175,6 +175,8 @@ struct Paused {
     request_id: String,
     #[serde(default)]
     frame_id: Option<String>,
+    #[serde(default)]
+    resource_type: Option<String>,
     request: PausedRequest,
 }
 
@@ -211,11 +213,14 @@ pub enum PausedKind {
         /// `Fetch.requestPaused.requestId`.
         request_id: String,
     },
-    /// Some other request: let it go with `Fetch.continueRequest{requestId}`
-    /// — never leave a request paused.
+    /// Some other request (or a bridge request we cannot read): let it go
+    /// with `Fetch.continueRequest{requestId}`, or fail it when it is a
+    /// document the navigation policy refuses — never leave a request paused.
     Other {
         /// `Fetch.requestPaused.requestId`.
         request_id: String,
+        /// The URL, when the request is for a document (`resourceType: Document`).
+        document: Option<String>,
     },
     /// Not even a request id: nothing to do.
     Unreadable,
@@ -230,8 +235,10 @@ pub fn parse_paused(params: &str, key: &BridgeKey) -> PausedKind {
         .ok()
         .is_some_and(|u| u.path() == key.path);
     if !is_bridge {
+        let document = (p.resource_type.as_deref() == Some("Document")).then_some(p.request.url);
         return PausedKind::Other {
             request_id: p.request_id,
+            document,
         };
     }
     let body = p
@@ -354,7 +361,17 @@ mod tests {
         assert_eq!(
             parse_paused(&params, &key()),
             PausedKind::Other {
-                request_id: "r2".into()
+                request_id: "r2".into(),
+                document: None,
+            }
+        );
+        let params = json!({"requestId": "r3", "resourceType": "Document", "request": {"url": "http://b.test/"}})
+            .to_string();
+        assert_eq!(
+            parse_paused(&params, &key()),
+            PausedKind::Other {
+                request_id: "r3".into(),
+                document: Some("http://b.test/".into()),
             }
         );
         assert_eq!(parse_paused("nope", &key()), PausedKind::Unreadable);

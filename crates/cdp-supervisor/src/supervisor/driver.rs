@@ -24,6 +24,7 @@ use crate::cdp::endpoint::{
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
+use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{
     ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
@@ -100,6 +101,10 @@ pub struct SupervisorOptions {
     /// `browser.cdp_headers`: sent on `/json/version` and on every
     /// WebSocket handshake (reconnects too).
     pub cdp_headers: CdpHeaders,
+    /// Which documents may load (`browser.allowed_origins`,
+    /// `blocked_origins`, `allow_file_urls`), enforced in the browser on
+    /// every supervised session ([`crate::supervisor::origins`]).
+    pub navigation: NavigationPolicy,
 }
 
 impl Default for SupervisorOptions {
@@ -115,6 +120,7 @@ impl Default for SupervisorOptions {
             reconnect_backoff_start: RECONNECT_BACKOFF_START,
             max_tabs: state::MAX_TABS_DEFAULT,
             cdp_headers: CdpHeaders::default(),
+            navigation: NavigationPolicy::default(),
         }
     }
 }
@@ -417,6 +423,7 @@ impl Supervisor {
             dialog_timeout: opts.dialog_timeout,
             dialog_bridge: opts.dialog_bridge,
             max_tabs: opts.max_tabs,
+            navigation: opts.navigation.clone(),
             ..Default::default()
         });
         state.attach_page(

@@ -76,7 +76,8 @@ impl EventKind {
             Notice::FrameNavigated { .. }
             | Notice::FrameAttached { .. }
             | Notice::FrameDetached { .. }
-            | Notice::ConsoleError { .. } => return None,
+            | Notice::ConsoleError { .. }
+            | Notice::NavigationBlocked { .. } => return None,
         })
     }
 }

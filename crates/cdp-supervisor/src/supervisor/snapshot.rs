@@ -4,6 +4,7 @@
 //! Times are Unix seconds as `f64` (`opened_at`, `closed_at`, `at`).
 
 use crate::cdp::protocol::DialogType;
+pub use crate::supervisor::origins::BlockedNavigation;
 use serde::{Deserialize, Serialize};
 
 /// Who closed a dialog (`closed_by`).
@@ -176,6 +177,8 @@ pub struct Snapshot {
     pub page_blocked: bool,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
+    /// The last 10 documents the navigation policy stopped, oldest first.
+    pub blocked_navigations: Vec<BlockedNavigation>,
     /// The supervised tabs, oldest first.
     pub tabs: Vec<TabView>,
     /// More pages were opened than `max_tabs`: the extra ones are not supervised.

@@ -11,8 +11,9 @@
 # streamable HTTP), truth.py (what the agent reads is true) or push.py (the
 # snapshot resource and its notifications, browser_wait, ask_user, policy per
 # type, output schemas), tabs.py (popups, browser_tabs, max_tabs, crashed
-# tabs) or providers.py (a cloud provider's session against a fake API:
-# created, stopped with the MCP session); ARGS such as `--only NAME` or `--serial` go to it
+# tabs), providers.py (a cloud provider's session against a fake API:
+# created, stopped with the MCP session) or security.py (navigation policy,
+# HTTP bounds); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on
 # any failure.

@@ -204,13 +204,11 @@ impl State {
                 bridge::fail_params(&request_id),
                 Purpose::Setup,
             ),
-            // Never leave a request paused.
-            PausedKind::Other { request_id } => self.out.send(
-                Target::Session(session),
-                "Fetch.continueRequest",
-                json!({ "requestId": request_id }),
-                Purpose::Setup,
-            ),
+            // Never leave a request paused: continued, or failed by the policy.
+            PausedKind::Other {
+                request_id,
+                document,
+            } => self.let_go_or_block(session, request_id, document, now),
             PausedKind::Unreadable => {}
         }
     }

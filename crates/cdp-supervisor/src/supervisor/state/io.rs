@@ -5,6 +5,7 @@
 //! driver converts.
 
 use crate::cdp::protocol::SessionId;
+use crate::supervisor::origins::{BlockedNavigation, NavigationPolicy};
 use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{ClosedDialog, ConsoleError, PendingDialog};
 use serde::Serialize;
@@ -61,6 +62,9 @@ pub struct Options {
     pub max_tabs: usize,
     /// The bridge's path and secret (random per supervisor).
     pub bridge_key: crate::supervisor::bridge::BridgeKey,
+    /// Which documents may load (config `browser.allowed_origins`,
+    /// `blocked_origins`, `allow_file_urls`), enforced on every session.
+    pub navigation: NavigationPolicy,
 }
 
 impl Default for Options {
@@ -72,6 +76,7 @@ impl Default for Options {
             dialog_bridge: false,
             max_tabs: super::MAX_TABS_DEFAULT,
             bridge_key: crate::supervisor::bridge::BridgeKey::random(),
+            navigation: NavigationPolicy::default(),
         }
     }
 }
@@ -268,6 +273,12 @@ pub enum Notice {
     Connection {
         /// The new state.
         status: crate::supervisor::snapshot::ConnectionStatus,
+    },
+    /// The navigation policy stopped a document from loading (a failed
+    /// `Fetch.requestPaused`, or a commit released to `about:blank`).
+    NavigationBlocked {
+        /// As `blocked_navigations[]` shows it.
+        navigation: BlockedNavigation,
     },
     /// The supervised page's session is gone (tab closed or crashed).
     /// [`super::Tabs`] turns it into [`Notice::TabClosed`].

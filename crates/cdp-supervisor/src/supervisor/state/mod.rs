@@ -56,6 +56,7 @@
 //! if let Some(t) = state.poll_timeout() { /* sleep until t, then */ state.handle_timeout(now); }
 //! ```
 
+mod blocking;
 mod console;
 mod dialogs;
 mod errors;
@@ -66,6 +67,7 @@ mod tabs;
 mod targets;
 mod timers;
 
+pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
 pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
@@ -78,7 +80,7 @@ use crate::supervisor::snapshot::{ClosedBy, PendingDialog, Snapshot};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use targets::Adopted;
+use targets::{Adopted, Intercept};
 
 /// spec: `frame_tree` is capped at 30 entries (children; `top` not counted).
 pub const FRAME_TREE_MAX_ENTRIES: usize = 30;
@@ -111,6 +113,14 @@ pub const DEFAULT_DIALOG_TIMEOUT: Duration = Duration::from_secs(300);
 /// call the page blocked by a dialog we never saw (an idle page answers in
 /// milliseconds; a blocked one never does).
 pub const PAGE_ENABLE_GRACE: Duration = Duration::from_millis(1_500);
+
+/// What each session's one `Fetch.enable` pauses under `opts`.
+fn intercept(opts: &Options) -> Intercept<'_> {
+    Intercept {
+        bridge: opts.dialog_bridge.then_some(&opts.bridge_key),
+        documents: opts.navigation.document_pattern(),
+    }
+}
 
 /// The outputs queued for [`State::poll_output`]; sub-machines write here.
 #[derive(Debug, Default)]
@@ -148,6 +158,8 @@ pub struct State {
     navs: navigations::Navigations,
     console: console::Console,
     timers: timers::Timers,
+    /// The navigations the policy stopped.
+    blocked: blocking::Blocked,
     /// Blocked by a dialog opened before we attached (`Page.enable` unanswered).
     page_blocked: bool,
 }
@@ -164,6 +176,7 @@ impl State {
             navs: Default::default(),
             console: Default::default(),
             timers: Default::default(),
+            blocked: Default::default(),
             page_blocked: false,
         }
     }
@@ -225,6 +238,11 @@ impl State {
         self.targets.title()
     }
 
+    /// The last documents the navigation policy stopped in this tab, oldest first.
+    pub fn blocked_navigations(&self) -> Vec<crate::supervisor::origins::BlockedNavigation> {
+        self.blocked.entries()
+    }
+
     /// The last closed dialogs, oldest first.
     pub fn recent_dialogs(&self) -> Vec<crate::supervisor::snapshot::ClosedDialog> {
         self.dialogs.recent()
@@ -271,13 +289,9 @@ impl State {
         // A fresh tree (after a reconnect, the last one seen was kept until now).
         self.frames.reset(top, url, &session_id);
         self.navs.reset();
-        self.targets.attach_page(
-            target_id,
-            session_id,
-            title,
-            &mut self.out,
-            self.opts.dialog_bridge.then_some(&self.opts.bridge_key),
-        );
+        let intercept = intercept(&self.opts);
+        self.targets
+            .attach_page(target_id, session_id, title, &mut self.out, intercept);
         self.timers.set(
             Timer::PageEnableGrace,
             now.instant.checked_add(self.opts.page_enable_grace),
@@ -426,12 +440,8 @@ impl State {
         parent: Option<&SessionId>,
         a: crate::cdp::protocol::AttachedToTarget,
     ) {
-        match self.targets.adopt(
-            parent,
-            &a,
-            self.opts.dialog_bridge.then_some(&self.opts.bridge_key),
-            &mut self.out,
-        ) {
+        let intercept = intercept(&self.opts);
+        match self.targets.adopt(parent, &a, intercept, &mut self.out) {
             Adopted::Ignored => {}
             Adopted::Released { frame } => {
                 if frame {
@@ -499,6 +509,9 @@ impl State {
         let own_by = self.navs.committed(&frame.id, frame.loader_id.as_ref());
         let by = own_by.or(ancestors_by);
         let is_top = Some(&frame.id) == self.frames.top();
+        if frame.unreachable_url.is_none() {
+            self.check_commit(session, &frame.id, &frame.url, now);
+        }
         let dropped = self
             .frames
             .committed(session, own_target, &frame, &mut self.out);
@@ -643,6 +656,7 @@ impl State {
             connection: Default::default(),
             tabs: Vec::new(),
             tabs_truncated: false,
+            blocked_navigations: self.blocked.entries(),
         }
     }
 }

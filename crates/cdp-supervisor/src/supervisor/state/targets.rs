@@ -7,8 +7,39 @@
 use super::{Out, Purpose, SESSIONS_TRACKED_MAX, Target};
 use crate::cdp::protocol::{AttachedToTarget, FrameId, SessionId, TargetId};
 use crate::supervisor::bridge;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::HashMap;
+
+/// What a session's one `Fetch.enable` pauses (a second `Fetch.enable`
+/// would replace the first, so the patterns are merged into one).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Intercept<'a> {
+    /// The dialog bridge's requests ([`bridge::fetch_patterns`]), with this
+    /// supervisor's key; `None`: no bridge.
+    pub bridge: Option<&'a bridge::BridgeKey>,
+    /// The document requests the navigation policy checks (a `urlPattern`,
+    /// see [`crate::supervisor::origins::NavigationPolicy::document_pattern`]).
+    pub documents: Option<&'static str>,
+}
+
+impl Intercept<'_> {
+    /// `Fetch.enable` params, or `None`: no interception at all.
+    pub fn fetch_params(self) -> Option<Value> {
+        let mut patterns = Vec::new();
+        if let Some(key) = self.bridge {
+            let bridge = bridge::fetch_patterns(key);
+            patterns.extend(bridge["patterns"].as_array().cloned().unwrap_or_default());
+        }
+        if let Some(url_pattern) = self.documents {
+            patterns.push(json!({
+                "urlPattern": url_pattern,
+                "resourceType": "Document",
+                "requestStage": "Request",
+            }));
+        }
+        (!patterns.is_empty()).then(|| json!({ "patterns": patterns }))
+    }
+}
 
 /// The supervised page's target and session, and the live child sessions.
 #[derive(Debug, Default)]
@@ -90,7 +121,7 @@ impl Targets {
         session: SessionId,
         title: &str,
         out: &mut Out,
-        bridge: Option<&bridge::BridgeKey>,
+        intercept: Intercept<'_>,
     ) {
         self.top_target = Some(target_id.clone());
         self.top_session = Some(session.clone());
@@ -99,7 +130,7 @@ impl Targets {
         if !title.is_empty() {
             self.title = title.to_owned();
         }
-        Self::setup(&session, false, bridge, out);
+        Self::setup(&session, false, intercept, out);
     }
 
     /// The connection dropped: every session is dead.
@@ -126,7 +157,7 @@ impl Targets {
         &mut self,
         parent: Option<&SessionId>,
         a: &AttachedToTarget,
-        bridge: Option<&bridge::BridgeKey>,
+        intercept: Intercept<'_>,
         out: &mut Out,
     ) -> Adopted {
         let child = a.session_id.clone();
@@ -155,7 +186,7 @@ impl Targets {
         }
         self.sessions
             .insert(child.clone(), a.target_info.target_id.clone());
-        Self::setup(&child, true, bridge, out);
+        Self::setup(&child, true, intercept, out);
         Adopted::Kept {
             oopif: kind == "iframe",
         }
@@ -164,8 +195,9 @@ impl Targets {
     /// Enables the domains on a session, turns on auto-attach and asks for
     /// the frame tree. `Page.enable` is never waited for: a page blocked by
     /// a dialog does not answer it. `resume`: an auto-attached target that
-    /// waits for the debugger.
-    fn setup(session: &SessionId, resume: bool, bridge: Option<&bridge::BridgeKey>, out: &mut Out) {
+    /// waits for the debugger; its `Fetch.enable` goes before the resume, so
+    /// its first document request is already paused for the policy.
+    fn setup(session: &SessionId, resume: bool, intercept: Intercept<'_>, out: &mut Out) {
         let s = || Target::Session(session.clone());
         out.send(s(), "Page.getFrameTree", json!({}), Purpose::FrameTree);
         out.send(s(), "Runtime.enable", json!({}), Purpose::Setup);
@@ -205,7 +237,7 @@ impl Targets {
                 Purpose::Setup,
             );
         }
-        if let Some(key) = bridge {
+        if let Some(key) = intercept.bridge {
             // After Page.enable: the script takes effect only while the Page
             // domain is enabled; before the resume: the first document gets it.
             out.send(
@@ -214,12 +246,9 @@ impl Targets {
                 json!({"source": bridge::script(key), "runImmediately": true}),
                 Purpose::Setup,
             );
-            out.send(
-                s(),
-                "Fetch.enable",
-                bridge::fetch_patterns(key),
-                Purpose::Setup,
-            );
+        }
+        if let Some(params) = intercept.fetch_params() {
+            out.send(s(), "Fetch.enable", params, Purpose::Setup);
         }
         if resume {
             out.send(

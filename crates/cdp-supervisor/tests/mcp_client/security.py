@@ -1,0 +1,393 @@
+"""Security (issue 13), checked against the real binary: the navigation
+policy through the official MCP Python SDK, the HTTP bounds over raw HTTP.
+
+  blocked_origins_everywhere    blocked_origins [http://b.test] (no port: any
+                                port): an OOPIF's document, browser_navigate
+                                (a tool error naming the rule, nothing sent),
+                                browser_cdp Page.navigate, a page's
+                                `location =`, its window.open(_self) and an
+                                HTTP redirect from a.test are refused while
+                                a.test loads; each is listed
+                                in blocked_navigations {url, rule, at}
+  file_urls                     file: refused by default (browser_navigate and
+                                browser_cdp), loaded with allow_file_urls
+  allowed_origins_only          allowed_origins [http://a.test]: a.test loads,
+                                b.test (iframe) and c.test do not
+  http_body_too_large           a 2 MiB request body gets HTTP 413
+  http_max_sessions             --max-sessions 2: the third session gets 503
+                                with a message; --help says the default is 16
+  http_idle_session             --idle-timeout-s 2: an idle session's
+                                Chromium is gone within the bound, and the
+                                session then gets 404
+
+Each scenario has its own server, Chromium (launched by the server, with
+*.test mapped to loopback), profile and site; every wait has a deadline.
+
+Usage: python security.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--serial]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Awaitable, Callable
+
+import anyio
+
+from common import (
+    REDIRECT,
+    Fail,
+    Outcome,
+    Scenario,
+    call,
+    call_raw,
+    cancel_on_signals,
+    descendants,
+    evaluate,
+    http_address,
+    is_chromium,
+    kill_tree,
+    log,
+    mcp_server,
+    page,
+    preflight,
+    run_scenario,
+    scratch_dir,
+    server_env,
+    set_log_name,
+    snapshot,
+    start_site,
+    stop_http_server,
+    summarize,
+    wait_dead,
+)
+
+set_log_name("security")
+
+BLOCK_DEADLINE_S = 15.0  # a refused navigation shows in blocked_navigations
+IDLE_TIMEOUT_S = 2  # --idle-timeout-s of the idle scenario
+IDLE_DEADLINE_S = 20.0  # …its Chromium is gone by then (the bound plus the stop)
+RESOLVER = json.dumps(["--host-resolver-rules=MAP *.test 127.0.0.1"])
+
+
+def policy_env(**keys: str) -> dict[str, str]:
+    env = {"CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS": RESOLVER}
+    for k, v in keys.items():
+        env[f"CDP_SUPERVISOR_BROWSER__{k.upper()}"] = v
+    return env
+
+
+class Requests:
+    """The paths the fixture site served (distinct paths per host below, so
+    a path says which host was asked)."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def pages(self, port: int) -> dict[str, str]:
+        log_ = self.paths
+
+        class Logged(dict):
+            def get(self, key: Any, default: Any = None) -> Any:  # noqa: A003
+                log_.append(key)
+                return super().get(key, default)
+
+        return Logged(
+            {
+                "/top": page("a top", f'<p>a.test</p><iframe src="http://b.test:{port}/b-inner"></iframe>'),
+                "/plain": page("a plain", "<p>a.test, no frames</p>"),
+                "/b-inner": page("b inner", "<p>b.test</p>"),
+                "/b-page": page("b page", "<p>b.test</p>"),
+                "/c-page": page("c page", "<p>c.test</p>"),
+                "/to-b": f"{REDIRECT}http://b.test:{port}/b-page?via=redirect",
+            }
+        )
+
+
+async def wait_blocked(sc: Scenario, client: Any, url_part: str, what: str) -> dict:
+    """Polls browser_snapshot until blocked_navigations lists url_part; the entry."""
+    deadline = time.monotonic() + BLOCK_DEADLINE_S
+    while True:
+        snap = await snapshot(client)
+        entries = snap.get("blocked_navigations")
+        sc.check(isinstance(entries, list), f"{what}: the snapshot has a blocked_navigations list")
+        for b in reversed(entries):
+            if url_part in b.get("url", ""):
+                sc.check(
+                    set(b) == {"url", "rule", "at"} and isinstance(b["at"], (int, float)) and b["at"] > 1e9,
+                    f"{what}: entry is {{url, rule, at}} with at in Unix seconds ({b})",
+                )
+                return b
+        if time.monotonic() > deadline:
+            raise Fail(f"{what}: {url_part} not in blocked_navigations within {BLOCK_DEADLINE_S:.0f} s: {entries}")
+        await anyio.sleep(0.1)
+
+
+async def blocked_origins_everywhere(sc: Scenario, binary: str) -> None:
+    req = Requests()
+    port = await start_site(sc, req.pages)
+    rule = "blocked_origins: http://b.test"
+    async with mcp_server(sc, binary, "s1", [], env=policy_env(blocked_origins="[http://b.test]")) as srv:
+        c = srv.client
+        snap = await snapshot(c)
+        nav = await call(c, "browser_navigate", {"url": f"http://a.test:{port}/top"})
+        sc.check(nav.get("status") == "loaded", f"a.test loads ({nav.get('status')})")
+        b = await wait_blocked(sc, c, "/b-inner", "the OOPIF")
+        sc.check(b["rule"] == rule, f"the OOPIF's rule ({b['rule']})")
+        sc.check("/b-inner" not in req.paths, f"the b.test document was never requested ({req.paths})")
+        sc.check(await evaluate(c, "document.title") == "a top", "the a.test page itself loaded")
+
+        r = await call_raw(c, "browser_navigate", {"url": f"http://b.test:{port}/b-page?via=tool"})
+        sc.check(r.is_error and rule in r.text, f"browser_navigate to b.test is a tool error naming the rule ({r.text!r})")
+        snap = await snapshot(c)
+        sc.check(
+            not any("via=tool" in x["url"] for x in snap["blocked_navigations"]),
+            "refused before anything was sent (the browser saw no such navigation)",
+        )
+
+        r = await call(c, "browser_cdp", {"method": "Page.navigate", "params": {"url": f"http://b.test:{port}/b-page?via=cdp"}})
+        sc.check(r["result"].get("errorText") == "net::ERR_BLOCKED_BY_CLIENT", f"Page.navigate is refused by the browser ({r})")
+        b = await wait_blocked(sc, c, "via=cdp", "browser_cdp Page.navigate")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/plain"})
+        await evaluate(c, f'location = "http://b.test:{port}/b-page?via=script"; 1')
+        b = await wait_blocked(sc, c, "via=script", "the page's location =")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+
+        # A popup is not a supervised tab on this branch (multi-tab support
+        # comes separately): what the opener can do to itself is covered.
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/plain"})
+        await evaluate(c, f'window.open("http://b.test:{port}/b-page?via=open", "_self"); 1')
+        b = await wait_blocked(sc, c, "via=open", "window.open(url, '_self')")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        # An allowed document that redirects to a refused one.
+        r = await call_raw(c, "browser_navigate", {"url": f"http://a.test:{port}/to-b"})
+        sc.log(f"browser_navigate to a redirect into b.test: {r.text!r}")
+        b = await wait_blocked(sc, c, "via=redirect", "an HTTP redirect")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        sc.check("/to-b" in req.paths, "the allowed document that redirects was requested")
+        sc.check("/b-page" not in req.paths, f"no b.test document was ever requested ({req.paths})")
+
+
+async def file_urls(sc: Scenario, binary: str) -> None:
+    path = os.path.join(sc.tmp, "secret.html")
+    with open(path, "w") as f:
+        f.write("<!doctype html><title>secret file</title><p>secret</p>")
+    url = f"file://{path}"
+    async with mcp_server(sc, binary, "closed", []) as srv:
+        c = srv.client
+        r = await call_raw(c, "browser_navigate", {"url": url})
+        sc.check(r.is_error and "allow_file_urls: false" in r.text, f"browser_navigate file: is refused ({r.text!r})")
+        await call(c, "browser_navigate", {"url": "about:blank"})
+        await call(c, "browser_cdp", {"method": "Page.navigate", "params": {"url": url}})
+        b = await wait_blocked(sc, c, "secret.html", "browser_cdp Page.navigate file:")
+        sc.check(b["rule"] == "allow_file_urls: false", f"its rule ({b['rule']})")
+        deadline = time.monotonic() + BLOCK_DEADLINE_S
+        while (await snapshot(c))["url"].startswith("file:"):
+            if time.monotonic() > deadline:
+                raise Fail("the file: document was not released")
+            await anyio.sleep(0.1)
+        sc.check(await evaluate(c, "document.title") != "secret file", "the file's document is not shown")
+    async with mcp_server(sc, binary, "open", [], env={"CDP_SUPERVISOR_BROWSER__ALLOW_FILE_URLS": "true"}) as srv:
+        nav = await call(srv.client, "browser_navigate", {"url": url})
+        sc.check(nav.get("status") == "loaded" and nav.get("title") == "secret file", f"allow_file_urls loads it ({nav})")
+        snap = await snapshot(srv.client)
+        sc.check(snap["blocked_navigations"] == [], f"nothing blocked ({snap['blocked_navigations']})")
+
+
+async def allowed_origins_only(sc: Scenario, binary: str) -> None:
+    req = Requests()
+    port = await start_site(sc, req.pages)
+    async with mcp_server(sc, binary, "s1", [], env=policy_env(allowed_origins="http://a.test")) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"http://a.test:{port}/top"})
+        sc.check(nav.get("status") == "loaded", f"a.test loads ({nav.get('status')})")
+        b = await wait_blocked(sc, c, "/b-inner", "the b.test iframe")
+        sc.check(b["rule"] == "allowed_origins", f"its rule ({b['rule']})")
+        r = await call_raw(c, "browser_navigate", {"url": f"http://c.test:{port}/c-page"})
+        sc.check(r.is_error and "allowed_origins" in r.text, f"c.test is a tool error naming the rule ({r.text!r})")
+        await evaluate(c, f'location = "http://c.test:{port}/c-page?via=script"; 1')
+        await wait_blocked(sc, c, "via=script", "the page's own navigation to c.test")
+        sc.check("/b-inner" not in req.paths and "/c-page" not in req.paths, f"only a.test was requested ({req.paths})")
+
+
+# --- raw HTTP -----------------------------------------------------------------------
+
+
+class HttpServer:
+    def __init__(self, proc: subprocess.Popen, url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+
+async def http_server(sc: Scenario, binary: str, label: str, args: list[str]) -> HttpServer:
+    """`cdp-supervisor mcp --http 127.0.0.1:0 ARGS`, stopped (and whatever
+    it started killed) when the scenario ends."""
+    log_path = os.path.join(sc.tmp, f"server-{label}.stderr")
+    errlog = open(log_path, "w")
+    env = server_env(f"{sc.name}-{label}")
+    env["TMPDIR"] = scratch_dir(sc, label)
+    proc = subprocess.Popen(
+        [binary, "mcp", "--http", "127.0.0.1:0", *args], env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
+    )
+    seen: dict[int, tuple[str, int]] = {}
+
+    async def stop() -> None:
+        seen.update(descendants(proc.pid))
+        await stop_http_server(sc, label, proc)
+        if not await wait_dead(seen, 5.0):
+            sc.log(f"{label}: killed what the server left: {kill_tree(seen)}")
+        errlog.close()
+
+    sc.stack.push_async_callback(stop)
+    url = await http_address(proc, log_path, label)
+    return HttpServer(proc, url)
+
+
+def http(method: str, url: str, body: bytes | None = None, session: str | None = None) -> tuple[int, dict, str]:
+    """One raw HTTP request: (status, headers, body text)."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    if session:
+        headers["mcp-session-id"] = session
+        headers["mcp-protocol-version"] = "2025-06-18"
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, dict(r.headers), r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode(errors="replace")
+
+
+def rpc(method: str, params: dict | None = None, id_: int | None = 1) -> bytes:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id_ is not None:
+        msg["id"] = id_
+    if params is not None:
+        msg["params"] = params
+    return json.dumps(msg).encode()
+
+
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "security.py", "version": "0"}}
+
+
+async def open_session(url: str) -> tuple[int, str | None, str]:
+    status, headers, text = await anyio.to_thread.run_sync(lambda: http("POST", url, rpc("initialize", INIT)))
+    sid = {k.lower(): v for k, v in headers.items()}.get("mcp-session-id")
+    if status == 200 and sid:
+        await anyio.to_thread.run_sync(lambda: http("POST", url, rpc("notifications/initialized", None, None), sid))
+    return status, sid, text
+
+
+async def http_body_too_large(sc: Scenario, binary: str) -> None:
+    srv = await http_server(sc, binary, "big", [])
+    status, sid, _ = await open_session(srv.url)
+    sc.check(status == 200 and sid, f"a session opens ({status})")
+    big = rpc("tools/call", {"name": "browser_cdp", "arguments": {"method": "Runtime.evaluate",
+                                                                  "params": {"expression": "x" * (2 * 1024 * 1024)}}})
+    status, _, text = await anyio.to_thread.run_sync(lambda: http("POST", srv.url, big, sid))
+    sc.check(status == 413, f"a 2 MiB body gets 413 ({status} {text.strip()!r})")
+    status, _, _ = await anyio.to_thread.run_sync(lambda: http("POST", srv.url, rpc("tools/list"), sid))
+    sc.check(status == 200, f"the session still works ({status})")
+
+
+async def http_max_sessions(sc: Scenario, binary: str) -> None:
+    help_text = subprocess.run([binary, "mcp", "--help"], capture_output=True, text=True, timeout=30).stdout
+    sc.check(re.search(r"--max-sessions <N>.*?\[default: 16\]", help_text, re.S) is not None,
+             "--help says --max-sessions defaults to 16")
+    sc.check(re.search(r"--idle-timeout-s <SECONDS>.*?\[default: 600\]", help_text, re.S) is not None,
+             "--help says --idle-timeout-s defaults to 600")
+    srv = await http_server(sc, binary, "max", ["--max-sessions", "2"])
+    for n in (1, 2):
+        status, sid, _ = await open_session(srv.url)
+        sc.check(status == 200 and sid, f"session {n} opens ({status})")
+    status, _, text = await open_session(srv.url)
+    sc.check(status == 503 and "--max-sessions 2" in text, f"the third gets 503 with a message ({status} {text.strip()!r})")
+
+
+async def http_idle_session(sc: Scenario, binary: str) -> None:
+    srv = await http_server(sc, binary, "idle", ["--idle-timeout-s", str(IDLE_TIMEOUT_S)])
+    status, sid, _ = await open_session(srv.url)
+    sc.check(status == 200 and sid, f"a session opens ({status})")
+    body = rpc("tools/call", {"name": "browser_navigate", "arguments": {"url": "about:blank"}}, 2)
+    status, _, text = await anyio.to_thread.run_sync(lambda: http("POST", srv.url, body, sid))
+    sc.check(status == 200 and '"loaded"' in text, f"browser_navigate starts a browser ({status})")
+    chromium = {p: i for p, i in descendants(srv.proc.pid).items() if is_chromium(i[0])}
+    sc.check(bool(chromium), f"the session runs a Chromium ({len(chromium)} processes)")
+    t = time.monotonic()
+    if not await wait_dead(chromium, IDLE_DEADLINE_S):
+        raise Fail(f"the idle session's Chromium still runs after {IDLE_DEADLINE_S:.0f} s")
+    sc.log(f"the idle session's Chromium was gone {time.monotonic() - t:.1f} s after its last request")
+    status, _, _ = await anyio.to_thread.run_sync(lambda: http("POST", srv.url, rpc("tools/list", None, 3), sid))
+    sc.check(status == 404, f"the closed session gets 404 ({status})")
+
+
+# --- main -------------------------------------------------------------------------
+
+SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
+    "blocked_origins_everywhere": blocked_origins_everywhere,
+    "file_urls": file_urls,
+    "allowed_origins_only": allowed_origins_only,
+    "http_body_too_large": http_body_too_large,
+    "http_max_sessions": http_max_sessions,
+    "http_idle_session": http_idle_session,
+}
+PHASES = [
+    ["blocked_origins_everywhere", "http_body_too_large", "http_max_sessions"],
+    ["file_urls", "allowed_origins_only", "http_idle_session"],
+]
+
+
+async def main() -> int:
+    argv = sys.argv[1:]
+    if not argv or argv[0].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary = os.path.realpath(argv[0])
+    only: list[str] | None = None
+    serial = False
+    rest = argv[1:]
+    while rest:
+        a = rest.pop(0)
+        if a == "--only" and rest:
+            only = rest.pop(0).split(",")
+        elif a == "--serial":
+            serial = True
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    failed = preflight(binary)
+    if failed is not None:
+        return failed
+    unknown = [n for n in only or [] if n not in SCENARIOS]
+    if unknown:
+        log(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+        return 2
+    cancel_on_signals()
+    phases = [[n for n in p if only is None or n in only] for p in PHASES]
+    if serial:
+        phases = [[n] for p in phases for n in p]
+    outcomes: list[Outcome] = []
+    started = time.monotonic()
+    for phase in phases:
+        if phase:
+            outcomes += await asyncio.gather(
+                *(run_scenario(n, lambda sc, n=n: SCENARIOS[n](sc, binary)) for n in phase)
+            )
+    return summarize("security.py", outcomes, started)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(asyncio.run(main()))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        log("interrupted; cleaned up")
+        sys.exit(130)

@@ -1,0 +1,74 @@
+//! Every MCP tool's JSON arguments through the tools layer's checks
+//! (`ToolCall::parse`, what `AgentSession::call` runs before it touches a
+//! browser), under an open and a strict navigation policy. Never panics; an
+//! accepted call honours what was checked (a navigate URL the policy
+//! allows, timeouts in range, params an object); a refusal is one line.
+
+#![no_main]
+
+use cdp_supervisor::supervisor::origins::NavigationPolicy;
+use cdp_supervisor::tools::{
+    ALL_TOOLS, CDP_MAX_TIMEOUT_S, ToolCall, WAIT_MAX_TIMEOUT_S, check_url,
+};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+fn policies() -> &'static [NavigationPolicy; 3] {
+    static P: OnceLock<[NavigationPolicy; 3]> = OnceLock::new();
+    P.get_or_init(|| {
+        [
+            NavigationPolicy::default(),
+            NavigationPolicy::new(&["https://*.example.com", "http://a.test:8080"], &["http://169.254.169.254", "*.internal"], false).unwrap(),
+            NavigationPolicy::new(&[] as &[&str], &[] as &[&str], true).unwrap(),
+        ]
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [tool, policy, mode, rest @ ..] = data else {
+        return;
+    };
+    // One name past the list: an unknown tool.
+    let name = ALL_TOOLS
+        .get(*tool as usize % (ALL_TOOLS.len() + 1))
+        .copied()
+        .unwrap_or("browser_unknown");
+    let policy = &policies()[*policy as usize % 3];
+    let text = String::from_utf8_lossy(rest);
+    // Raw JSON as the arguments, or the text in every string field a tool
+    // takes (so URLs and method names get fuzzed even when not JSON).
+    let args = match mode % 3 {
+        0 => match serde_json::from_slice::<Value>(rest) {
+            Ok(v) => v,
+            Err(_) => return,
+        },
+        1 => json!({"url": text, "method": text, "action": text, "event": text, "cdp_url": text}),
+        _ => {
+            let n = rest.first().copied().unwrap_or(0) as f64 * 1.7 - 20.0;
+            json!({"url": text, "method": "Runtime.evaluate", "params": {"expression": text},
+                   "timeout_s": n, "event": "any", "action": "accept", "cdp_url": text,
+                   "since": rest.len(), "prompt_text": text, "dialog_id": text})
+        }
+    };
+    match ToolCall::parse(name, args, policy) {
+        Ok(ToolCall::Navigate { url }) => {
+            assert!(check_url(&url).is_ok(), "{url}");
+            assert!(policy.check(&url).is_ok(), "{url}");
+        }
+        Ok(ToolCall::Cdp { params, timeout_s, method, .. }) => {
+            assert!(params.is_object());
+            assert!(timeout_s > 0.0 && timeout_s <= CDP_MAX_TIMEOUT_S);
+            assert!(method.contains('.'));
+        }
+        Ok(ToolCall::Wait { timeout_s, .. }) => {
+            assert!(timeout_s > 0.0 && timeout_s <= WAIT_MAX_TIMEOUT_S);
+        }
+        Ok(ToolCall::Connect { cdp_url, target_id }) => {
+            assert!(!cdp_url.trim().is_empty());
+            assert!(target_id.is_none_or(|t| !t.is_empty()));
+        }
+        Ok(_) => {}
+        Err(e) => assert!(!e.message.is_empty()),
+    }
+});
