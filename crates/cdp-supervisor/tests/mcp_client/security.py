@@ -162,8 +162,13 @@ async def blocked_origins_everywhere(sc: Scenario, binary: str) -> None:
         b = await wait_blocked(sc, c, "via=script", "the page's location =")
         sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
 
-        # A popup is not a supervised tab on this branch (multi-tab support
-        # comes separately): what the opener can do to itself is covered.
+        # A popup is a supervised tab: its first document is checked before it
+        # is resumed.
+        await evaluate(c, f'window.open("http://b.test:{port}/b-page?via=popup"); 1')
+        b = await wait_blocked(sc, c, "via=popup", "a popup to b.test")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        r = await call_raw(c, "browser_tabs", {"action": "new", "url": f"http://b.test:{port}/b-page?via=tabs"})
+        sc.check(r.is_error and rule in r.text, f"browser_tabs new to b.test is refused naming the rule ({r.text!r})")
         await call(c, "browser_navigate", {"url": f"http://a.test:{port}/plain"})
         await evaluate(c, f'window.open("http://b.test:{port}/b-page?via=open", "_self"); 1')
         b = await wait_blocked(sc, c, "via=open", "window.open(url, '_self')")
