@@ -923,6 +923,11 @@ impl AgentSession {
                 "action {action:?} is not one browser_tabs knows; allowed: {ACTIONS}"
             )));
         }
+        if target_id.is_some() && matches!(action, "list" | "new") {
+            return Err(ToolError::new(format!(
+                "target_id is only for browser_tabs select and close, not {action}"
+            )));
+        }
         if url.is_some() && action != "new" {
             return Err(ToolError::new(format!(
                 "url is only for browser_tabs new, not {action}"
@@ -952,7 +957,11 @@ impl AgentSession {
             "close" => {
                 let t = need_target()?;
                 s.close_tab(t, TABS_TIMEOUT).await?;
-                if s.snapshot().tabs.iter().any(|x| x.target_id == t) {
+                let snap = s.snapshot();
+                let held = snap.pending_dialogs.iter().any(|d| {
+                    d.target_id.as_deref() == Some(t) && d.dialog_type.as_str() == "beforeunload"
+                });
+                if held {
                     note = Some(
                         "the tab is still open: a dialog (its beforeunload) holds the close; accept it with browser_dialog to close the tab, dismiss it to keep the tab",
                     );
@@ -982,8 +991,8 @@ impl AgentSession {
     /// no dialog, several without `dialog_id`, unknown `dialog_id`, a dialog
     /// Chromium will not answer (navigate to release it). `files` answers a
     /// `file_chooser` (`DOM.setFileInputFiles`): each path must name a
-    /// readable file (Chromium accepts a missing one silently), and is
-    /// given to Chromium as an absolute path.
+    /// readable file, by its absolute path (Chromium accepts a missing one
+    /// silently).
     pub async fn browser_dialog(
         &self,
         action: &str,
@@ -1437,9 +1446,10 @@ async fn answer_and_report(
     Ok(out)
 }
 
-/// Checks `browser_dialog`'s `files`: each must be a readable file (Chromium
-/// does not check: a missing path would be set silently). Returns them
-/// absolute, as `DOM.setFileInputFiles` needs.
+/// Checks `browser_dialog`'s `files`: each must be the absolute path of a
+/// readable file (Chromium does not check: a missing path would be set
+/// silently; a relative one would resolve against the server's directory,
+/// which the agent cannot know).
 fn readable_files(files: &[String]) -> Result<Vec<String>, ToolError> {
     if files.is_empty() {
         return Err(ToolError::new(
@@ -1450,6 +1460,11 @@ fn readable_files(files: &[String]) -> Result<Vec<String>, ToolError> {
         .iter()
         .map(|f| {
             let path = std::path::Path::new(f);
+            if !path.is_absolute() {
+                return Err(ToolError::new(format!(
+                    "file {f:?} is not an absolute path; give absolute paths (the server's working directory is not the agent's)"
+                )));
+            }
             let meta = std::fs::metadata(path)
                 .map_err(|e| ToolError::new(format!("file {f:?} cannot be used: {e}")))?;
             if !meta.is_file() {
@@ -1459,9 +1474,7 @@ fn readable_files(files: &[String]) -> Result<Vec<String>, ToolError> {
             }
             std::fs::File::open(path)
                 .map_err(|e| ToolError::new(format!("file {f:?} is not readable: {e}")))?;
-            let abs = std::path::absolute(path)
-                .map_err(|e| ToolError::new(format!("file {f:?}: {e}")))?;
-            Ok(abs.to_string_lossy().into_owned())
+            Ok(f.clone())
         })
         .collect()
 }

@@ -324,6 +324,20 @@ fn the_current_tab_closing_makes_its_opener_current_and_the_last_one_opens_a_bla
 }
 
 #[test]
+fn review_closing_the_only_ever_current_tab_makes_its_popup_current() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    h.answer_all();
+    h.ev(None, "Target.targetDestroyed", json!({"targetId": "T0"}));
+    assert_eq!(
+        h.current().as_deref(),
+        Some("T1"),
+        "while a tab is open, one is current"
+    );
+    assert_eq!(h.tabs.page_session(None, false).unwrap(), sid("S1"));
+}
+
+#[test]
 fn a_crashed_tab_closes_its_dialogs_refuses_calls_and_a_navigation_revives_it() {
     let mut h = H::attached(Options::default());
     h.dialog("S0", "T0", "before the crash");

@@ -813,7 +813,10 @@ impl Supervisor {
         })?;
         rx.await
             .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))?
-            .map_err(CdpCallError::Route)
+            .map_err(CdpCallError::Route)?;
+        // The snapshot's page changed: the resource's subscribers hear it.
+        self.shared.happened.record(EventKind::CurrentTab);
+        Ok(())
     }
 
     /// Opens a new tab on `url` (`Target.createTarget`), supervised from its
@@ -906,10 +909,10 @@ impl Supervisor {
                 {
                     let s = snaps.borrow_and_update();
                     let open = s.tabs.iter().any(|t| t.target_id == target_id);
-                    let held = s
-                        .pending_dialogs
-                        .iter()
-                        .any(|d| d.target_id.as_deref() == Some(target_id));
+                    let held = s.pending_dialogs.iter().any(|d| {
+                        d.target_id.as_deref() == Some(target_id)
+                            && d.dialog_type == crate::cdp::protocol::DialogType::Beforeunload
+                    });
                     if !open || held {
                         return;
                     }
@@ -1418,17 +1421,24 @@ impl Driver {
     /// "lost" — instead of at its deadline (an interrupted call on a removed
     /// iframe would otherwise wait `dialog_timeout_s` for its outcome).
     fn session_gone(&mut self, gone: &SessionId) {
+        let reason = format!("its session {gone} detached (its frame or tab is gone)");
+        self.fail_inflight(std::slice::from_ref(gone), &reason);
+    }
+
+    /// Every command in flight on `sessions` gets its one reply now: "lost",
+    /// for `reason` (Chromium will never answer it).
+    fn fail_inflight(&mut self, sessions: &[SessionId], reason: &str) {
         let mut lost: Vec<u64> = self
             .inflight
             .iter()
-            .filter(|(_, cmd)| matches!(&cmd.target, Target::Session(s) if s == gone))
+            .filter(|(_, cmd)| matches!(&cmd.target, Target::Session(s) if sessions.contains(s)))
             .map(|(id, _)| *id)
             .collect();
         lost.sort_unstable();
         for id in lost {
             if let Some(cmd) = self.inflight.remove(&id) {
                 let e = ReplyError::Lost {
-                    reason: format!("its session {gone} detached (its frame or tab is gone)"),
+                    reason: reason.to_owned(),
                 };
                 self.on_reply(cmd, Err(e));
             }
@@ -1625,9 +1635,15 @@ impl Driver {
             ConnectionStatus::Reconnecting
         };
         self.publish(status);
+        let mut crashed = Vec::new();
         for out in deliver {
             match out {
-                Output::Notice(n) => self.announce(n),
+                Output::Notice(n) => {
+                    if let Notice::TabCrashed { target_id } = &n {
+                        crashed.push(target_id.clone());
+                    }
+                    self.announce(n)
+                }
                 Output::AnswerDone { ticket, result } => {
                     if let Some(tx) = self.tickets.remove(&ticket) {
                         let _ = tx.send(result);
@@ -1640,6 +1656,19 @@ impl Driver {
                 }
                 Output::Send(_) => {}
             }
+        }
+        // A crashed renderer answers nothing: the calls in flight on its tab
+        // end now, not at their deadlines.
+        for target_id in &crashed {
+            let sessions = self.state.sessions_of(target_id);
+            let reason = RouteError::Crashed {
+                target_id: target_id.clone(),
+            }
+            .to_string();
+            self.fail_inflight(&sessions, &reason);
+        }
+        if !crashed.is_empty() {
+            self.flush();
         }
     }
 

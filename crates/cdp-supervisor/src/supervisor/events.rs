@@ -34,10 +34,13 @@ pub enum EventKind {
     PageBlocked,
     /// The CDP connection changed state.
     Connection,
+    /// Another tab became current (`browser_tabs select`): the snapshot's
+    /// page, `frame_tree` and `tabs` changed.
+    CurrentTab,
 }
 
 impl EventKind {
-    const ALL: [EventKind; 8] = [
+    const ALL: [EventKind; 9] = [
         EventKind::DialogOpened,
         EventKind::DialogClosed,
         EventKind::PageCommitted,
@@ -46,6 +49,7 @@ impl EventKind {
         EventKind::TabClosed,
         EventKind::PageBlocked,
         EventKind::Connection,
+        EventKind::CurrentTab,
     ];
 
     fn index(self) -> usize {

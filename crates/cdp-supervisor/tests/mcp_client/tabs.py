@@ -324,14 +324,26 @@ async def current_tab_closes_itself(sc: Scenario, binary: str) -> None:
         await click(c, 40, 40)
         tabs = await wait_tabs(sc, c, "the link's tab opened", lambda t: len(t) == 2)
         popup_id = [t for t in tabs if t["target_id"] != opener_id][0]["target_id"]
+        # Its document first: a script run in the initial about:blank dies with it.
+        await wait_title(sc, c, popup_id, "the blank target", "the link's tab loaded")
         await call(c, "browser_tabs", {"action": "select", "target_id": popup_id})
         await evaluate(c, "setTimeout(() => window.close(), 0); 1")
         tabs = await wait_tabs(sc, c, "the popup closed itself", lambda t: len(t) == 1)
         sc.check(tabs[0]["target_id"] == opener_id and tabs[0]["current"], f"its opener is current again ({tabs})")
         snap = await snapshot(c)
         sc.expect(snap["url"].endswith("/link.html"), f"the snapshot is the opener's ({snap['url']})")
+        # The review: closing the only tab that was ever current, while its
+        # popup is open, leaves the popup current (not no tab at all).
+        await click(c, 40, 40)
+        tabs = await wait_tabs(sc, c, "another popup opened", lambda t: len(t) == 2)
+        popup_id = [t for t in tabs if t["target_id"] != opener_id][0]["target_id"]
         await call(c, "browser_tabs", {"action": "close", "target_id": opener_id})
-        tabs = await wait_tabs(sc, c, "the last tab closed: a blank one opens", lambda t: len(t) == 1 and t[0]["target_id"] != opener_id)
+        tabs = await wait_tabs(sc, c, "the opener closed", lambda t: len(t) == 1)
+        sc.check(tabs[0]["target_id"] == popup_id and tabs[0]["current"], f"the popup is current ({tabs})")
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/link.html"})
+        sc.check(nav["status"] == "loaded", f"browser_navigate works in it ({nav['status']})")
+        await call(c, "browser_tabs", {"action": "close", "target_id": popup_id})
+        tabs = await wait_tabs(sc, c, "the last tab closed: a blank one opens", lambda t: len(t) == 1 and t[0]["target_id"] != popup_id)
         sc.check(tabs[0]["current"], f"the blank tab is current ({tabs})")
         nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
         sc.check(nav["status"] == "loaded" and nav["title"] == "plain", f"browser_navigate works in it ({nav})")
@@ -365,7 +377,24 @@ async def crashed_tab(sc: Scenario, binary: str) -> None:
         c = srv.client
         await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
         tid = current_of(await tabs_of(c))["target_id"]
-        await call_raw(c, "browser_cdp", {"method": "Page.crash", "timeout_s": 2})
+        # A call in flight when the renderer crashes ends with the crash, not its deadline.
+        pending_eval = {}
+
+        async def never_settles() -> None:
+            pending_eval["r"] = await call_raw(
+                c,
+                "browser_cdp",
+                {"method": "Runtime.evaluate", "params": {"expression": "new Promise(() => {})", "awaitPromise": True}, "timeout_s": 60},
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(never_settles)
+            await anyio.sleep(0.5)
+            t = time.monotonic()
+            r = await call_raw(c, "browser_cdp", {"method": "Page.crash", "timeout_s": 30})
+            sc.check(time.monotonic() - t < 10, f"Page.crash returns with the crash, not its 30 s deadline ({time.monotonic() - t:.1f} s: {r.text[:200]})")
+        r = pending_eval["r"]
+        sc.check(r.is_error and "crashed" in r.text and r.seconds < 20, f"the call in flight ended with the crash ({r.seconds:.1f} s: {r.text[:200]})")
         tabs = await wait_tabs(sc, c, "the crash is reported", lambda t: any(x["crashed"] for x in t))
         sc.check(tabs[0]["target_id"] == tid, "the crashed tab is the current one")
         t = time.monotonic()

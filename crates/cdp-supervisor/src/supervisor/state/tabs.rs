@@ -143,6 +143,16 @@ impl Tabs {
         self.key_of_session(session).is_some()
     }
 
+    /// The live sessions of the supervised tab `target_id` (its page's and
+    /// its OOPIFs'); empty for an unknown tab.
+    pub fn sessions_of(&self, target_id: &str) -> Vec<SessionId> {
+        self.tabs
+            .iter()
+            .find(|t| t.target_id.0 == target_id)
+            .map(|t| t.state.session_ids().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The current tab's machine (for reads: its top URL, frames…).
     pub fn current_state(&self) -> Option<&State> {
         self.current_tab().map(|t| &t.state)
@@ -596,8 +606,12 @@ impl Tabs {
         let tab = self.tabs.remove(i);
         self.recency.retain(|k| *k != key);
         if self.current == Some(key) {
+            // Its opener, else the most recently current tab, else the
+            // newest one: while a tab is open, one is current.
             let opener = tab.opener.as_ref().and_then(|o| self.key_of_target(o));
-            self.current = opener.or_else(|| self.recency.last().copied());
+            self.current = opener
+                .or_else(|| self.recency.last().copied())
+                .or_else(|| self.tabs.last().map(|t| t.key));
             if let Some(k) = self.current {
                 self.make_current(k);
             }
