@@ -5,6 +5,7 @@ pub mod bridge;
 pub mod calls;
 pub mod driver;
 pub mod events;
+pub mod page;
 pub mod policy;
 pub mod registry;
 pub mod snapshot;
