@@ -8,7 +8,9 @@
 //! update notifications, `browser_wait`, `ask_user` through elicitation, a
 //! dialog policy per type, output schemas), `tabs.py` for every tab the
 //! agent opens (popups caught from their first script, `browser_tabs`,
-//! `max_tabs`, crashed tabs). Fails — never skips —
+//! `max_tabs`, crashed tabs), `act.py` for acting on the page (the outline
+//! with refs across OOPIFs, clicks, typing, keys and selects through real
+//! input, a click a dialog interrupts delivered once). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -67,4 +69,9 @@ fn the_server_pushes_waits_and_asks_the_human_through_the_python_sdk() {
 #[test]
 fn every_tab_the_agent_opens_is_supervised_through_the_python_sdk() {
     run_script("tabs.py");
+}
+
+#[test]
+fn the_agent_acts_on_the_page_across_oopifs_through_the_python_sdk() {
+    run_script("act.py");
 }

@@ -30,6 +30,10 @@ pub const PAGE_MAX_LINES: usize = 2_000;
 /// box): a frame a dialog blocks never answers, and the snapshot must not
 /// wait on it.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(1);
+/// Reading one frame's accessibility tree: Chromium needs over a second
+/// for a page of thousands of nodes, so this one read gets longer; a frame a
+/// known dialog blocks is not asked at all ([`blocked_frames`]).
+pub const TREE_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// An action's dispatch, before it counts as interrupted or timed out.
 pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// DESIGN ("Tabs"): a tab opened within 300 ms after an action's dispatch
@@ -532,11 +536,21 @@ async fn read(
     method: &str,
     params: Value,
 ) -> Result<Value, String> {
-    conn.send(Some(session), method, params, READ_TIMEOUT)
+    read_within(conn, session, method, params, READ_TIMEOUT).await
+}
+
+async fn read_within(
+    conn: &Connection,
+    session: &SessionId,
+    method: &str,
+    params: Value,
+    within: Duration,
+) -> Result<Value, String> {
+    conn.send(Some(session), method, params, within)
         .await
         .map_err(|e| match e {
             CommandError::Timeout { .. } => {
-                format!("no answer within {} ms", READ_TIMEOUT.as_millis())
+                format!("no answer within {} ms", within.as_millis())
             }
             e => e.to_string(),
         })
@@ -579,7 +593,7 @@ impl Supervisor {
                     } else {
                         json!({"frameId": f.frame_id})
                     };
-                    read(&conn, &f.host, "Accessibility.getFullAXTree", params)
+                    read_within(&conn, &f.host, "Accessibility.getFullAXTree", params, TREE_READ_TIMEOUT)
                         .await
                         .map(|v| parse_ax(&v))
                         .map_err(|e| {
@@ -789,25 +803,26 @@ impl Supervisor {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
-            if let Some(h) = hit_obj {
-                let verdict = call_on(
+            let verdict = match hit_obj {
+                Some(h) => call_on(
                     &conn,
                     &node.session,
                     &object,
-                    "function(h){const e=h.nodeType===1?h:h.parentElement;const inside=this===h||this.contains(h)||(h.getRootNode&&h.getRootNode().host&&this.contains(h.getRootNode().host));const what=e?(e.getAttribute('role')||e.tagName.toLowerCase())+(e.id?'#'+e.id:''):'#text';return {inside, what}}",
+                    "function(h){const e=h.nodeType===1?h:h.parentElement;const host=h.getRootNode&&h.getRootNode().host;const inside=this===h||this.contains(h)||(!!host&&this.contains(host));const what=e?(e.getAttribute('role')||e.tagName.toLowerCase())+(e.id?'#'+e.id:''):'#text';return {inside, what}}",
                     json!([{"objectId": h}]),
                 )
                 .await
-                .unwrap_or(Value::Null);
-                if verdict.get("inside") == Some(&json!(false)) {
-                    let what = verdict
-                        .get("what")
-                        .and_then(Value::as_str)
-                        .unwrap_or("another element");
-                    return Err(ActError::Element(format!(
-                        "ref {r} is covered by <{what}> at its centre ({cx:.0}, {cy:.0} in its frame): a click there would hit that instead; nothing was clicked (close or scroll away what covers it, then browser_snapshot again)"
-                    )));
-                }
+                .unwrap_or(Value::Null),
+                None => Value::Null,
+            };
+            if verdict.get("inside") != Some(&json!(true)) {
+                let what = verdict
+                    .get("what")
+                    .and_then(Value::as_str)
+                    .unwrap_or("another element");
+                return Err(ActError::Element(format!(
+                    "ref {r} is covered by <{what}> at its centre ({cx:.0}, {cy:.0} in its frame): a click there would hit that instead; nothing was clicked (close or scroll away what covers it, then browser_snapshot again)"
+                )));
             }
         }
         let (x, y) = self.offset_to_top(&conn, &node, (cx, cy), r).await?;
