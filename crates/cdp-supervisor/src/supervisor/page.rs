@@ -374,11 +374,13 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                 lines.push(line);
                 names.push((n.name.clone(), ctx));
                 let me = names.len() - 1;
-                if n.role == "Iframe" {
-                    if let Some(frames) = n.backend.and_then(|b| under.get(&(d, b))) {
-                        for f in frames.iter().rev() {
-                            stack.push(Item::Doc(*f, depth + 1));
-                        }
+                if let Some(frames) = n
+                    .backend
+                    .filter(|_| n.role == "Iframe")
+                    .and_then(|b| under.get(&(d, b)))
+                {
+                    for f in frames.iter().rev() {
+                        stack.push(Item::Doc(*f, depth + 1));
                     }
                 }
                 push_children(&mut stack, depth + 1, me);
@@ -1077,13 +1079,11 @@ fn owners_of(
         else {
             break;
         };
-        if frames[at].is_oopif {
-            if let Some((_, backend)) = docs[at].owner {
-                out.push(Owner {
-                    session: frames[parent].host.clone(),
-                    backend_node_id: backend,
-                });
-            }
+        if let Some((_, backend)) = docs[at].owner.filter(|_| frames[at].is_oopif) {
+            out.push(Owner {
+                session: frames[parent].host.clone(),
+                backend_node_id: backend,
+            });
         }
         at = parent;
     }
