@@ -204,6 +204,13 @@ async def confirm_in_oopif(sc: Scenario, binary: str) -> None:
         sc.expect(r.seconds < 3, f"it returned promptly ({r.seconds:.2f} s)")
         call_id = data.get("call_id")
         d = await wait_pending(sc, c, "confirm", "Pay?", "confirm")
+        t = time.monotonic()
+        blocked = await outline(c)
+        took = time.monotonic() - t
+        sc.log(f"outline while the OOPIF's confirm is open ({took:.2f} s):\n" + blocked["page"])
+        sc.check("dialog blocks this frame" in blocked["page"], "the blocked OOPIF is one line saying a dialog blocks it")
+        sc.check('RootWebArea "Confirm outer"' in blocked["page"], "the rest of the outline is still given")
+        sc.expect(took < 2.5, f"the snapshot did not wait on the blocked renderer ({took:.2f} s)")
         ans = await call(c, "browser_dialog", {"action": "accept"})
         done = [x for x in ans.get("completed_calls", []) if x.get("call_id") == call_id]
         sc.check(len(done) == 1, f"completed_calls carries {call_id} once ({ans.get('completed_calls')})")
@@ -310,6 +317,14 @@ async def outline_timed(sc: Scenario, binary: str) -> None:
             f"{len(text.encode()) / max(n, 1):.1f} bytes per node; frame_refs {snap.get('frame_refs')}"
         )
         sc.check(snap.get("page_truncated") is False, "the outline fits in 2,000 lines")
+        # The last OOPIF sits below 500 paragraphs: clicking in it scrolls the
+        # page and offsets by its iframe's box.
+        last = text[text.rindex('RootWebArea "Form"'):]
+        await call(c, "browser_type", {"ref": ref_of(last, "textbox", "Name"), "text": "Dee"})
+        r = await call(c, "browser_click", {"ref": ref_of(last, "button", "Send")})
+        sc.log(f"clicked Send in the third OOPIF at ({r['x']:.0f}, {r['y']:.0f})")
+        third = snap["frame_refs"][ref_of(last, "button", "Send").split("e")[0]]
+        sc.check(await got(c, third) == ["Dee|r"], "the click below the fold, inside the third OOPIF, submitted its form")
 
 
 SCENARIOS = {
