@@ -212,6 +212,8 @@ struct Doc {
     tree: Result<Vec<AxNode>, String>,
     /// Its owner: the parent document's index and the iframe element there.
     owner: Option<(usize, i64)>,
+    /// Under a frame that could not be read: nowhere to show it.
+    skipped: bool,
 }
 
 /// A line of the outline that holds a ref.
@@ -260,7 +262,7 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
             // unless their parent could not be read.
             if pending_unplaced.is_empty() {
                 pending_unplaced = (1..docs.len())
-                    .filter(|i| !placed.contains(i))
+                    .filter(|i| !placed.contains(i) && !docs[*i].skipped)
                     .filter(|i| {
                         docs[*i]
                             .owner
@@ -575,16 +577,34 @@ impl Supervisor {
             .enumerate()
             .map(|(i, f)| (f.frame_id.as_str(), i))
             .collect();
+        // A frame under a blocked one has nowhere to be shown (and its
+        // owner could only be asked of the blocked renderer): not read.
+        let under_blocked = |f: &FrameInfo| {
+            let mut at = f.parent.as_deref();
+            let mut hops = 0;
+            while let Some(p) = at.filter(|_| hops <= frames.len()) {
+                if blocked.contains(p) {
+                    return true;
+                }
+                hops += 1;
+                at = pos.get(p).and_then(|&i| frames[i].parent.as_deref());
+            }
+            false
+        };
         let reads = frames.iter().enumerate().map(|(i, f)| {
             let conn = conn.clone();
+            let skipped = under_blocked(f);
             let blocked = blocked.contains(&f.frame_id);
             let parent_host = f
                 .parent
                 .as_deref()
                 .and_then(|p| pos.get(p))
-                .map(|&p| frames[p].host.clone());
+                .map(|&p| frames[p].host.clone())
+                .filter(|_| !skipped);
             async move {
-                let tree = if blocked {
+                let tree = if skipped {
+                    Err("not read: under a frame that could not be read".to_owned())
+                } else if blocked {
                     Err(format!(
                         "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read; answer the dialog (browser_dialog), then call browser_snapshot again",
                         f.frame_id, f.url
@@ -609,14 +629,15 @@ impl Supervisor {
                         .and_then(|v| v.get("backendNodeId").and_then(Value::as_i64)),
                     None => None,
                 };
-                (tree, owner)
+                (tree, owner, skipped)
             }
         });
         let results = futures_util::future::join_all(reads).await;
         let docs: Vec<Doc> = frames
             .iter()
             .zip(results)
-            .map(|(f, (tree, owner))| Doc {
+            .map(|(f, (tree, owner, skipped))| Doc {
+                skipped,
                 frame_id: f.frame_id.clone(),
                 url: f.url.clone(),
                 tree,
@@ -1262,12 +1283,14 @@ mod tests {
                 url: "http://a/".into(),
                 tree: Ok(top),
                 owner: None,
+                skipped: false,
             },
             Doc {
                 frame_id: "F".into(),
                 url: "http://b/".into(),
                 tree: Ok(inner),
                 owner: Some((0, 5)),
+                skipped: false,
             },
         ];
         let mut next = 0;
@@ -1302,12 +1325,14 @@ mod tests {
                 url: "u".into(),
                 tree: Ok(parse_ax(&json!({"nodes": nodes}))),
                 owner: None,
+                skipped: false,
             },
             Doc {
                 frame_id: "F".into(),
                 url: "v".into(),
                 tree: Err("blocked".into()),
                 owner: Some((0, 1)),
+                skipped: false,
             },
         ];
         let mut next = 0;
@@ -1315,6 +1340,37 @@ mod tests {
         assert!(o.truncated);
         assert_eq!(o.lines, PAGE_MAX_LINES);
         assert_eq!(o.text.lines().count(), PAGE_MAX_LINES);
+    }
+
+    #[test]
+    fn a_blocked_frame_keeps_its_place_and_hides_the_frames_under_it() {
+        let top = parse_ax(&json!({"nodes": [
+            node("1", None, "RootWebArea", "Top", &["2"], 1),
+            node("2", Some("1"), "Iframe", "", &[], 5),
+        ]}));
+        let doc = |frame_id: &str, tree, owner, skipped| Doc {
+            frame_id: frame_id.into(),
+            url: String::new(),
+            tree,
+            owner,
+            skipped,
+        };
+        let docs = vec![
+            doc("T", Ok(top), None, false),
+            doc(
+                "F",
+                Err("frame F: a dialog blocks it".into()),
+                Some((0, 5)),
+                false,
+            ),
+            doc("G", Err("not read".into()), None, true),
+        ];
+        let (o, refs) = render(&docs, &mut 0);
+        assert_eq!(
+            o.text,
+            "- RootWebArea \"Top\"\n  - Iframe\n    - frame F: a dialog blocks it"
+        );
+        assert!(refs.is_empty() && o.frame_refs.is_empty());
     }
 
     #[test]
