@@ -725,15 +725,33 @@ impl Supervisor {
         let conn = self
             .connection()
             .ok_or_else(|| CdpCallError::NotConnected("reconnecting".into()))?;
-        let object = read(
+        // Its renderer cannot be read while a dialog blocks it: say so
+        // rather than wait (nothing is dispatched).
+        let (_, page) = self.route(None, None, false).await?;
+        if blocked_frames(&snap, &frames_of(&snap.frame_tree, &page)).contains(&node.frame_id) {
+            return Err(ActError::Element(format!(
+                "a JavaScript dialog blocks the frame of ref {r}, so the element cannot be reached; answer the dialog with browser_dialog first (nothing was done)"
+            )));
+        }
+        let resolved = read(
             &conn,
             &node.session,
             "DOM.resolveNode",
             json!({"backendNodeId": node.backend_node_id}),
         )
-        .await
-        .ok()
-        .and_then(|v| v.pointer("/object/objectId").and_then(Value::as_str).map(str::to_owned))
+        .await;
+        let object = match resolved {
+            Ok(v) => v
+                .pointer("/object/objectId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            Err(e) if e.starts_with("no answer") => {
+                return Err(ActError::Element(format!(
+                    "the frame of ref {r} does not answer ({e}): a dialog may block it (see pending_dialogs); nothing was done"
+                )));
+            }
+            Err(_) => None,
+        }
         .ok_or_else(|| {
             ActError::Stale(format!(
                 "ref {r} no longer exists: its document navigated or the element was removed since the snapshot: {STALE_HINT}"
