@@ -962,7 +962,7 @@ impl Supervisor {
     /// or — when `existing_block` and one already blocked the page at the
     /// start — no result within [`BLOCKED_CALL_GRACE`]. `Err` carries the
     /// pending dialogs.
-    async fn race_dialogs<F, T>(
+    pub(crate) async fn race_dialogs<F, T>(
         &self,
         fut: F,
         existing_block: bool,

@@ -34,6 +34,9 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(1);
 /// for a page of thousands of nodes, so this one read gets longer; a frame a
 /// known dialog blocks is not asked at all ([`blocked_frames`]).
 pub const TREE_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Reads of the outline: a dialog opening during one starts it again
+/// (without the frame it blocks); the last one is not raced.
+const OUTLINE_ATTEMPTS: u32 = 3;
 /// An action's dispatch, before it counts as interrupted or timed out.
 pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// DESIGN ("Tabs"): a tab opened within 300 ms after an action's dispatch
@@ -568,30 +571,32 @@ impl Supervisor {
     pub async fn page_outline(&self) -> Option<PageOutline> {
         let conn = self.connection()?;
         let (_, page) = self.route(None, None, false).await.ok()?;
-        let snap = self.snapshot();
-        let frames = frames_of(&snap.frame_tree, &page);
-        let tab = frames.first()?.frame_id.clone();
-        let blocked = blocked_frames(&snap, &frames);
-        let pos: HashMap<&str, usize> = frames
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.frame_id.as_str(), i))
-            .collect();
-        // A frame under a blocked one has nowhere to be shown (and its
-        // owner could only be asked of the blocked renderer): not read.
-        let under_blocked = |f: &FrameInfo| {
-            let mut at = f.parent.as_deref();
-            let mut hops = 0;
-            while let Some(p) = at.filter(|_| hops <= frames.len()) {
-                if blocked.contains(p) {
-                    return true;
+        let mut attempt = 0;
+        let (frames, docs) = loop {
+            attempt += 1;
+            let snap = self.snapshot();
+            let frames = frames_of(&snap.frame_tree, &page);
+            let blocked = blocked_frames(&snap, &frames);
+            let pos: HashMap<&str, usize> = frames
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.frame_id.as_str(), i))
+                .collect();
+            // A frame under a blocked one has nowhere to be shown (and its
+            // owner could only be asked of the blocked renderer): not read.
+            let under_blocked = |f: &FrameInfo| {
+                let mut at = f.parent.as_deref();
+                let mut hops = 0;
+                while let Some(p) = at.filter(|_| hops <= frames.len()) {
+                    if blocked.contains(p) {
+                        return true;
+                    }
+                    hops += 1;
+                    at = pos.get(p).and_then(|&i| frames[i].parent.as_deref());
                 }
-                hops += 1;
-                at = pos.get(p).and_then(|&i| frames[i].parent.as_deref());
-            }
-            false
-        };
-        let reads = frames.iter().enumerate().map(|(i, f)| {
+                false
+            };
+            let reads = frames.iter().enumerate().map(|(i, f)| {
             let conn = conn.clone();
             let skipped = under_blocked(f);
             let blocked = blocked.contains(&f.frame_id);
@@ -632,21 +637,39 @@ impl Supervisor {
                 (tree, owner, skipped)
             }
         });
-        let results = futures_util::future::join_all(reads).await;
-        let docs: Vec<Doc> = frames
+            let all = futures_util::future::join_all(reads);
+            // A dialog opening meanwhile blocks a renderer being read: read
+            // again without it rather than wait out its deadline.
+            let results = if attempt < OUTLINE_ATTEMPTS {
+                match self.race_dialogs(all, false).await {
+                    Ok(r) => r,
+                    Err(_) => continue,
+                }
+            } else {
+                all.await
+            };
+            let docs: Vec<Doc> = frames
+                .iter()
+                .zip(results)
+                .map(|(f, (tree, owner, skipped))| Doc {
+                    skipped,
+                    frame_id: f.frame_id.clone(),
+                    url: f.url.clone(),
+                    tree,
+                    owner: f
+                        .parent
+                        .as_deref()
+                        .and_then(|p| pos.get(p).copied())
+                        .zip(owner),
+                })
+                .collect();
+            break (frames, docs);
+        };
+        let tab = frames.first()?.frame_id.clone();
+        let pos: HashMap<&str, usize> = frames
             .iter()
-            .zip(results)
-            .map(|(f, (tree, owner, skipped))| Doc {
-                skipped,
-                frame_id: f.frame_id.clone(),
-                url: f.url.clone(),
-                tree,
-                owner: f
-                    .parent
-                    .as_deref()
-                    .and_then(|p| pos.get(p).copied())
-                    .zip(owner),
-            })
+            .enumerate()
+            .map(|(i, f)| (f.frame_id.as_str(), i))
             .collect();
         let mut tables = self.ref_tables();
         let t = tables.tabs.entry(tab).or_default();
