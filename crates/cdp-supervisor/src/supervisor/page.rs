@@ -253,9 +253,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
     let mut refs = Vec::new();
     let mut prefixes: HashMap<usize, String> = HashMap::new();
     let mut placed: HashSet<usize> = HashSet::new();
-    // Names of the rendered ancestors, for name-repeating StaticText: an
-    // arena of (name, parent) so each stack item holds one index.
-    let mut names: Vec<(String, usize)> = vec![(String::new(), 0)];
+    // Names of the rendered nodes, for name-repeating StaticText: each
+    // stack item holds the index of the node it is shown under.
+    let mut names: Vec<String> = vec![String::new()];
     let mut stack = vec![Item::Doc(0, 0)];
     let mut pending_unplaced: Vec<usize> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
@@ -326,18 +326,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                     continue;
                 }
                 if n.role == "StaticText" {
-                    let repeats = n.name.trim().is_empty() || {
-                        let mut a = ctx;
-                        let mut found = false;
-                        while a != 0 {
-                            if names[a].0.contains(n.name.trim()) {
-                                found = true;
-                                break;
-                            }
-                            a = names[a].1;
-                        }
-                        found
-                    };
+                    // Text that only repeats the name of the node it is
+                    // shown under (a button's label) says nothing new.
+                    let repeats = n.name.trim().is_empty() || names[ctx].contains(n.name.trim());
                     if repeats {
                         continue;
                     }
@@ -377,7 +368,13 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                     refs.push((r, RefAt { doc: d, backend }));
                 }
                 lines.push(line);
-                names.push((n.name.clone(), ctx));
+                // A document's name is its title: text under it is content.
+                let shown_name = if n.role == "RootWebArea" {
+                    String::new()
+                } else {
+                    n.name.clone()
+                };
+                names.push(shown_name);
                 let me = names.len() - 1;
                 if let Some(frames) = n
                     .backend
@@ -1308,11 +1305,12 @@ mod tests {
     fn the_outline_collapses_wrappers_drops_repeated_text_and_stitches_frames() {
         let top = parse_ax(&json!({"nodes": [
             node("1", None, "RootWebArea", "Shop", &["2"], 1),
-            node("2", Some("1"), "generic", "", &["3", "5", "6"], 2),
+            node("2", Some("1"), "generic", "", &["3", "5", "6", "7"], 2),
             node("3", Some("2"), "button", "Pay now", &["4"], 3),
             node("4", Some("3"), "StaticText", "Pay now", &[], 4),
             node("5", Some("2"), "Iframe", "", &[], 5),
             node("6", Some("2"), "textbox", "Card", &[], 6),
+            node("7", Some("2"), "StaticText", "Shop", &[], 8),
         ]}));
         let inner = parse_ax(&json!({"nodes": [
             node("1", None, "RootWebArea", "Pay", &["2"], 1),
@@ -1338,7 +1336,7 @@ mod tests {
         let (o, refs) = render(&docs, &mut next);
         assert_eq!(
             o.text,
-            "- RootWebArea \"Shop\"\n  - button \"Pay now\" [ref=e1]\n  - Iframe\n    - RootWebArea \"Pay\"\n      - button \"Confirm\" [ref=f1e2]\n  - textbox \"Card\" [ref=e3]"
+            "- RootWebArea \"Shop\"\n  - button \"Pay now\" [ref=e1]\n  - Iframe\n    - RootWebArea \"Pay\"\n      - button \"Confirm\" [ref=f1e2]\n  - textbox \"Card\" [ref=e3]\n  - StaticText \"Shop\""
         );
         assert_eq!(o.frame_refs.get("f1").map(String::as_str), Some("F"));
         assert_eq!(refs.len(), 3);
