@@ -516,7 +516,19 @@ fn blocked_frames(snap: &Snapshot, frames: &[FrameInfo]) -> HashSet<String> {
         if d.dialog_type == DialogType::FileChooser {
             continue;
         }
-        if d.target_id.as_deref().is_some_and(|t| t != tab) {
+        if let Some(other) = d.target_id.as_deref().filter(|t| *t != tab) {
+            // A dialog in a related tab (opener or popup, any depth) holds
+            // the renderer it shares with this tab's frames of its site
+            // (a same-site popup's dialog freezes its opener).
+            if related(snap, other, &tab) {
+                let site = site_of(&d.url);
+                blocked_hosts.extend(
+                    frames
+                        .iter()
+                        .filter(|f| site.is_some() && site_of(&f.url) == site)
+                        .map(|f| &f.host),
+                );
+            }
             continue;
         }
         let frame = d.frame_id.as_deref().unwrap_or(&tab);
@@ -532,6 +544,36 @@ fn blocked_frames(snap: &Snapshot, frames: &[FrameInfo]) -> HashSet<String> {
         .filter(|f| blocked_hosts.contains(&f.host))
         .map(|f| f.frame_id.clone())
         .collect()
+}
+
+/// Whether tabs `a` and `b` are one's opener (or popup) of the other, at any depth.
+fn related(snap: &Snapshot, a: &str, b: &str) -> bool {
+    let opener = |t: &str| {
+        snap.tabs
+            .iter()
+            .find(|x| x.target_id == t)
+            .and_then(|x| x.opener_target_id.clone())
+    };
+    let reaches = |from: &str, to: &str| {
+        let mut at = opener(from);
+        let mut hops = 0;
+        while let Some(t) = at.filter(|_| hops <= snap.tabs.len()) {
+            if t == to {
+                return true;
+            }
+            hops += 1;
+            at = opener(&t);
+        }
+        false
+    };
+    reaches(a, b) || reaches(b, a)
+}
+
+/// A URL's site as far as processes go: scheme and host (Chromium groups
+/// by registrable domain; a host is the same or narrower).
+fn site_of(url: &str) -> Option<(String, String)> {
+    let u = url::Url::parse(url).ok()?;
+    Some((u.scheme().to_owned(), u.host_str()?.to_owned()))
 }
 
 async fn read(
