@@ -653,9 +653,14 @@ impl AgentSession {
                 json!({"url": "", "title": ""})
             });
         };
+        // The outline first: it may take a while (a big page), and the
+        // dialogs and tabs read after it are the fresher for it.
+        let outline = if page { s.page_outline().await } else { None };
         let mut v = snapshot_json(&s).await;
-        if page {
-            add_page(&mut v, &s).await;
+        if let Some(o) = outline {
+            v["page"] = json!(o.text);
+            v["page_truncated"] = json!(o.truncated);
+            v["frame_refs"] = json!(o.frame_refs);
         }
         Ok(v)
     }
@@ -1388,15 +1393,6 @@ async fn snapshot_json(s: &Supervisor) -> Value {
     v["completed_calls"] = json!(s.completed_calls());
     v["event_seq"] = json!(s.events().latest());
     v
-}
-
-/// Adds the current tab's outline: `page`, `page_truncated`, `frame_refs`.
-async fn add_page(v: &mut Value, s: &Supervisor) {
-    if let Some(o) = s.page_outline().await {
-        v["page"] = json!(o.text);
-        v["page_truncated"] = json!(o.truncated);
-        v["frame_refs"] = json!(o.frame_refs);
-    }
 }
 
 /// The page's URL and title now ([`Supervisor::live_page`]), else the last
