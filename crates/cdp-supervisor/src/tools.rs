@@ -3,7 +3,9 @@
 //!
 //! Tools (names and parameters are a contract, see DESIGN.md):
 //! - `browser_navigate {url}`
-//! - `browser_snapshot {}`
+//! - `browser_snapshot {page?}`
+//! - `browser_click {ref, button?, click_count?}`, `browser_type {ref, text,
+//!   submit?}`, `browser_press_key {key}`, `browser_select_option {ref, values}`
 //! - `browser_dialog {action, prompt_text?, dialog_id?}`
 //! - `browser_cdp {method, params?, frame_id?, timeout_s?}`
 //! - `browser_wait {event, timeout_s?, since?}`
@@ -21,6 +23,7 @@ use crate::supervisor::driver::{
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
+use crate::supervisor::page;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
@@ -32,16 +35,24 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 /// The tools that need a CDP endpoint (hidden when the backend has none).
-pub const CDP_ONLY_TOOLS: [&str; 4] = [
+pub const CDP_ONLY_TOOLS: [&str; 8] = [
     "browser_dialog",
     "browser_cdp",
     "browser_tabs",
     "browser_wait",
+    "browser_click",
+    "browser_type",
+    "browser_press_key",
+    "browser_select_option",
 ];
 /// Every tool, in the order they are listed.
-pub const ALL_TOOLS: [&str; 8] = [
+pub const ALL_TOOLS: [&str; 12] = [
     "browser_navigate",
     "browser_snapshot",
+    "browser_click",
+    "browser_type",
+    "browser_press_key",
+    "browser_select_option",
     "browser_dialog",
     "browser_cdp",
     "browser_tabs",
@@ -220,6 +231,80 @@ struct ConnectArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotArgs {
+    #[serde(default)]
+    page: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClickArgs {
+    r#ref: String,
+    #[serde(default)]
+    button: Option<String>,
+    #[serde(default)]
+    click_count: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TypeArgs {
+    r#ref: String,
+    text: String,
+    #[serde(default)]
+    submit: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyArgs {
+    key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelectArgs {
+    r#ref: String,
+    values: Vec<String>,
+}
+
+/// `browser_click`'s buttons.
+pub const CLICK_BUTTONS: [&str; 3] = ["left", "middle", "right"];
+/// `browser_click`'s largest `click_count` (a triple click selects a paragraph).
+pub const CLICK_COUNT_MAX: u32 = 3;
+
+/// An action on the page (DESIGN "Acting on the page").
+enum Action {
+    Click {
+        r: String,
+        button: String,
+        count: u32,
+    },
+    Type {
+        r: String,
+        text: String,
+        submit: bool,
+    },
+    Key(String),
+    Select {
+        r: String,
+        values: Vec<String>,
+    },
+}
+
+impl Action {
+    fn tool(&self) -> &'static str {
+        match self {
+            Action::Click { .. } => "browser_click",
+            Action::Type { .. } => "browser_type",
+            Action::Key(_) => "browser_press_key",
+            Action::Select { .. } => "browser_select_option",
+        }
+    }
+}
 
 fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, ToolError> {
     let args = if args.is_null() {
@@ -518,6 +603,75 @@ impl AgentSession {
                 self.config.browser.cloud_provider.as_str()
             )));
         }
+        // The page's tools (and browser_snapshot's `page`) first; the rest
+        // through ToolCall::parse.
+        match name {
+            "browser_snapshot" => {
+                let a: SnapshotArgs = parse(name, args)?;
+                let page = match a.page {
+                    None | Some(Value::Null) => true,
+                    Some(Value::Bool(b)) => b,
+                    Some(other) => {
+                        return Err(ToolError::new(format!(
+                            "browser_snapshot: page must be true or false (whether to include the page's outline), not {other}"
+                        )));
+                    }
+                };
+                return self.browser_snapshot(page).await;
+            }
+            "browser_click" => {
+                let a: ClickArgs = parse(name, args)?;
+                let button = a.button.unwrap_or_else(|| "left".into());
+                if !CLICK_BUTTONS.contains(&button.as_str()) {
+                    return Err(ToolError::new(format!(
+                        "button {button:?} is not one browser_click knows; allowed: {}",
+                        CLICK_BUTTONS.join(", ")
+                    )));
+                }
+                let count = a.click_count.unwrap_or(1);
+                if !(1..=CLICK_COUNT_MAX).contains(&count) {
+                    return Err(ToolError::new(format!(
+                        "click_count {count} is not allowed; give 1 to {CLICK_COUNT_MAX}"
+                    )));
+                }
+                return self
+                    .act(Action::Click {
+                        r: a.r#ref,
+                        button,
+                        count,
+                    })
+                    .await;
+            }
+            "browser_type" => {
+                let a: TypeArgs = parse(name, args)?;
+                return self
+                    .act(Action::Type {
+                        r: a.r#ref,
+                        text: a.text,
+                        submit: a.submit.unwrap_or(false),
+                    })
+                    .await;
+            }
+            "browser_press_key" => {
+                let a: KeyArgs = parse(name, args)?;
+                return self.act(Action::Key(a.key)).await;
+            }
+            "browser_select_option" => {
+                let a: SelectArgs = parse(name, args)?;
+                if a.values.is_empty() {
+                    return Err(ToolError::new(
+                        "values is empty; give the value or label of each option to select",
+                    ));
+                }
+                return self
+                    .act(Action::Select {
+                        r: a.r#ref,
+                        values: a.values,
+                    })
+                    .await;
+            }
+            _ => {}
+        }
         if !ALL_TOOLS.contains(&name) {
             return Err(ToolError::new(format!(
                 "unknown tool {name:?}; tools: {}",
@@ -526,7 +680,7 @@ impl AgentSession {
         }
         match ToolCall::parse(name, args, &self.navigation_policy()?)? {
             ToolCall::Navigate { url } => self.browser_navigate(&url).await,
-            ToolCall::Snapshot => self.browser_snapshot().await,
+            ToolCall::Snapshot => self.browser_snapshot(true).await,
             ToolCall::Dialog {
                 action,
                 prompt_text,
@@ -822,7 +976,7 @@ impl AgentSession {
     ///
     /// # Errors
     /// Attaching to the configured endpoint failed.
-    pub async fn browser_snapshot(&self) -> Result<Value, ToolError> {
+    pub async fn browser_snapshot(&self, page: bool) -> Result<Value, ToolError> {
         let starting = self.registry.is_starting(&self.task_id)
             || self.provider_creating.load(Ordering::SeqCst);
         if starting && self.registry.get(&self.task_id).is_none() {
@@ -848,7 +1002,78 @@ impl AgentSession {
                 json!({"url": "", "title": ""})
             });
         };
-        Ok(snapshot_json(&s).await)
+        // The outline first: it may take a while (a big page), and the
+        // dialogs and tabs read after it are the fresher for it.
+        let outline = if page { s.page_outline().await } else { None };
+        let mut v = snapshot_json(&s).await;
+        if let Some(o) = outline {
+            v["page"] = json!(o.text);
+            v["page_truncated"] = json!(o.truncated);
+            v["frame_refs"] = json!(o.frame_refs);
+        }
+        Ok(v)
+    }
+
+    /// `browser_click`, `browser_type`, `browser_press_key`,
+    /// `browser_select_option` (DESIGN "Acting on the page"): the action's
+    /// small result, plus `tabs_opened` when a tab opened during it or
+    /// within [`page::TABS_OPENED_WINDOW`] after its dispatch.
+    ///
+    /// # Errors
+    /// A stale or unknown ref (naming `browser_snapshot`), an element that
+    /// cannot take the action, no browser; a dialog interrupting the
+    /// dispatch is the interrupted tool error of "Calls a dialog interrupts".
+    async fn act(&self, action: Action) -> Result<Value, ToolError> {
+        if self.detached.load(Ordering::SeqCst) {
+            return Err(ToolError::new(
+                "no browser is attached since browser_disconnect; call browser_navigate (starts the configured browser) or browser_connect first",
+            ));
+        }
+        if self.ended().is_some() {
+            return Err(ToolError::new(ENDED_NOTE));
+        }
+        let Some(s) = self.supervisor_for_reading().await? else {
+            return Err(ToolError::new(
+                "no browser is running yet: browser_navigate starts one, then browser_snapshot lists the page's refs",
+            ));
+        };
+        let tool = action.tool();
+        let before = tab_ids(&s);
+        let mut tabs = s.subscribe();
+        let outcome = match action {
+            Action::Click { r, button, count } => s.click(&r, &button, count).await,
+            Action::Type { r, text, submit } => s.type_text(&r, &text, submit).await,
+            Action::Key(k) => s.press_key(&k).await,
+            Action::Select { r, values } => s.select_option(&r, values).await,
+        }
+        .map_err(|e| ToolError::new(format!("{tool}: {e}")))?;
+        match outcome {
+            CallOutcome::Reply(mut v) => {
+                // A popup's target shows up just after the input that opened it.
+                let opened = async {
+                    loop {
+                        if tabs
+                            .borrow_and_update()
+                            .tabs
+                            .iter()
+                            .any(|t| !before.contains(&t.target_id))
+                        {
+                            return;
+                        }
+                        if tabs.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(page::TABS_OPENED_WINDOW, opened).await;
+                add_tabs_opened(&mut v, &s, &before);
+                Ok(v)
+            }
+            CallOutcome::Interrupted {
+                call_id,
+                pending_dialogs,
+            } => Err(interrupted(tool, &call_id, pending_dialogs)),
+        }
     }
 
     /// `browser_navigate`: navigates and waits for the load event (30 s);

@@ -11,10 +11,13 @@
 //! `max_tabs`, crashed tabs), `providers.py` for a cloud
 //! provider's session through the binary (created on the first call against
 //! a fake Browser Use API, stopped at `browser_disconnect` and when the MCP
-//! session ends, over stdio and HTTP).,
+//! session ends, over stdio and HTTP),
 //! `security.py` for the
 //! navigation policy (blocked and allowed origins, `file:`) and the HTTP
-//! bounds (413, `--max-sessions`, `--idle-timeout-s`). Fails — never skips —
+//! bounds (413, `--max-sessions`, `--idle-timeout-s`).,
+//! `act.py` for acting on the page (the outline
+//! with refs across OOPIFs, clicks, typing, keys and selects through real
+//! input, a click a dialog interrupts delivered once). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -83,4 +86,9 @@ fn cloud_provider_sessions_live_and_end_with_the_mcp_session_through_the_python_
 #[test]
 fn the_navigation_policy_and_http_bounds_hold_through_the_python_sdk() {
     run_script("security.py");
+}
+
+#[test]
+fn the_agent_acts_on_the_page_across_oopifs_through_the_python_sdk() {
+    run_script("act.py");
 }

@@ -77,10 +77,10 @@ async fn camofox_lists_neither_browser_dialog_nor_browser_cdp_and_calling_them_i
 async fn an_unknown_tool_is_a_protocol_error() {
     let c = Client::connect(Config::default()).await;
     let e = c
-        .try_call("browser_click", json!({}))
+        .try_call("browser_hover", json!({}))
         .await
         .expect_err("unknown tool");
-    assert!(e.to_string().contains("browser_click"), "{e}");
+    assert!(e.to_string().contains("browser_hover"), "{e}");
     c.close().await;
 }
 

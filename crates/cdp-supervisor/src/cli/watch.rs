@@ -135,7 +135,7 @@ pub async fn snapshot(config: Config, url: &str, settle_ms: u64) -> Result<(), C
             .map_err(|e| CliError(e.message))?;
         tokio::time::sleep(std::time::Duration::from_millis(settle_ms)).await;
         let snap = session
-            .browser_snapshot()
+            .browser_snapshot(true)
             .await
             .map_err(|e| CliError(e.message))?;
         println!(

@@ -324,6 +324,8 @@ struct Shared {
     calls: Arc<InterruptedCalls>,
     dialog_timeout: Duration,
     max_tabs: usize,
+    /// Per tab, the refs of its last page outline ([`crate::supervisor::page`]).
+    refs: Mutex<crate::supervisor::page::RefTables>,
 }
 
 type LiveConnection = Arc<Mutex<Option<Connection>>>;
@@ -496,6 +498,7 @@ impl Supervisor {
                 calls: Arc::new(InterruptedCalls::default()),
                 dialog_timeout,
                 max_tabs,
+                refs: Mutex::new(Default::default()),
             }),
         })
     }
@@ -687,7 +690,7 @@ impl Supervisor {
     /// The connection and the session for a call: the frame `frame_id`'s
     /// (in tab `target_id`, else any tab, the current one first), else the
     /// page session of tab `target_id` or the current tab.
-    async fn route(
+    pub(crate) async fn route(
         &self,
         frame_id: Option<&str>,
         target_id: Option<&str>,
@@ -734,7 +737,36 @@ impl Supervisor {
         let keep = timeout.saturating_add(self.shared.dialog_timeout);
         // Through the driver and the core: in wire order with the events, so
         // the core knows which navigations (and closed dialogs) it causes.
-        let mut reply = Box::pin(self.send_agent(Target::Session(session), method, params, keep));
+        let reply = self.send_agent(Target::Session(session), method, params, keep);
+        self.interruptible(
+            method,
+            async move { reply.await.map_err(CdpCallError::from) },
+            timeout,
+        )
+        .await
+    }
+
+    /// Runs `work` — an agent's call that a dialog can block (a CDP
+    /// command, or an action's dispatch ending in the action's result) — as
+    /// a call a dialog interrupts (DESIGN "Calls a dialog interrupts"):
+    /// its outcome within `timeout`, or [`CallOutcome::Interrupted`] when a
+    /// dialog blocks it. An interrupted `work` runs on (it is queued in the
+    /// page) and its outcome is recorded once under `method`; `work`'s own
+    /// commands carry the deadline that bounds that wait.
+    ///
+    /// # Errors
+    /// `work`'s own error, or [`CommandError::Timeout`] when `timeout`
+    /// passes with no dialog in the way.
+    pub(crate) async fn interruptible<F>(
+        &self,
+        method: &str,
+        work: F,
+        timeout: Duration,
+    ) -> Result<CallOutcome, CdpCallError>
+    where
+        F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
+    {
+        let mut reply = Box::pin(work);
         let own_deadline = async {
             tokio::select! {
                 r = &mut reply => Some(r),
@@ -761,7 +793,7 @@ impl Supervisor {
         // Ends with the reply, the deadline, or the connection: never lingers.
         tokio::spawn(async move {
             let outcome = reply.await.map_err(|e| match e {
-                AgentCallError::Command(CommandError::Disconnected { .. }) => format!(
+                CdpCallError::Command(CommandError::Disconnected { .. }) => format!(
                     "{e}; the command may or may not have run before the connection dropped"
                 ),
                 e => e.to_string(),
@@ -772,6 +804,28 @@ impl Supervisor {
             call_id,
             pending_dialogs,
         })
+    }
+
+    /// The current connection, for reads that must not wait on the event
+    /// loop (each with its own short deadline). `None` while not connected.
+    pub(crate) fn connection(&self) -> Option<Connection> {
+        self.shared
+            .live
+            .lock()
+            .expect("live connection lock")
+            .clone()
+    }
+
+    /// How long an interrupted command may wait for its dialog to be answered.
+    pub(crate) fn dialog_timeout(&self) -> Duration {
+        self.shared.dialog_timeout
+    }
+
+    /// Per tab, the refs of its last page outline.
+    pub(crate) fn ref_tables(
+        &self,
+    ) -> std::sync::MutexGuard<'_, crate::supervisor::page::RefTables> {
+        self.shared.refs.lock().expect("refs lock")
     }
 
     /// What happened, by kind and sequence number (`browser_wait`,
@@ -1006,7 +1060,7 @@ impl Supervisor {
     /// or — when `existing_block` and one already blocked the page at the
     /// start — no result within [`BLOCKED_CALL_GRACE`]. `Err` carries the
     /// pending dialogs.
-    async fn race_dialogs<F, T>(
+    pub(crate) async fn race_dialogs<F, T>(
         &self,
         fut: F,
         existing_block: bool,

@@ -6,6 +6,7 @@ pub mod calls;
 pub mod driver;
 pub mod events;
 pub mod origins;
+pub mod page;
 pub mod policy;
 pub mod registry;
 pub mod snapshot;

@@ -31,6 +31,10 @@ from mcp import Client, StdioServerParameters
 EXPECTED_TOOLS = [
     "browser_navigate",
     "browser_snapshot",
+    "browser_click",
+    "browser_type",
+    "browser_press_key",
+    "browser_select_option",
     "browser_dialog",
     "browser_cdp",
     "browser_tabs",

@@ -1,0 +1,1463 @@
+//! Acting on the page (DESIGN "Acting on the page"): the current tab's
+//! accessibility outline with element refs, and the actions on those refs
+//! through real input.
+//!
+//! Both are read at call time (I/O, like [`Supervisor::live_page`]), not in
+//! the pure core: the outline is `Accessibility.getFullAXTree` of every
+//! frame, each read with its own short deadline directly on the connection
+//! (a frame a dialog blocks never answers), stitched under the frame's
+//! owner `Iframe` node (`DOM.getFrameOwner` on the parent's session). An
+//! action reads what it needs the same way, then hands its dispatch (the
+//! only part a dialog can block) to [`Supervisor::interruptible`], so a
+//! click that opens `confirm()` is an interrupted call delivered once.
+//!
+//! Refs are kept per tab until that tab's next outline ([`RefTables`]);
+//! their numbers grow across outlines, so a ref from an older one is never
+//! silently taken for a node of the new one.
+
+use crate::cdp::connection::{CommandError, Connection};
+use crate::cdp::protocol::{DialogType, SessionId};
+use crate::supervisor::driver::{CallOutcome, CdpCallError, Supervisor};
+use crate::supervisor::snapshot::{FrameTreeView, Snapshot};
+use crate::supervisor::state::Target;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+/// DESIGN: the outline is cut at 2,000 lines (`page_truncated`).
+pub const PAGE_MAX_LINES: usize = 2_000;
+/// Each read of the outline or of an action (one frame's tree, an owner, a
+/// box): a frame a dialog blocks never answers, and the snapshot must not
+/// wait on it.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(1);
+/// Reading one frame's accessibility tree: Chromium needs over a second
+/// for a page of thousands of nodes, so this one read gets longer; a frame a
+/// known dialog blocks is not asked at all ([`blocked_frames`]).
+pub const TREE_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Reads of the outline: a dialog opening during one starts it again
+/// (without the frame it blocks); the last one is not raced.
+const OUTLINE_ATTEMPTS: u32 = 3;
+/// An action's dispatch, before it counts as interrupted or timed out.
+pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// DESIGN ("Tabs"): a tab opened within 300 ms after an action's dispatch
+/// is one the action opened (`tabs_opened`).
+pub const TABS_OPENED_WINDOW: Duration = Duration::from_millis(300);
+/// Names longer than this are cut (with `…`): a page's text is data, and
+/// one paragraph must not eat the outline.
+const NAME_MAX_CHARS: usize = 200;
+
+/// Chromium's roles an agent acts on: each gets a ref.
+const ACTIONABLE_ROLES: &[&str] = &[
+    "button",
+    "checkbox",
+    "combobox",
+    "link",
+    "listbox",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "option",
+    "MenuListOption",
+    "ListBoxOption",
+    "PopUpButton",
+    "radio",
+    "searchbox",
+    "slider",
+    "spinbutton",
+    "switch",
+    "tab",
+    "textbox",
+    "ToggleButton",
+    "treeitem",
+    "DisclosureTriangle",
+];
+/// Wrapper roles collapsed when they have no name: their children take their place.
+const WRAPPER_ROLES: &[&str] = &["generic", "none", "presentation", "GenericContainer"];
+/// Roles dropped with everything under them.
+const DROPPED_ROLES: &[&str] = &["InlineTextBox", "LineBreak"];
+
+/// One iframe element between a node's frame and the top frame that is an
+/// OOPIF boundary: its box offsets the node's coordinates.
+#[derive(Clone, Debug)]
+struct Owner {
+    /// The session of the document holding the iframe element.
+    session: SessionId,
+    /// The iframe element there.
+    backend_node_id: i64,
+}
+
+/// What a ref points at.
+#[derive(Clone, Debug)]
+struct NodeRef {
+    /// The frame whose document holds the node.
+    frame_id: String,
+    /// The session that reaches that document (the page's, or an OOPIF's).
+    session: SessionId,
+    backend_node_id: i64,
+    /// The OOPIF iframe elements above it, innermost first.
+    owners: Vec<Owner>,
+}
+
+#[derive(Default)]
+struct TabRefs {
+    /// The next ref number: numbers never repeat within a tab.
+    next: u64,
+    /// The first number of the last outline: smaller ones are from older outlines.
+    first_of_last: u64,
+    nodes: HashMap<String, NodeRef>,
+}
+
+/// Per tab (target id), the refs of its last outline.
+#[derive(Default)]
+pub struct RefTables {
+    tabs: HashMap<String, TabRefs>,
+}
+
+/// The outline as `browser_snapshot` gives it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageOutline {
+    /// One node a line (`- role "name" [state…] [ref=eN]`), two spaces of indent per level.
+    pub text: String,
+    /// Cut at [`PAGE_MAX_LINES`].
+    pub truncated: bool,
+    /// `f<K>` → frame id, for the frames whose nodes have refs.
+    pub frame_refs: BTreeMap<String, String>,
+    /// How many lines the text has.
+    pub lines: usize,
+}
+
+/// Why an action was not done; its text is the agent's.
+#[derive(Debug, thiserror::Error)]
+pub enum ActError {
+    /// The ref is not in the tab's last outline.
+    #[error("{0}")]
+    Stale(String),
+    /// The element cannot take the action (covered, zero-sized, detached, not a select…).
+    #[error("{0}")]
+    Element(String),
+    /// The call itself failed.
+    #[error(transparent)]
+    Call(#[from] CdpCallError),
+}
+
+/// One AX node, as much of it as the outline shows.
+#[derive(Clone, Debug, Default)]
+struct AxNode {
+    id: String,
+    parent: Option<String>,
+    ignored: bool,
+    role: String,
+    name: String,
+    value: String,
+    props: Vec<(String, Value)>,
+    children: Vec<String>,
+    backend: Option<i64>,
+}
+
+fn parse_ax(reply: &Value) -> Vec<AxNode> {
+    let str_at = |v: &Value, p: &str| {
+        v.pointer(p)
+            .map(|x| match x {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default()
+    };
+    reply
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(|nodes| {
+            nodes
+                .iter()
+                .map(|n| AxNode {
+                    id: str_at(n, "/nodeId"),
+                    parent: n.get("parentId").and_then(Value::as_str).map(str::to_owned),
+                    ignored: n.get("ignored").and_then(Value::as_bool).unwrap_or(false),
+                    role: str_at(n, "/role/value"),
+                    name: str_at(n, "/name/value"),
+                    value: str_at(n, "/value/value"),
+                    props: n
+                        .get("properties")
+                        .and_then(Value::as_array)
+                        .map(|ps| {
+                            ps.iter()
+                                .filter_map(|p| {
+                                    Some((
+                                        p.get("name")?.as_str()?.to_owned(),
+                                        p.pointer("/value/value").cloned().unwrap_or(Value::Null),
+                                    ))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    children: n
+                        .get("childIds")
+                        .and_then(Value::as_array)
+                        .map(|c| {
+                            c.iter()
+                                .filter_map(|x| x.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    backend: n.get("backendDOMNodeId").and_then(Value::as_i64),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One frame's document, as read for the outline.
+struct Doc {
+    frame_id: String,
+    url: String,
+    /// Its tree, or the one line said in its place.
+    tree: Result<Vec<AxNode>, String>,
+    /// Its owner: the parent document's index and the iframe element there.
+    owner: Option<(usize, i64)>,
+    /// Under a frame that could not be read: nowhere to show it.
+    skipped: bool,
+}
+
+/// A line of the outline that holds a ref.
+struct RefAt {
+    doc: usize,
+    backend: i64,
+}
+
+/// Renders the documents (index 0 the top one) into the outline; `next` is
+/// the tab's next ref number. Pure: the unit of the line format.
+fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
+    enum Item {
+        Doc(usize, usize),
+        Node(usize, usize, usize, usize),
+    }
+    let index: Vec<HashMap<&str, usize>> = docs
+        .iter()
+        .map(|d| match &d.tree {
+            Ok(nodes) => nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.id.as_str(), i))
+                .collect(),
+            Err(_) => HashMap::new(),
+        })
+        .collect();
+    let mut under: HashMap<(usize, i64), Vec<usize>> = HashMap::new();
+    for (i, d) in docs.iter().enumerate() {
+        if let Some(o) = d.owner {
+            under.entry(o).or_default().push(i);
+        }
+    }
+    let mut out = PageOutline::default();
+    let mut refs = Vec::new();
+    let mut prefixes: HashMap<usize, String> = HashMap::new();
+    let mut placed: HashSet<usize> = HashSet::new();
+    // Names of the rendered nodes, for name-repeating StaticText: each
+    // stack item holds the index of the node it is shown under.
+    let mut names: Vec<String> = vec![String::new()];
+    let mut stack = vec![Item::Doc(0, 0)];
+    let mut pending_unplaced: Vec<usize> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    'outer: loop {
+        let Some(item) = stack.pop() else {
+            // Frames whose owner was not found (or not shown) come last,
+            // unless their parent could not be read.
+            if pending_unplaced.is_empty() {
+                pending_unplaced = (1..docs.len())
+                    .filter(|i| !placed.contains(i) && !docs[*i].skipped)
+                    .filter(|i| {
+                        docs[*i]
+                            .owner
+                            .is_none_or(|(p, _)| placed.contains(&p) && docs[p].tree.is_ok())
+                    })
+                    .rev()
+                    .collect();
+                if pending_unplaced.is_empty() {
+                    break;
+                }
+            }
+            let i = pending_unplaced.pop().expect("not empty");
+            if lines.len() >= PAGE_MAX_LINES {
+                out.truncated = true;
+                break;
+            }
+            lines.push(format!(
+                "- Iframe {} [its iframe element was not found]",
+                quote(&docs[i].url)
+            ));
+            stack.push(Item::Doc(i, 1));
+            continue;
+        };
+        match item {
+            Item::Doc(d, depth) => {
+                placed.insert(d);
+                match &docs[d].tree {
+                    Err(line) => {
+                        if lines.len() >= PAGE_MAX_LINES {
+                            out.truncated = true;
+                            break 'outer;
+                        }
+                        lines.push(format!("{}- {line}", indent(depth)));
+                    }
+                    Ok(nodes) => {
+                        if let Some(root) = nodes.iter().position(|n| n.parent.is_none()) {
+                            stack.push(Item::Node(d, root, depth, 0));
+                        }
+                    }
+                }
+            }
+            Item::Node(d, i, depth, ctx) => {
+                let Ok(nodes) = &docs[d].tree else { continue };
+                let n = &nodes[i];
+                if DROPPED_ROLES.contains(&n.role.as_str()) {
+                    continue;
+                }
+                let push_children = |stack: &mut Vec<Item>, depth: usize, ctx: usize| {
+                    for c in n.children.iter().rev() {
+                        if let Some(&ci) = index[d].get(c.as_str()) {
+                            stack.push(Item::Node(d, ci, depth, ctx));
+                        }
+                    }
+                };
+                let wrapper = WRAPPER_ROLES.contains(&n.role.as_str()) && n.name.is_empty();
+                if n.ignored || wrapper || n.role.is_empty() {
+                    push_children(&mut stack, depth, ctx);
+                    continue;
+                }
+                if n.role == "StaticText" {
+                    // Text that only repeats the name of the node it is
+                    // shown under (a button's label) says nothing new.
+                    let repeats = n.name.trim().is_empty() || names[ctx].contains(n.name.trim());
+                    if repeats {
+                        continue;
+                    }
+                }
+                if lines.len() >= PAGE_MAX_LINES {
+                    out.truncated = true;
+                    break 'outer;
+                }
+                let mut line = format!("{}- {}", indent(depth), n.role);
+                if !n.name.is_empty() {
+                    line.push(' ');
+                    line.push_str(&quote(&n.name));
+                }
+                states(n, &mut line);
+                if let Some(backend) = n
+                    .backend
+                    .filter(|_| ACTIONABLE_ROLES.contains(&n.role.as_str()))
+                {
+                    let k = prefixes.keys().filter(|&&p| p != 0).count() + 1;
+                    let prefix = prefixes
+                        .entry(d)
+                        .or_insert_with(|| {
+                            if d == 0 {
+                                String::new()
+                            } else {
+                                format!("f{k}")
+                            }
+                        })
+                        .clone();
+                    if d != 0 && !out.frame_refs.contains_key(&prefix) {
+                        out.frame_refs
+                            .insert(prefix.clone(), docs[d].frame_id.clone());
+                    }
+                    *next += 1;
+                    let r = format!("{prefix}e{}", *next);
+                    line.push_str(&format!(" [ref={r}]"));
+                    refs.push((r, RefAt { doc: d, backend }));
+                }
+                lines.push(line);
+                // A document's name is its title: text under it is content.
+                let shown_name = if n.role == "RootWebArea" {
+                    String::new()
+                } else {
+                    n.name.clone()
+                };
+                names.push(shown_name);
+                let me = names.len() - 1;
+                if let Some(frames) = n
+                    .backend
+                    .filter(|_| n.role == "Iframe")
+                    .and_then(|b| under.get(&(d, b)))
+                {
+                    for f in frames.iter().rev() {
+                        stack.push(Item::Doc(*f, depth + 1));
+                    }
+                }
+                push_children(&mut stack, depth + 1, me);
+            }
+        }
+    }
+    out.lines = lines.len();
+    out.text = lines.join("\n");
+    (out, refs)
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+/// A name or value as the outline quotes it: JSON string syntax (so page
+/// text cannot break the line format), cut at [`NAME_MAX_CHARS`].
+fn quote(s: &str) -> String {
+    let s = s.trim();
+    let cut: String = if s.chars().count() > NAME_MAX_CHARS {
+        let mut c: String = s.chars().take(NAME_MAX_CHARS).collect();
+        c.push('…');
+        c
+    } else {
+        s.to_owned()
+    };
+    serde_json::to_string(&cut).expect("a string serializes")
+}
+
+/// Appends the node's value and states: `[checked]`, `[disabled]`,
+/// `[expanded]`/`[expanded=false]`, `[selected]`, `[value="…"]`…
+fn states(n: &AxNode, line: &mut String) {
+    let truthy = |v: &Value| v == &json!(true) || v == &json!("true");
+    for (name, v) in &n.props {
+        let s = match name.as_str() {
+            "checked" | "pressed" => {
+                match v.as_str().unwrap_or(if truthy(v) { "true" } else { "" }) {
+                    "true" => format!(" [{name}]"),
+                    "mixed" => format!(" [{name}=mixed]"),
+                    _ => continue,
+                }
+            }
+            "expanded" => {
+                if truthy(v) {
+                    " [expanded]".to_owned()
+                } else {
+                    " [expanded=false]".to_owned()
+                }
+            }
+            "disabled" | "selected" | "required" | "focused" | "readonly" | "multiselectable"
+                if truthy(v) =>
+            {
+                format!(" [{name}]")
+            }
+            "invalid" if v.as_str().is_some_and(|s| s != "false") => " [invalid]".to_owned(),
+            "level" if !v.is_null() => format!(" [level={v}]"),
+            _ => continue,
+        };
+        line.push_str(&s);
+    }
+    if !n.value.is_empty() && n.value != n.name {
+        line.push_str(&format!(" [value={}]", quote(&n.value)));
+    }
+}
+
+/// A frame of the current tab as the outline needs it.
+struct FrameInfo {
+    frame_id: String,
+    url: String,
+    parent: Option<String>,
+    /// The session that reaches its document.
+    host: SessionId,
+    is_oopif: bool,
+}
+
+/// The current tab's frames, each with the session reaching its document
+/// (an OOPIF's own; a same-process frame's is its nearest OOPIF's, else the page's).
+fn frames_of(tree: &FrameTreeView, page: &SessionId) -> Vec<FrameInfo> {
+    let Some(top) = &tree.top else { return vec![] };
+    let mut out = vec![FrameInfo {
+        frame_id: top.frame_id.clone(),
+        url: top.url.clone(),
+        parent: None,
+        host: page.clone(),
+        is_oopif: false,
+    }];
+    let by_id: HashMap<&str, &crate::supervisor::snapshot::ChildFrame> = tree
+        .children
+        .iter()
+        .map(|c| (c.frame_id.as_str(), c))
+        .collect();
+    for c in &tree.children {
+        // The nearest frame (itself included) with a session of its own.
+        let mut at = Some(c);
+        let mut host = page.clone();
+        let mut hops = 0;
+        while let Some(f) = at {
+            if let Some(s) = f.session_id.as_deref().filter(|_| f.is_oopif) {
+                host = SessionId::from(s);
+                break;
+            }
+            at = by_id.get(f.parent_frame_id.as_str()).copied();
+            hops += 1;
+            if hops > tree.children.len() {
+                break;
+            }
+        }
+        out.push(FrameInfo {
+            frame_id: c.frame_id.clone(),
+            url: c.url.clone(),
+            parent: Some(c.parent_frame_id.clone()),
+            host,
+            is_oopif: c.is_oopif,
+        });
+    }
+    out
+}
+
+/// The frames whose renderer a pending dialog of this tab blocks: the
+/// dialog's frame and every frame reached through the same session.
+fn blocked_frames(snap: &Snapshot, frames: &[FrameInfo]) -> HashSet<String> {
+    let tab = frames
+        .first()
+        .map(|f| f.frame_id.clone())
+        .unwrap_or_default();
+    let mut blocked_hosts: HashSet<&SessionId> = HashSet::new();
+    if snap.page_blocked {
+        blocked_hosts.extend(frames.first().map(|f| &f.host));
+    }
+    for d in &snap.pending_dialogs {
+        if d.dialog_type == DialogType::FileChooser {
+            continue;
+        }
+        if let Some(other) = d.target_id.as_deref().filter(|t| *t != tab) {
+            // A dialog in a related tab (opener or popup, any depth) holds
+            // the renderer it shares with this tab's frames of its site
+            // (a same-site popup's dialog freezes its opener).
+            if related(snap, other, &tab) {
+                let site = site_of(&d.url);
+                blocked_hosts.extend(
+                    frames
+                        .iter()
+                        .filter(|f| site.is_some() && site_of(&f.url) == site)
+                        .map(|f| &f.host),
+                );
+            }
+            continue;
+        }
+        let frame = d.frame_id.as_deref().unwrap_or(&tab);
+        let host = frames
+            .iter()
+            .find(|f| f.frame_id == frame)
+            .or(frames.first())
+            .map(|f| &f.host);
+        blocked_hosts.extend(host);
+    }
+    frames
+        .iter()
+        .filter(|f| blocked_hosts.contains(&f.host))
+        .map(|f| f.frame_id.clone())
+        .collect()
+}
+
+/// Whether tabs `a` and `b` are one's opener (or popup) of the other, at any depth.
+fn related(snap: &Snapshot, a: &str, b: &str) -> bool {
+    let opener = |t: &str| {
+        snap.tabs
+            .iter()
+            .find(|x| x.target_id == t)
+            .and_then(|x| x.opener_target_id.clone())
+    };
+    let reaches = |from: &str, to: &str| {
+        let mut at = opener(from);
+        let mut hops = 0;
+        while let Some(t) = at.filter(|_| hops <= snap.tabs.len()) {
+            if t == to {
+                return true;
+            }
+            hops += 1;
+            at = opener(&t);
+        }
+        false
+    };
+    reaches(a, b) || reaches(b, a)
+}
+
+/// A URL's site as far as processes go: scheme and host (Chromium groups
+/// by registrable domain; a host is the same or narrower).
+fn site_of(url: &str) -> Option<(String, String)> {
+    let u = url::Url::parse(url).ok()?;
+    Some((u.scheme().to_owned(), u.host_str()?.to_owned()))
+}
+
+async fn read(
+    conn: &Connection,
+    session: &SessionId,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    read_within(conn, session, method, params, READ_TIMEOUT).await
+}
+
+async fn read_within(
+    conn: &Connection,
+    session: &SessionId,
+    method: &str,
+    params: Value,
+    within: Duration,
+) -> Result<Value, String> {
+    conn.send(Some(session), method, params, within)
+        .await
+        .map_err(|e| match e {
+            CommandError::Timeout { .. } => {
+                format!("no answer within {} ms", within.as_millis())
+            }
+            e => e.to_string(),
+        })
+}
+
+const STALE_HINT: &str = "call browser_snapshot and use a ref from its page";
+
+impl Supervisor {
+    /// The current tab's accessibility outline, and its refs kept as the
+    /// tab's ([`RefTables`]). `None` when there is no connection or page.
+    pub async fn page_outline(&self) -> Option<PageOutline> {
+        let conn = self.connection()?;
+        let (_, page) = self.route(None, None, false).await.ok()?;
+        let mut attempt = 0;
+        let (frames, docs) = loop {
+            attempt += 1;
+            let snap = self.snapshot();
+            let frames = frames_of(&snap.frame_tree, &page);
+            let blocked = blocked_frames(&snap, &frames);
+            let pos: HashMap<&str, usize> = frames
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.frame_id.as_str(), i))
+                .collect();
+            // A frame under a blocked one has nowhere to be shown (and its
+            // owner could only be asked of the blocked renderer): not read.
+            let under_blocked = |f: &FrameInfo| {
+                let mut at = f.parent.as_deref();
+                let mut hops = 0;
+                while let Some(p) = at.filter(|_| hops <= frames.len()) {
+                    if blocked.contains(p) {
+                        return true;
+                    }
+                    hops += 1;
+                    at = pos.get(p).and_then(|&i| frames[i].parent.as_deref());
+                }
+                false
+            };
+            let reads = frames.iter().enumerate().map(|(i, f)| {
+            let conn = conn.clone();
+            let skipped = under_blocked(f);
+            let blocked = blocked.contains(&f.frame_id);
+            let parent_host = f
+                .parent
+                .as_deref()
+                .and_then(|p| pos.get(p))
+                .map(|&p| frames[p].host.clone())
+                .filter(|_| !skipped);
+            async move {
+                let tree = if skipped {
+                    Err("not read: under a frame that could not be read".to_owned())
+                } else if blocked {
+                    Err(format!(
+                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read; answer the dialog (browser_dialog), then call browser_snapshot again",
+                        f.frame_id, f.url
+                    ))
+                } else {
+                    let params = if i == 0 || f.is_oopif {
+                        json!({})
+                    } else {
+                        json!({"frameId": f.frame_id})
+                    };
+                    read_within(&conn, &f.host, "Accessibility.getFullAXTree", params, TREE_READ_TIMEOUT)
+                        .await
+                        .map(|v| parse_ax(&v))
+                        .map_err(|e| {
+                            format!("frame {} ({}): its content could not be read ({e})", f.frame_id, f.url)
+                        })
+                };
+                let owner = match parent_host {
+                    Some(h) => read(&conn, &h, "DOM.getFrameOwner", json!({"frameId": f.frame_id}))
+                        .await
+                        .ok()
+                        .and_then(|v| v.get("backendNodeId").and_then(Value::as_i64)),
+                    None => None,
+                };
+                (tree, owner, skipped)
+            }
+        });
+            let all = futures_util::future::join_all(reads);
+            // A dialog opening meanwhile blocks a renderer being read: read
+            // again without it rather than wait out its deadline.
+            let results = if attempt < OUTLINE_ATTEMPTS {
+                match self.race_dialogs(all, false).await {
+                    Ok(r) => r,
+                    Err(_) => continue,
+                }
+            } else {
+                all.await
+            };
+            let docs: Vec<Doc> = frames
+                .iter()
+                .zip(results)
+                .map(|(f, (tree, owner, skipped))| Doc {
+                    skipped,
+                    frame_id: f.frame_id.clone(),
+                    url: f.url.clone(),
+                    tree,
+                    owner: f
+                        .parent
+                        .as_deref()
+                        .and_then(|p| pos.get(p).copied())
+                        .zip(owner),
+                })
+                .collect();
+            break (frames, docs);
+        };
+        let tab = frames.first()?.frame_id.clone();
+        let pos: HashMap<&str, usize> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.frame_id.as_str(), i))
+            .collect();
+        let mut tables = self.ref_tables();
+        let t = tables.tabs.entry(tab).or_default();
+        t.first_of_last = t.next + 1;
+        let (outline, refs) = render(&docs, &mut t.next);
+        t.nodes = refs
+            .into_iter()
+            .map(|(r, at)| {
+                let node = NodeRef {
+                    frame_id: frames[at.doc].frame_id.clone(),
+                    session: frames[at.doc].host.clone(),
+                    backend_node_id: at.backend,
+                    owners: owners_of(at.doc, &frames, &docs, &pos),
+                };
+                (r, node)
+            })
+            .collect();
+        Some(outline)
+    }
+
+    /// The node `r` names in the current tab's last outline, checked to be
+    /// still there (its frame attached, its document not navigated, the
+    /// node connected). Returns the connection, the node and its `objectId`.
+    async fn resolve_ref(&self, r: &str) -> Result<(Connection, NodeRef, String), ActError> {
+        let snap = self.snapshot();
+        let tab = snap
+            .frame_tree
+            .top
+            .as_ref()
+            .map(|t| t.frame_id.clone())
+            .unwrap_or_default();
+        let node = {
+            let tables = self.ref_tables();
+            let t = tables.tabs.get(&tab);
+            match t.and_then(|t| t.nodes.get(r)) {
+                Some(n) => n.clone(),
+                None => {
+                    let number = r
+                        .rsplit_once('e')
+                        .and_then(|(p, n)| (p.is_empty() || p.starts_with('f')).then_some(n))
+                        .and_then(|n| n.parse::<u64>().ok());
+                    let older = match (t, number) {
+                        (Some(t), Some(n)) => n < t.first_of_last,
+                        _ => false,
+                    };
+                    return Err(ActError::Stale(if older {
+                        format!(
+                            "ref {r} is from an older browser_snapshot of this tab (refs last until the next snapshot): {STALE_HINT}"
+                        )
+                    } else if t.is_none() {
+                        format!(
+                            "ref {r} is unknown: no browser_snapshot has listed this tab's page yet; {STALE_HINT}"
+                        )
+                    } else {
+                        format!("ref {r} is unknown (refs look like e12 or f1e34): {STALE_HINT}")
+                    }));
+                }
+            }
+        };
+        let attached = snap
+            .frame_tree
+            .top
+            .as_ref()
+            .is_some_and(|t| t.frame_id == node.frame_id)
+            || snap
+                .frame_tree
+                .children
+                .iter()
+                .any(|c| c.frame_id == node.frame_id);
+        if !attached {
+            return Err(ActError::Stale(format!(
+                "ref {r} is in frame {} which is gone (detached) since the snapshot: {STALE_HINT}",
+                node.frame_id
+            )));
+        }
+        let conn = self
+            .connection()
+            .ok_or_else(|| CdpCallError::NotConnected("reconnecting".into()))?;
+        // Its renderer cannot be read while a dialog blocks it: say so
+        // rather than wait (nothing is dispatched).
+        let (_, page) = self.route(None, None, false).await?;
+        if blocked_frames(&snap, &frames_of(&snap.frame_tree, &page)).contains(&node.frame_id) {
+            return Err(ActError::Element(format!(
+                "a JavaScript dialog blocks the frame of ref {r}, so the element cannot be reached; answer the dialog with browser_dialog first (nothing was done)"
+            )));
+        }
+        let resolved = read(
+            &conn,
+            &node.session,
+            "DOM.resolveNode",
+            json!({"backendNodeId": node.backend_node_id}),
+        )
+        .await;
+        let object = match resolved {
+            Ok(v) => v
+                .pointer("/object/objectId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            Err(e) if e.starts_with("no answer") => {
+                return Err(ActError::Element(format!(
+                    "the frame of ref {r} does not answer ({e}): a dialog may block it (see pending_dialogs); nothing was done"
+                )));
+            }
+            Err(_) => None,
+        }
+        .ok_or_else(|| {
+            ActError::Stale(format!(
+                "ref {r} no longer exists: its document navigated or the element was removed since the snapshot: {STALE_HINT}"
+            ))
+        })?;
+        let connected = call_on(
+            &conn,
+            &node.session,
+            &object,
+            "function(){return this.isConnected}",
+            json!([]),
+        )
+        .await;
+        if connected == Ok(json!(false)) {
+            return Err(ActError::Stale(format!(
+                "ref {r}'s element is detached from its document since the snapshot: {STALE_HINT}"
+            )));
+        }
+        Ok((conn, node, object))
+    }
+
+    /// `browser_click`: scrolls the element into view, hit-tests its
+    /// centre, and clicks there with real mouse events on the top-level page
+    /// session. Returns `{clicked, x, y}` (top-level CSS pixels).
+    ///
+    /// # Errors
+    /// A stale or unknown ref; an element covered, zero-sized or detached
+    /// (nothing dispatched); the dispatch's own failure.
+    pub async fn click(
+        &self,
+        r: &str,
+        button: &str,
+        click_count: u32,
+    ) -> Result<CallOutcome, ActError> {
+        let (conn, node, object) = self.resolve_ref(r).await?;
+        let _ = read(
+            &conn,
+            &node.session,
+            "DOM.scrollIntoViewIfNeeded",
+            json!({"backendNodeId": node.backend_node_id}),
+        )
+        .await;
+        for o in &node.owners {
+            let _ = read(
+                &conn,
+                &o.session,
+                "DOM.scrollIntoViewIfNeeded",
+                json!({"backendNodeId": o.backend_node_id}),
+            )
+            .await;
+        }
+        let (cx, cy) = self.centre(&conn, &node, r).await?;
+        // Hit-test in document coordinates on the element's own session.
+        let scroll = read(&conn, &node.session, "Page.getLayoutMetrics", json!({}))
+            .await
+            .ok();
+        let sx = scroll
+            .as_ref()
+            .and_then(|m| m.pointer("/cssLayoutViewport/pageX"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let sy = scroll
+            .as_ref()
+            .and_then(|m| m.pointer("/cssLayoutViewport/pageY"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let hit = read(
+            &conn,
+            &node.session,
+            "DOM.getNodeForLocation",
+            json!({"x": (cx + sx).round() as i64, "y": (cy + sy).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
+        )
+        .await
+        .map_err(|e| ActError::Element(format!("ref {r}: the point to click could not be hit-tested ({e}); nothing was clicked")))?;
+        if let Some(hit_id) = hit
+            .get("backendNodeId")
+            .and_then(Value::as_i64)
+            .filter(|h| *h != node.backend_node_id)
+        {
+            let hit_obj = read(
+                &conn,
+                &node.session,
+                "DOM.resolveNode",
+                json!({"backendNodeId": hit_id}),
+            )
+            .await
+            .ok()
+            .and_then(|v| {
+                v.pointer("/object/objectId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            let verdict = match hit_obj {
+                Some(h) => call_on(
+                    &conn,
+                    &node.session,
+                    &object,
+                    "function(h){const e=h.nodeType===1?h:h.parentElement;const host=h.getRootNode&&h.getRootNode().host;const inside=this===h||this.contains(h)||(!!host&&this.contains(host));const what=e?(e.getAttribute('role')||e.tagName.toLowerCase())+(e.id?'#'+e.id:''):'#text';return {inside, what}}",
+                    json!([{"objectId": h}]),
+                )
+                .await
+                .unwrap_or(Value::Null),
+                None => Value::Null,
+            };
+            if verdict.get("inside") != Some(&json!(true)) {
+                let what = verdict
+                    .get("what")
+                    .and_then(Value::as_str)
+                    .unwrap_or("another element");
+                return Err(ActError::Element(format!(
+                    "ref {r} is covered by <{what}> at its centre ({cx:.0}, {cy:.0} in its frame): a click there would hit that instead; nothing was clicked (close or scroll away what covers it, then browser_snapshot again)"
+                )));
+            }
+        }
+        let (x, y) = self.offset_to_top(&conn, &node, (cx, cy), r).await?;
+        let (_, page) = self.route(None, None, false).await?;
+        let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
+        let me = self.clone();
+        let button = button.to_owned();
+        let result = json!({"clicked": r, "x": x, "y": y});
+        let work = async move {
+            let ev = |kind: &str, count: u32| json!({"type": kind, "x": x, "y": y, "button": button, "clickCount": count, "buttons": 0});
+            me.send_agent(
+                Target::Session(page.clone()),
+                "Input.dispatchMouseEvent",
+                json!({"type": "mouseMoved", "x": x, "y": y}),
+                keep,
+            )
+            .await?;
+            for count in 1..=click_count {
+                me.send_agent(
+                    Target::Session(page.clone()),
+                    "Input.dispatchMouseEvent",
+                    ev("mousePressed", count),
+                    keep,
+                )
+                .await?;
+                me.send_agent(
+                    Target::Session(page.clone()),
+                    "Input.dispatchMouseEvent",
+                    ev("mouseReleased", count),
+                    keep,
+                )
+                .await?;
+            }
+            Ok(result)
+        };
+        Ok(self
+            .interruptible("browser_click", work, ACTION_TIMEOUT)
+            .await?)
+    }
+
+    /// The centre of the node's content box in its frame's viewport.
+    async fn centre(
+        &self,
+        conn: &Connection,
+        node: &NodeRef,
+        r: &str,
+    ) -> Result<(f64, f64), ActError> {
+        let model = read(conn, &node.session, "DOM.getBoxModel", json!({"backendNodeId": node.backend_node_id}))
+            .await
+            .map_err(|e| ActError::Element(format!("ref {r} has no box to click: it is not rendered (display:none, or detached) ({e}); nothing was done")))?;
+        let w = model
+            .pointer("/model/width")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let h = model
+            .pointer("/model/height")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let quad = quad(&model, "/model/content");
+        if w == 0.0 || h == 0.0 || quad.is_none() {
+            return Err(ActError::Element(format!(
+                "ref {r} is zero-sized ({w}×{h}): there is nothing to click; nothing was done"
+            )));
+        }
+        let q = quad.expect("checked");
+        Ok((
+            (q[0] + q[2] + q[4] + q[6]) / 4.0,
+            (q[1] + q[3] + q[5] + q[7]) / 4.0,
+        ))
+    }
+
+    /// Adds each ancestor OOPIF's iframe content-box origin: top-level coordinates.
+    async fn offset_to_top(
+        &self,
+        conn: &Connection,
+        node: &NodeRef,
+        (mut x, mut y): (f64, f64),
+        r: &str,
+    ) -> Result<(f64, f64), ActError> {
+        for o in &node.owners {
+            let model = read(conn, &o.session, "DOM.getBoxModel", json!({"backendNodeId": o.backend_node_id}))
+                .await
+                .map_err(|e| ActError::Element(format!("ref {r}: the box of the iframe holding it could not be read ({e}); nothing was done")))?;
+            let q = quad(&model, "/model/content").ok_or_else(|| {
+                ActError::Element(format!(
+                    "ref {r}: the iframe holding it has no box; nothing was done"
+                ))
+            })?;
+            x += q[0];
+            y += q[1];
+        }
+        Ok((x, y))
+    }
+
+    /// `browser_type`: focuses the element and inserts `text`
+    /// (`Input.insertText`), then presses Enter when `submit`. Returns
+    /// `{typed, chars, submitted}`.
+    ///
+    /// # Errors
+    /// A stale or unknown ref, an element that cannot take focus, the dispatch's failure.
+    pub async fn type_text(
+        &self,
+        r: &str,
+        text: &str,
+        submit: bool,
+    ) -> Result<CallOutcome, ActError> {
+        let (conn, node, _object) = self.resolve_ref(r).await?;
+        let _ = read(
+            &conn,
+            &node.session,
+            "DOM.scrollIntoViewIfNeeded",
+            json!({"backendNodeId": node.backend_node_id}),
+        )
+        .await;
+        read(
+            &conn,
+            &node.session,
+            "DOM.focus",
+            json!({"backendNodeId": node.backend_node_id}),
+        )
+        .await
+        .map_err(|e| {
+            ActError::Element(format!(
+                "ref {r} cannot take the keyboard focus ({e}); nothing was typed"
+            ))
+        })?;
+        let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
+        let me = self.clone();
+        let session = node.session.clone();
+        let text = text.to_owned();
+        let result = json!({"typed": r, "chars": text.chars().count(), "submitted": submit});
+        let work = async move {
+            if !text.is_empty() {
+                me.send_agent(
+                    Target::Session(session.clone()),
+                    "Input.insertText",
+                    json!({"text": text}),
+                    keep,
+                )
+                .await?;
+            }
+            if submit {
+                let key = key_of("Enter").expect("Enter is known");
+                press(&me, &session, &key, keep).await?;
+            }
+            Ok(result)
+        };
+        Ok(self
+            .interruptible("browser_type", work, ACTION_TIMEOUT)
+            .await?)
+    }
+
+    /// `browser_press_key`: the key by its DOM name, down then up, on the
+    /// page (its focused element). Returns `{pressed}`.
+    ///
+    /// # Errors
+    /// An unknown key name; the dispatch's failure.
+    pub async fn press_key(&self, key: &str) -> Result<CallOutcome, ActError> {
+        let k = key_of(key).ok_or_else(|| {
+            ActError::Element(format!(
+                "key {key:?} is not one browser_press_key knows; give a DOM key name: one printable character (a, A, 1, /), or {}",
+                NAMED_KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let (_, page) = self.route(None, None, false).await?;
+        let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
+        let me = self.clone();
+        let result = json!({"pressed": key});
+        let work = async move {
+            press(&me, &page, &k, keep).await?;
+            Ok(result)
+        };
+        Ok(self
+            .interruptible("browser_press_key", work, ACTION_TIMEOUT)
+            .await?)
+    }
+
+    /// `browser_select_option`: selects the options whose value or label is
+    /// in `values` and fires `input` and `change`. Returns `{selected: [values]}`.
+    ///
+    /// # Errors
+    /// A stale or unknown ref, not a `<select>`, no option matching, the dispatch's failure.
+    pub async fn select_option(
+        &self,
+        r: &str,
+        values: Vec<String>,
+    ) -> Result<CallOutcome, ActError> {
+        let (conn, node, object) = self.resolve_ref(r).await?;
+        let check = call_on(
+            &conn,
+            &node.session,
+            &object,
+            SELECT_FN_CHECK,
+            json!([{"value": values}]),
+        )
+        .await
+        .map_err(|e| {
+            ActError::Element(format!(
+                "ref {r}: its options could not be read ({e}); nothing was selected"
+            ))
+        })?;
+        if let Some(e) = check.get("error").and_then(Value::as_str) {
+            return Err(ActError::Element(format!(
+                "ref {r}: {e}; nothing was selected"
+            )));
+        }
+        let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
+        let me = self.clone();
+        let session = node.session.clone();
+        let work = async move {
+            let v = me
+                .send_agent(
+                    Target::Session(session),
+                    "Runtime.callFunctionOn",
+                    json!({"objectId": object, "functionDeclaration": SELECT_FN, "arguments": [{"value": values}], "returnByValue": true, "userGesture": true}),
+                    keep,
+                )
+                .await?;
+            let value = v.pointer("/result/value").cloned().unwrap_or(Value::Null);
+            match value.get("error").and_then(Value::as_str) {
+                Some(e) => Err(CdpCallError::Command(CommandError::Protocol {
+                    method: "browser_select_option".into(),
+                    code: 0,
+                    message: e.to_owned(),
+                    data: None,
+                })),
+                None => Ok(value),
+            }
+        };
+        Ok(self
+            .interruptible("browser_select_option", work, ACTION_TIMEOUT)
+            .await?)
+    }
+}
+
+/// The OOPIF iframe elements above document `doc`, innermost first.
+fn owners_of(
+    doc: usize,
+    frames: &[FrameInfo],
+    docs: &[Doc],
+    pos: &HashMap<&str, usize>,
+) -> Vec<Owner> {
+    let mut out = Vec::new();
+    let mut at = doc;
+    let mut hops = 0;
+    while at != 0 && hops <= frames.len() {
+        hops += 1;
+        let Some(parent) = frames[at]
+            .parent
+            .as_deref()
+            .and_then(|p| pos.get(p).copied())
+        else {
+            break;
+        };
+        if let Some((_, backend)) = docs[at].owner.filter(|_| frames[at].is_oopif) {
+            out.push(Owner {
+                session: frames[parent].host.clone(),
+                backend_node_id: backend,
+            });
+        }
+        at = parent;
+    }
+    out
+}
+
+fn quad(model: &Value, at: &str) -> Option<Vec<f64>> {
+    let q: Vec<f64> = model
+        .pointer(at)?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    (q.len() == 8).then_some(q)
+}
+
+/// `Runtime.callFunctionOn` with `this` = `object`, by value, short deadline.
+async fn call_on(
+    conn: &Connection,
+    session: &SessionId,
+    object: &str,
+    f: &str,
+    args: Value,
+) -> Result<Value, String> {
+    let v = read(
+        conn,
+        session,
+        "Runtime.callFunctionOn",
+        json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true}),
+    )
+    .await?;
+    if let Some(ex) = v.get("exceptionDetails") {
+        return Err(format!(
+            "the page threw: {}",
+            ex.pointer("/exception/description")
+                .and_then(Value::as_str)
+                .unwrap_or("an exception")
+        ));
+    }
+    Ok(v.pointer("/result/value").cloned().unwrap_or(Value::Null))
+}
+
+/// Checks a `<select>` and the values asked for, changing nothing.
+const SELECT_FN_CHECK: &str = "function(values){if(!(this instanceof HTMLSelectElement))return {error:'it is not a <select> element (it is <'+this.tagName.toLowerCase()+'>)'};const opts=Array.from(this.options);for(const v of values){if(!opts.some(o=>o.value===v||o.label===v||o.text.trim()===v))return {error:'no option has value or label '+JSON.stringify(v)+'; options: '+JSON.stringify(opts.map(o=>o.value))}}if(!this.multiple&&values.length!==1)return {error:'this <select> takes exactly one value, not '+values.length};if(this.disabled)return {error:'the <select> is disabled'};return {}}";
+/// Selects by value or label and fires `input` and `change`, as a user's choice would.
+const SELECT_FN: &str = "function(values){const opts=Array.from(this.options);const chosen=[];for(const v of values){const o=opts.find(o=>o.value===v)||opts.find(o=>o.label===v||o.text.trim()===v);if(!o)return {error:'no option has value or label '+JSON.stringify(v)};chosen.push(o)}for(const o of opts)o.selected=chosen.includes(o);this.dispatchEvent(new Event('input',{bubbles:true}));this.dispatchEvent(new Event('change',{bubbles:true}));return {selected:chosen.map(o=>o.value)}}";
+
+/// A key as `Input.dispatchKeyEvent` needs it.
+struct Key {
+    key: String,
+    code: String,
+    vk: u32,
+    /// What it types (`\r` for Enter: forms submit only with it).
+    text: Option<String>,
+}
+
+/// The named DOM keys: (key, code, windowsVirtualKeyCode, text).
+const NAMED_KEYS: &[(&str, &str, u32, Option<&str>)] = &[
+    ("Enter", "Enter", 13, Some("\r")),
+    ("Escape", "Escape", 27, None),
+    ("Tab", "Tab", 9, None),
+    ("Backspace", "Backspace", 8, None),
+    ("Delete", "Delete", 46, None),
+    ("ArrowUp", "ArrowUp", 38, None),
+    ("ArrowDown", "ArrowDown", 40, None),
+    ("ArrowLeft", "ArrowLeft", 37, None),
+    ("ArrowRight", "ArrowRight", 39, None),
+    ("Home", "Home", 36, None),
+    ("End", "End", 35, None),
+    ("PageUp", "PageUp", 33, None),
+    ("PageDown", "PageDown", 34, None),
+    (" ", "Space", 32, Some(" ")),
+    ("Space", "Space", 32, Some(" ")),
+];
+
+fn key_of(name: &str) -> Option<Key> {
+    if let Some((key, code, vk, text)) = NAMED_KEYS.iter().find(|k| k.0 == name) {
+        let key = if *key == "Space" { " " } else { key };
+        return Some(Key {
+            key: key.to_string(),
+            code: code.to_string(),
+            vk: *vk,
+            text: text.map(str::to_owned),
+        });
+    }
+    let mut chars = name.chars();
+    let c = chars.next()?;
+    if chars.next().is_some() || c.is_control() {
+        return None;
+    }
+    let (code, vk) = if c.is_ascii_alphabetic() {
+        (
+            format!("Key{}", c.to_ascii_uppercase()),
+            c.to_ascii_uppercase() as u32,
+        )
+    } else if c.is_ascii_digit() {
+        (format!("Digit{c}"), c as u32)
+    } else {
+        (String::new(), 0)
+    };
+    Some(Key {
+        key: c.to_string(),
+        code,
+        vk,
+        text: Some(c.to_string()),
+    })
+}
+
+/// keyDown (with its text, if it types) then keyUp.
+async fn press(
+    me: &Supervisor,
+    session: &SessionId,
+    k: &Key,
+    keep: Duration,
+) -> Result<(), CdpCallError> {
+    let mut down = json!({"type": if k.text.is_some() { "keyDown" } else { "rawKeyDown" }, "key": k.key, "code": k.code, "windowsVirtualKeyCode": k.vk});
+    if let Some(t) = &k.text {
+        down["text"] = json!(t);
+        down["unmodifiedText"] = json!(t);
+    }
+    me.send_agent(
+        Target::Session(session.clone()),
+        "Input.dispatchKeyEvent",
+        down,
+        keep,
+    )
+    .await?;
+    me.send_agent(
+        Target::Session(session.clone()),
+        "Input.dispatchKeyEvent",
+        json!({"type": "keyUp", "key": k.key, "code": k.code, "windowsVirtualKeyCode": k.vk}),
+        keep,
+    )
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(
+        id: &str,
+        parent: Option<&str>,
+        role: &str,
+        name: &str,
+        children: &[&str],
+        backend: i64,
+    ) -> Value {
+        let mut n = json!({"nodeId": id, "ignored": false, "role": {"type": "role", "value": role},
+            "name": {"type": "computedString", "value": name},
+            "childIds": children, "backendDOMNodeId": backend});
+        if let Some(p) = parent {
+            n["parentId"] = json!(p);
+        }
+        n
+    }
+
+    #[test]
+    fn the_outline_collapses_wrappers_drops_repeated_text_and_stitches_frames() {
+        let top = parse_ax(&json!({"nodes": [
+            node("1", None, "RootWebArea", "Shop", &["2"], 1),
+            node("2", Some("1"), "generic", "", &["3", "5", "6", "7"], 2),
+            node("3", Some("2"), "button", "Pay now", &["4"], 3),
+            node("4", Some("3"), "StaticText", "Pay now", &[], 4),
+            node("5", Some("2"), "Iframe", "", &[], 5),
+            node("6", Some("2"), "textbox", "Card", &[], 6),
+            node("7", Some("2"), "StaticText", "Shop", &[], 8),
+        ]}));
+        let inner = parse_ax(&json!({"nodes": [
+            node("1", None, "RootWebArea", "Pay", &["2"], 1),
+            node("2", Some("1"), "button", "Confirm", &[], 7),
+        ]}));
+        let docs = vec![
+            Doc {
+                frame_id: "T".into(),
+                url: "http://a/".into(),
+                tree: Ok(top),
+                owner: None,
+                skipped: false,
+            },
+            Doc {
+                frame_id: "F".into(),
+                url: "http://b/".into(),
+                tree: Ok(inner),
+                owner: Some((0, 5)),
+                skipped: false,
+            },
+        ];
+        let mut next = 0;
+        let (o, refs) = render(&docs, &mut next);
+        assert_eq!(
+            o.text,
+            "- RootWebArea \"Shop\"\n  - button \"Pay now\" [ref=e1]\n  - Iframe\n    - RootWebArea \"Pay\"\n      - button \"Confirm\" [ref=f1e2]\n  - textbox \"Card\" [ref=e3]\n  - StaticText \"Shop\""
+        );
+        assert_eq!(o.frame_refs.get("f1").map(String::as_str), Some("F"));
+        assert_eq!(refs.len(), 3);
+        assert!(!o.truncated);
+    }
+
+    #[test]
+    fn a_blocked_frame_is_one_line_and_the_outline_is_capped() {
+        let mut nodes = vec![node("0", None, "RootWebArea", "Big", &[], 1)];
+        let ids: Vec<String> = (1..3000).map(|i| i.to_string()).collect();
+        nodes[0]["childIds"] = json!(ids);
+        nodes.extend((1..3000).map(|i| {
+            node(
+                &i.to_string(),
+                Some("0"),
+                "button",
+                &format!("b{i}"),
+                &[],
+                i + 1,
+            )
+        }));
+        let docs = vec![
+            Doc {
+                frame_id: "T".into(),
+                url: "u".into(),
+                tree: Ok(parse_ax(&json!({"nodes": nodes}))),
+                owner: None,
+                skipped: false,
+            },
+            Doc {
+                frame_id: "F".into(),
+                url: "v".into(),
+                tree: Err("blocked".into()),
+                owner: Some((0, 1)),
+                skipped: false,
+            },
+        ];
+        let mut next = 0;
+        let (o, _) = render(&docs, &mut next);
+        assert!(o.truncated);
+        assert_eq!(o.lines, PAGE_MAX_LINES);
+        assert_eq!(o.text.lines().count(), PAGE_MAX_LINES);
+    }
+
+    #[test]
+    fn a_blocked_frame_keeps_its_place_and_hides_the_frames_under_it() {
+        let top = parse_ax(&json!({"nodes": [
+            node("1", None, "RootWebArea", "Top", &["2"], 1),
+            node("2", Some("1"), "Iframe", "", &[], 5),
+        ]}));
+        let doc = |frame_id: &str, tree, owner, skipped| Doc {
+            frame_id: frame_id.into(),
+            url: String::new(),
+            tree,
+            owner,
+            skipped,
+        };
+        let docs = vec![
+            doc("T", Ok(top), None, false),
+            doc(
+                "F",
+                Err("frame F: a dialog blocks it".into()),
+                Some((0, 5)),
+                false,
+            ),
+            doc("G", Err("not read".into()), None, true),
+        ];
+        let (o, refs) = render(&docs, &mut 0);
+        assert_eq!(
+            o.text,
+            "- RootWebArea \"Top\"\n  - Iframe\n    - frame F: a dialog blocks it"
+        );
+        assert!(refs.is_empty() && o.frame_refs.is_empty());
+    }
+
+    #[test]
+    fn keys_have_their_dom_names_and_enter_types_a_carriage_return() {
+        assert_eq!(key_of("Enter").unwrap().text.as_deref(), Some("\r"));
+        assert_eq!(key_of("a").unwrap().code, "KeyA");
+        assert!(key_of("Hyper").is_none());
+    }
+}

@@ -1,0 +1,355 @@
+"""Acting on the page (issue 14), checked with the official MCP Python SDK.
+
+Drives the real `cdp-supervisor mcp` binary over stdio; the server launches
+its own headless Chromium with --host-resolver-rules mapping *.test to
+127.0.0.1, so a.test, b.test and c.test are three sites (each one an OOPIF
+inside another):
+
+  form_top              a form in the top document: browser_type, then
+                        browser_select_option, then browser_type submit:true;
+                        the page's submit handler receives the values
+  form_oopif_nested     the same form inside an OOPIF (b.test) and inside an
+                        OOPIF nested in it (c.test, depth 2): refs f<K>e<N>,
+                        frame_refs naming their frames, the values received
+  confirm_in_oopif      a button inside an OOPIF whose click opens confirm():
+                        browser_click returns interrupted (method
+                        browser_click), the agent accepts, completed_calls
+                        carries the click's own result once, the handler ran once
+  target_blank_link     a target=_blank link clicked: tabs_opened
+  beforeunload_left     a browser_click is the user gesture; browser_navigate
+                        away then returns dialog_pending with the beforeunload
+  stale_and_covered     a ref from an older snapshot, an unknown ref and one
+                        whose page navigated are errors naming browser_snapshot;
+                        a covered button and a zero-sized one are errors saying
+                        so; nothing was clicked
+  big_page_capped       a page of 5,000 elements: page_truncated, 2,000 lines;
+                        page:false leaves the outline out; page:"yes" is an error
+  outline_timed         1,000 elements and 3 OOPIFs: prints the median time of a
+                        browser_snapshot with and without the outline, and the
+                        bytes per line (node) of the outline (a figure, not an
+                        assertion)
+
+Usage: python act.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--serial]
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+
+import anyio
+
+from common import (
+    Fail,
+    Scenario,
+    call,
+    call_raw,
+    evaluate,
+    exit_with,
+    mcp_server,
+    page,
+    run_phases,
+    set_log_name,
+    start_site,
+    wait_pending,
+)
+
+set_log_name("act")
+
+ENV = {"CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS": '["--host-resolver-rules=MAP *.test 127.0.0.1"]'}
+TIMED_RUNS = 7
+
+FORM = (
+    '<form id=f onsubmit="event.preventDefault(); window.got = (window.got||[]).concat([name.value + \'|\' + color.value]);">'
+    '<label>Name <input id=name></label>'
+    '<select id=color aria-label="Colour"><option value=r>Red</option><option value=g>Green</option></select>'
+    '<button>Send</button></form>'
+)
+
+
+def pages(port: int) -> dict[str, str]:
+    b = f"http://b.test:{port}"
+    c = f"http://c.test:{port}"
+    big = "".join(f"<button>b{i}</button>" for i in range(5000))
+    thousand = "".join(f"<p><a href=#x{i}>link {i}</a> <input aria-label=in{i}></p>" for i in range(500))
+    frame = '<iframe src="{}" style="width:400px;height:300px;border:0"></iframe>'
+    return {
+        "/form": page("Form", FORM),
+        "/outer": page("Outer", "<h1>Outer</h1>" + frame.format(f"{b}/mid")),
+        "/mid": page("Mid", "<h2>Mid</h2>" + FORM + frame.format(f"{c}/form")),
+        "/confirm-outer": page("Confirm outer", frame.format(f"{b}/confirm")),
+        "/confirm": page(
+            "Confirm",
+            "<button onclick=\"window.count=(window.count||0)+1; window.answer=confirm('Pay?');\">Pay</button>",
+        ),
+        "/blank": page("Blank", '<a href="/form" target=_blank>Open form</a>'),
+        "/unload": page(
+            "Unload",
+            "<button onclick=\"document.title='touched'\">Touch</button>",
+            "addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; });",
+        ),
+        "/covered": page(
+            "Covered",
+            '<button onclick="window.clicked=1">Under</button>'
+            '<button style="width:0;height:0;padding:0;border:0;overflow:hidden">Zero</button>'
+            '<div id=overlay style="position:fixed;left:0;top:0;width:100%;height:100%"></div>',
+        ),
+        "/big": page("Big", big),
+        "/thousand": page(
+            "Thousand",
+            thousand + "".join(frame.format(f"{h}/form") for h in (b, c, b)),
+        ),
+    }
+
+
+def ref_of(text: str, role: str, name: str) -> str:
+    m = re.search(rf'- {re.escape(role)} "{re.escape(name)}"[^\n]*\[ref=([a-z0-9]+)\]', text)
+    if not m:
+        raise Fail(f"no {role} {name!r} with a ref in the outline:\n{text[:3000]}")
+    return m.group(1)
+
+
+async def outline(client) -> dict:
+    snap = await call(client, "browser_snapshot")
+    if not isinstance(snap.get("page"), str):
+        raise Fail(f"browser_snapshot has no page outline (keys {sorted(snap)})")
+    return snap
+
+
+async def fill(sc: Scenario, client, text: str, prefix: str, who: str, typed: str) -> None:
+    """Types typed into the form's Name, selects Green, submits with Enter."""
+    name = ref_of(text, "textbox", "Name")
+    colour = ref_of(text, "combobox", "Colour")
+    sc.check(name.startswith(prefix) and colour.startswith(prefix), f"{who}: refs {name}, {colour} start with {prefix!r}")
+    r = await call(client, "browser_select_option", {"ref": colour, "values": ["Green"]})
+    sc.check(r.get("selected") == ["g"], f"{who}: browser_select_option by label selected value g ({r})")
+    r = await call(client, "browser_type", {"ref": name, "text": typed, "submit": True})
+    sc.check(r.get("typed") == name and r.get("submitted") is True, f"{who}: browser_type submitted ({r})")
+
+
+async def got(client, frame_id: str | None = None) -> list:
+    for _ in range(30):
+        v = await evaluate(client, "window.got || []", frame_id)
+        if v:
+            return v
+        await anyio.sleep(0.1)
+    return []
+
+
+async def form_top(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "f", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/form"})
+        snap = await outline(c)
+        sc.log("outline:\n" + snap["page"])
+        sc.check(snap.get("page_truncated") is False, "page_truncated is false")
+        await fill(sc, c, snap["page"], "e", "top", "Ada")
+        sc.check(await got(c) == ["Ada|g"], "the page's submit handler received Ada and g")
+        r = await call(c, "browser_press_key", {"key": "Escape"})
+        sc.check(r.get("pressed") == "Escape", f"browser_press_key Escape ({r})")
+
+
+def frame_id_of(snap: dict, url_part: str) -> str:
+    for ch in snap["frame_tree"]["children"]:
+        if url_part in ch["url"]:
+            return ch["frame_id"]
+    raise Fail(f"no frame with {url_part!r} in {snap['frame_tree']}")
+
+
+async def form_oopif_nested(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "o", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/outer"})
+        deadline = time.monotonic() + 10
+        while True:
+            snap = await outline(c)
+            if len(snap.get("frame_refs") or {}) >= 2 or time.monotonic() > deadline:
+                break
+            await anyio.sleep(0.2)
+        text = snap["page"]
+        sc.log("outline:\n" + text)
+        mid = frame_id_of(snap, "b.test")
+        inner = frame_id_of(snap, "c.test")
+        refs = snap.get("frame_refs") or {}
+        sc.check(set(refs.values()) == {mid, inner}, f"frame_refs name the two OOPIFs ({refs})")
+        k_mid = next(k for k, f in refs.items() if f == mid)
+        k_inner = next(k for k, f in refs.items() if f == inner)
+        # The outline shows each frame's form once: split it at the nested frame's root.
+        at = text.index('RootWebArea "Form"')
+        await fill(sc, c, text[:at], k_mid + "e", "OOPIF (depth 1)", "Bea")
+        await fill(sc, c, text[at:], k_inner + "e", "nested OOPIF (depth 2)", "Cy")
+        sc.check(await got(c, mid) == ["Bea|g"], "the OOPIF's form received Bea and g")
+        sc.check(await got(c, inner) == ["Cy|g"], "the nested OOPIF's form received Cy and g")
+        sc.check(await evaluate(c, "window.got === undefined") is True, "the top document received nothing")
+
+
+async def confirm_in_oopif(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "c", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/confirm-outer"})
+        snap = await outline(c)
+        sc.log("outline:\n" + snap["page"])
+        pay = ref_of(snap["page"], "button", "Pay")
+        sc.check(re.fullmatch(r"f\d+e\d+", pay) is not None, f"the OOPIF's button has an f<K>e<N> ref ({pay})")
+        fid = frame_id_of(snap, "b.test")
+        r = await call_raw(c, "browser_click", {"ref": pay})
+        data = r.data or {}
+        sc.log(f"browser_click returned after {r.seconds:.2f} s: {r.text[:200]!r}")
+        sc.check(r.is_error and data.get("interrupted_by_dialog") is True, f"the click is interrupted ({data})")
+        sc.check(data.get("method") == "browser_click", f"its method is browser_click ({data.get('method')})")
+        sc.expect(r.seconds < 3, f"it returned promptly ({r.seconds:.2f} s)")
+        call_id = data.get("call_id")
+        d = await wait_pending(sc, c, "confirm", "Pay?", "confirm")
+        t = time.monotonic()
+        blocked = await outline(c)
+        took = time.monotonic() - t
+        sc.log(f"outline while the OOPIF's confirm is open ({took:.2f} s):\n" + blocked["page"])
+        sc.check("dialog blocks this frame" in blocked["page"], "the blocked OOPIF is one line saying a dialog blocks it")
+        sc.check('RootWebArea "Confirm outer"' in blocked["page"], "the rest of the outline is still given")
+        sc.expect(took < 2.5, f"the snapshot did not wait on the blocked renderer ({took:.2f} s)")
+        ans = await call(c, "browser_dialog", {"action": "accept"})
+        done = [x for x in ans.get("completed_calls", []) if x.get("call_id") == call_id]
+        sc.check(len(done) == 1, f"completed_calls carries {call_id} once ({ans.get('completed_calls')})")
+        sc.check(done[0].get("method") == "browser_click", "the completion's method is browser_click")
+        res = done[0].get("result") or {}
+        sc.check(res.get("clicked") == pay, f"the completion's result is the click's ({res})")
+        ans2 = await call(c, "browser_snapshot", {"page": False})
+        sc.expect(any(x.get("call_id") == call_id for x in ans2.get("completed_calls", [])), "the snapshot lists it too")
+        sc.check(await evaluate(c, "[window.count, window.answer]", fid) == [1, True], "the handler ran once and confirm returned true")
+        sc.check(d["frame_id"] == fid, "the dialog was the OOPIF's")
+
+
+async def target_blank_link(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "t", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/blank"})
+        snap = await outline(c)
+        link = ref_of(snap["page"], "link", "Open form")
+        r = await call(c, "browser_click", {"ref": link})
+        opened = r.get("tabs_opened") or []
+        sc.check(len(opened) == 1, f"browser_click returns tabs_opened with the new tab ({r})")
+        tabs = (await call(c, "browser_tabs", {"action": "list"}))["tabs"]
+        sc.check(any(t["target_id"] == opened[0]["target_id"] for t in tabs), "the new tab is supervised")
+
+
+async def beforeunload_left(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "u", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/unload"})
+        snap = await outline(c)
+        await call(c, "browser_click", {"ref": ref_of(snap["page"], "button", "Touch")})
+        r = await call(c, "browser_navigate", {"url": f"http://a.test:{port}/form"})
+        sc.check(r.get("status") == "dialog_pending", f"leaving after the click is dialog_pending ({r.get('status')})")
+        pend = r.get("pending_dialogs") or []
+        sc.check(any(d.get("type") == "beforeunload" for d in pend), f"the beforeunload is pending ({pend})")
+        await call(c, "browser_dialog", {"action": "accept"})
+
+
+async def stale_and_covered(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "s", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/covered"})
+        first = await outline(c)
+        under = ref_of(first["page"], "button", "Under")
+        r = await call_raw(c, "browser_click", {"ref": under})
+        sc.check(r.is_error and "covered" in r.text, f"a covered button is an error saying so ({r.text!r})")
+        zero = ref_of(first["page"], "button", "Zero")
+        r = await call_raw(c, "browser_click", {"ref": zero})
+        sc.check(r.is_error and ("zero-sized" in r.text or "not rendered" in r.text), f"a zero-sized button is an error saying so ({r.text!r})")
+        second = await outline(c)
+        r = await call_raw(c, "browser_click", {"ref": under})
+        sc.check(r.is_error and "browser_snapshot" in r.text and "older" in r.text, f"a ref from the older snapshot is an error naming browser_snapshot ({r.text!r})")
+        r = await call_raw(c, "browser_click", {"ref": "e99999"})
+        sc.check(r.is_error and "browser_snapshot" in r.text, f"an unknown ref is an error naming browser_snapshot ({r.text!r})")
+        fresh = ref_of(second["page"], "button", "Under")
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/form"})
+        r = await call_raw(c, "browser_type", {"ref": fresh, "text": "x"})
+        sc.check(r.is_error and "browser_snapshot" in r.text, f"a ref whose page navigated is an error naming browser_snapshot ({r.text!r})")
+        sc.check(await evaluate(c, "window.clicked === undefined") is True, "nothing was clicked")
+
+
+async def big_page_capped(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "b", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/big"})
+        snap = await outline(c)
+        lines = snap["page"].split("\n")
+        sc.check(snap.get("page_truncated") is True, "a page of 5,000 buttons is page_truncated")
+        sc.check(len(lines) <= 2000, f"its outline has at most 2,000 lines ({len(lines)})")
+        slim = await call(c, "browser_snapshot", {"page": False})
+        sc.check("page" not in slim, "page:false leaves the outline out")
+        r = await call_raw(c, "browser_snapshot", {"page": "yes"})
+        sc.check(r.is_error and "page must be true or false" in r.text, f"page:'yes' is a clear error ({r.text!r})")
+
+
+async def outline_timed(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "m", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/thousand"})
+        deadline = time.monotonic() + 10
+        while len((await outline(c)).get("frame_refs") or {}) < 3:
+            if time.monotonic() > deadline:
+                raise Fail("the 3 OOPIFs' refs never showed")
+            await anyio.sleep(0.2)
+        with_page, without = [], []
+        snap: dict = {}
+        for _ in range(TIMED_RUNS):
+            r = await call_raw(c, "browser_snapshot", {})
+            with_page.append(r.seconds)
+            snap = r.data or {}
+            r = await call_raw(c, "browser_snapshot", {"page": False})
+            without.append(r.seconds)
+        text = snap.get("page", "")
+        n = len(text.split("\n"))
+        sc.log(
+            f"FIGURE outline of 1,000 elements + 3 OOPIFs: browser_snapshot median {statistics.median(with_page) * 1000:.0f} ms "
+            f"(max {max(with_page) * 1000:.0f} ms) vs {statistics.median(without) * 1000:.0f} ms with page:false, "
+            f"over {TIMED_RUNS} runs; outline {n} lines, {len(text.encode())} bytes, "
+            f"{len(text.encode()) / max(n, 1):.1f} bytes per node; frame_refs {snap.get('frame_refs')}"
+        )
+        sc.check(snap.get("page_truncated") is False, "the outline fits in 2,000 lines")
+        # The last OOPIF sits below 500 paragraphs: clicking in it scrolls the
+        # page and offsets by its iframe's box.
+        last = text[text.rindex('RootWebArea "Form"'):]
+        await call(c, "browser_type", {"ref": ref_of(last, "textbox", "Name"), "text": "Dee"})
+        r = await call(c, "browser_click", {"ref": ref_of(last, "button", "Send")})
+        sc.log(f"clicked Send in the third OOPIF at ({r['x']:.0f}, {r['y']:.0f})")
+        third = snap["frame_refs"][ref_of(last, "button", "Send").split("e")[0]]
+        sc.check(await got(c, third) == ["Dee|r"], "the click below the fold, inside the third OOPIF, submitted its form")
+
+
+SCENARIOS = {
+    "form_top": form_top,
+    "form_oopif_nested": form_oopif_nested,
+    "confirm_in_oopif": confirm_in_oopif,
+    "target_blank_link": target_blank_link,
+    "beforeunload_left": beforeunload_left,
+    "stale_and_covered": stale_and_covered,
+    "big_page_capped": big_page_capped,
+    "outline_timed": outline_timed,
+}
+# Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
+PHASES = [
+    ["form_top", "form_oopif_nested"],
+    ["confirm_in_oopif", "target_blank_link"],
+    ["beforeunload_left", "stale_and_covered"],
+    ["big_page_capped"],
+    ["outline_timed"],
+]
+
+
+async def main() -> int:
+    return await run_phases("act.py", __doc__, SCENARIOS, PHASES)
+
+
+if __name__ == "__main__":
+    exit_with(main)
