@@ -54,6 +54,7 @@ fn no_policy_and_no_bridge_send_no_fetch_enable_at_all() {
 #[test]
 fn each_session_gets_one_fetch_enable_merging_the_bridge_and_the_document_pattern() {
     let mut h = H::with(opts(&["http://b.test"], true));
+    let bridge_path = h.st.options().bridge_key.path.clone();
     let page = h.attach_page(&top_tree(&[]));
     let oopif = h.attach_oopif("S1", "F1", "S2", "https://c.test/");
     for (cmds, session) in [(&page, "S1"), (&oopif, "S2")] {
@@ -62,11 +63,10 @@ fn each_session_gets_one_fetch_enable_merging_the_bridge_and_the_document_patter
         assert_eq!(enables[0].target, on(session));
         let patterns = enables[0].params["patterns"].as_array().unwrap();
         assert_eq!(patterns.len(), 2, "{patterns:?}");
-        assert!(
-            patterns[0]["urlPattern"]
-                .as_str()
-                .unwrap()
-                .contains("dialog-bridge")
+        assert_eq!(
+            patterns[0]["urlPattern"].as_str().unwrap(),
+            format!("*{bridge_path}*"),
+            "the bridge's own (keyed) pattern"
         );
         assert_eq!(
             patterns[1],
