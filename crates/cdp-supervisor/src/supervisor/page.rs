@@ -1032,7 +1032,18 @@ impl Supervisor {
         text: &str,
         submit: bool,
     ) -> Result<CallOutcome, ActError> {
-        let (conn, node, _object) = self.resolve_ref(r).await?;
+        let (conn, node, object) = self.resolve_ref(r).await?;
+        // Only into an element that takes text: a <select>, a button or a
+        // read-only field takes the focus (or not) but no text, and the
+        // keystrokes would land in whatever had the focus before.
+        let editable = call_on(&conn, &node.session, &object, EDITABLE_FN, json!([]))
+            .await
+            .map_err(ActError::Element)?;
+        if let Some(why) = editable.get("error").and_then(Value::as_str) {
+            return Err(ActError::Element(format!(
+                "ref {r} takes no text: {why}; nothing was typed (browser_select_option picks options, browser_click presses buttons)"
+            )));
+        }
         let _ = read(
             &conn,
             &node.session,
@@ -1052,6 +1063,14 @@ impl Supervisor {
                 "ref {r} cannot take the keyboard focus ({e}); nothing was typed"
             ))
         })?;
+        let focused = call_on(&conn, &node.session, &object, FOCUSED_FN, json!([]))
+            .await
+            .map_err(ActError::Element)?;
+        if focused != Value::Bool(true) {
+            return Err(ActError::Element(format!(
+                "ref {r} did not keep the keyboard focus (the page moved it); nothing was typed"
+            )));
+        }
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
         let session = node.session.clone();
@@ -1090,6 +1109,22 @@ impl Supervisor {
                 NAMED_KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
             ))
         })?;
+        // Chromium drops key events while a dialog shows (they are not
+        // queued like a click): refuse rather than report a lost key pressed.
+        let snap = self.snapshot();
+        let current = snap
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.clone());
+        if snap.pending_dialogs.iter().any(|d| {
+            d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
+        }) || snap.page_blocked
+        {
+            return Err(ActError::Element(format!(
+                "a JavaScript dialog blocks the page, so the key {key:?} would be lost; answer the dialog with browser_dialog first (nothing was pressed)"
+            )));
+        }
         let (_, page) = self.route(None, None, false).await?;
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
@@ -1226,6 +1261,13 @@ async fn call_on(
     }
     Ok(v.pointer("/result/value").cloned().unwrap_or(Value::Null))
 }
+
+/// Whether `this` takes typed text: a text-like `<input>` or a `<textarea>`
+/// that is neither disabled nor read-only, or an editable element.
+const EDITABLE_FN: &str = "function(){const t=this.tagName?this.tagName.toLowerCase():'';const textual=['text','search','email','url','tel','password','number','date','datetime-local','month','week','time',''];if(t==='input'){if(!textual.includes((this.getAttribute('type')||'').toLowerCase()))return {error:'it is an <input type='+this.type+'>'};}else if(t!=='textarea'&&!this.isContentEditable){return {error:'it is a <'+t+'>, not a text field'}}if(this.disabled)return {error:'it is disabled'};if(this.readOnly)return {error:'it is read-only'};return {}}";
+/// Whether `this` (or something inside it) has the keyboard focus.
+const FOCUSED_FN: &str =
+    "function(){const a=this.ownerDocument.activeElement;return a===this||this.contains(a)}";
 
 /// Checks a `<select>` and the values asked for, changing nothing.
 const SELECT_FN_CHECK: &str = "function(values){if(!(this instanceof HTMLSelectElement))return {error:'it is not a <select> element (it is <'+this.tagName.toLowerCase()+'>)'};const opts=Array.from(this.options);for(const v of values){if(!opts.some(o=>o.value===v||o.label===v||o.text.trim()===v))return {error:'no option has value or label '+JSON.stringify(v)+'; options: '+JSON.stringify(opts.map(o=>o.value))}}if(!this.multiple&&values.length!==1)return {error:'this <select> takes exactly one value, not '+values.length};if(this.disabled)return {error:'the <select> is disabled'};return {}}";

@@ -145,6 +145,13 @@ async def form_top(sc: Scenario, binary: str) -> None:
         snap = await outline(c)
         sc.log("outline:\n" + snap["page"])
         sc.check(snap.get("page_truncated") is False, "page_truncated is false")
+        # The newcomer review: typing into a <select> typed into the field
+        # that had the focus before. It types nothing, and says why.
+        await call(c, "browser_type", {"ref": ref_of(snap["page"], "textbox", "Name"), "text": ""})
+        r = await call_raw(c, "browser_type", {"ref": ref_of(snap["page"], "combobox", "Colour"), "text": "SEL"})
+        sc.check(r.is_error and "takes no text" in r.text, f"browser_type into a <select> is refused ({r.text[:200]})")
+        v = await evaluate(c, "document.querySelector('input').value")
+        sc.check(v == "", f"nothing was typed anywhere ({v!r})")
         await fill(sc, c, snap["page"], "e", "top", "Ada")
         sc.check(await got(c) == ["Ada|g"], "the page's submit handler received Ada and g")
         r = await call(c, "browser_press_key", {"key": "Escape"})
