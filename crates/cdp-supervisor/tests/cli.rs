@@ -148,17 +148,12 @@ fn snapshot_prints_the_snapshot_json_of_a_page() {
     );
 }
 
-#[test]
-fn watch_json_writes_one_object_per_line_with_an_event_field() {
-    common::require_chromium();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let site = rt
-        .block_on(cdp_supervisor::demo_site::SiteServer::start())
-        .unwrap();
-    let url = site.url("a.test", "/alert-on-load");
+/// `watch URL --json --policy auto_accept` on a launched Chromium that
+/// resolves the demo site's hosts, and its stdout, line by line.
+fn watch_json(url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
     let mut child = Command::new(BIN)
-        .args(["watch", &url, "--json", "--policy", "auto_accept"])
+        .args(["watch", url, "--json", "--policy", "auto_accept"])
         .env("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -173,6 +168,17 @@ fn watch_json_writes_one_object_per_line_with_an_event_field() {
             }
         }
     });
+    (child, rx)
+}
+
+#[test]
+fn watch_json_writes_one_object_per_line_with_an_event_field() {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let site = rt
+        .block_on(cdp_supervisor::demo_site::SiteServer::start())
+        .unwrap();
+    let (mut child, rx) = watch_json(&site.url("a.test", "/alert-on-load"));
     let mut events = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until && !events.iter().any(|e: &String| e == "dialog_closed") {
@@ -199,24 +205,7 @@ fn watch_json_shows_a_popup_open_its_dialog_and_close() {
     let site = rt
         .block_on(cdp_supervisor::demo_site::SiteServer::start())
         .unwrap();
-    let url = site.url("a.test", "/checkout?open=1");
-    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
-    let mut child = Command::new(BIN)
-        .args(["watch", &url, "--json", "--policy", "auto_accept"])
-        .env("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn watch");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, rx) = watch_json(&site.url("a.test", "/checkout?open=1"));
     let mut events: Vec<serde_json::Value> = Vec::new();
     let until = Instant::now() + Duration::from_secs(30);
     while Instant::now() < until && !events.iter().any(|e| e["event"] == "tab_closed") {

@@ -22,28 +22,22 @@ Exit 0 when every scenario passes.
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import json
-import os
-import sys
 import threading
 import time
 from typing import Any
 
 from common import (
+    exit_with,
+    run_phases,
     Scenario,
     call,
-    cancel_on_signals,
     launch_chromium,
-    log,
     mcp_server,
     page,
-    preflight,
-    run_scenario,
     set_log_name,
     start_site,
-    summarize,
 )
 
 set_log_name("providers")
@@ -197,33 +191,8 @@ SCENARIOS = {
 
 
 async def main() -> int:
-    argv = sys.argv[1:]
-    if not argv or argv[0].startswith("-"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    binary = os.path.realpath(argv[0])
-    only = None
-    if len(argv) >= 3 and argv[1] == "--only":
-        only = argv[2].split(",")
-    failed = preflight(binary)
-    if failed is not None:
-        return failed
-    unknown = [n for n in only or [] if n not in SCENARIOS]
-    if unknown:
-        log(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
-        return 2
-    cancel_on_signals()
-    started = time.monotonic()
-    names = [n for n in SCENARIOS if only is None or n in only]
-    outcomes = await asyncio.gather(
-        *(run_scenario(n, lambda sc, n=n: SCENARIOS[n](sc, binary)) for n in names)
-    )
-    return summarize("providers.py", list(outcomes), started)
+    return await run_phases("providers.py", __doc__, SCENARIOS, [list(SCENARIOS)])
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(asyncio.run(main()))
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        log("interrupted; cleaned up")
-        sys.exit(130)
+    exit_with(main)

@@ -28,12 +28,10 @@ Usage: python security.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--seri
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -42,30 +40,26 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from common import (
+    exit_with,
+    run_phases,
     REDIRECT,
     Fail,
-    Outcome,
     Scenario,
     call,
     call_raw,
-    cancel_on_signals,
     descendants,
     evaluate,
     http_address,
     is_chromium,
     kill_tree,
-    log,
     mcp_server,
     page,
-    preflight,
-    run_scenario,
     scratch_dir,
     server_env,
     set_log_name,
     snapshot,
     start_site,
     stop_http_server,
-    summarize,
     wait_dead,
 )
 
@@ -352,47 +346,8 @@ PHASES = [
 
 
 async def main() -> int:
-    argv = sys.argv[1:]
-    if not argv or argv[0].startswith("-"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    binary = os.path.realpath(argv[0])
-    only: list[str] | None = None
-    serial = False
-    rest = argv[1:]
-    while rest:
-        a = rest.pop(0)
-        if a == "--only" and rest:
-            only = rest.pop(0).split(",")
-        elif a == "--serial":
-            serial = True
-        else:
-            print(__doc__, file=sys.stderr)
-            return 2
-    failed = preflight(binary)
-    if failed is not None:
-        return failed
-    unknown = [n for n in only or [] if n not in SCENARIOS]
-    if unknown:
-        log(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
-        return 2
-    cancel_on_signals()
-    phases = [[n for n in p if only is None or n in only] for p in PHASES]
-    if serial:
-        phases = [[n] for p in phases for n in p]
-    outcomes: list[Outcome] = []
-    started = time.monotonic()
-    for phase in phases:
-        if phase:
-            outcomes += await asyncio.gather(
-                *(run_scenario(n, lambda sc, n=n: SCENARIOS[n](sc, binary)) for n in phase)
-            )
-    return summarize("security.py", outcomes, started)
+    return await run_phases("security.py", __doc__, SCENARIOS, PHASES)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(asyncio.run(main()))
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        log("interrupted; cleaned up")
-        sys.exit(130)
+    exit_with(main)
