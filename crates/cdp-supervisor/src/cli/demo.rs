@@ -357,18 +357,7 @@ browser_navigate {page}; the agent clicks the page (Input.dispatchMouseEvent), t
         "  snapshot shows pending {}",
         render::dialog_line(&d)
     ));
-    let r = tool(
-        agent,
-        "browser_dialog",
-        json!({"action": "accept", "dialog_id": d.id}),
-    )
-    .await?;
-    let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
-        .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
-    p.say(format!(
-        "  agent: browser_dialog accept -> {}",
-        render::closed_line(&closed)
-    ));
+    accept(p, agent, &d.id).await?;
     let deadline = Instant::now() + DIALOG_WAIT;
     loop {
         let snap = tool(agent, "browser_snapshot", json!({})).await?;
@@ -422,18 +411,7 @@ async fn popup(
         render::short(&popup_id),
         snap["url"]
     ));
-    let r = tool(
-        agent,
-        "browser_dialog",
-        json!({"action": "accept", "dialog_id": d.id}),
-    )
-    .await?;
-    let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
-        .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
-    p.say(format!(
-        "  agent: browser_dialog accept -> {}",
-        render::closed_line(&closed)
-    ));
+    accept(p, agent, &d.id).await?;
     let deadline = Instant::now() + DIALOG_WAIT;
     loop {
         let title = tool(
@@ -466,6 +444,23 @@ async fn popup(
         tabs["tabs"].as_array().map_or(0, Vec::len)
     ));
     Ok(())
+}
+
+/// The agent accepts dialog `id` (`browser_dialog`) and says how it closed.
+async fn accept(p: &Printer, agent: &AgentSession, id: &str) -> Result<ClosedDialog, CliError> {
+    let r = tool(
+        agent,
+        "browser_dialog",
+        json!({"action": "accept", "dialog_id": id}),
+    )
+    .await?;
+    let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
+        .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
+    p.say(format!(
+        "  agent: browser_dialog accept -> {}",
+        render::closed_line(&closed)
+    ));
+    Ok(closed)
 }
 
 /// What the current page's dialogs returned (`window.results`).
