@@ -9,7 +9,7 @@ use cdp_supervisor::cdp::protocol::{Event, SessionId};
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::state::{
-    BLOCKED_NAVIGATIONS_MAX, CONSOLE_ERRORS_MAX, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction,
+    BLOCKED_NAVIGATIONS_MAX, CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction,
     DialogRequest,
     FRAME_TREE_MAX_ENTRIES, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError,
     SESSIONS_TRACKED_MAX, State, Target,
@@ -17,7 +17,8 @@ use cdp_supervisor::supervisor::state::{
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 const FRAMES: u8 = 16;
@@ -102,9 +103,15 @@ fn frame(i: u8) -> String {
     }
 }
 
+/// Mostly short; now and then (4 values in 256) just past the caps, with
+/// multi-byte characters so a cut by bytes would be caught. The text used
+/// to grow to 24 KiB at every event, which the snapshot then cloned and
+/// serialized at every step: a third of the harness's time.
 fn long_text(n: u8) -> String {
-    // Now and then longer than the caps.
-    "x".repeat(usize::from(n) * 97)
+    match n {
+        252.. => "é".repeat(DIALOG_MESSAGE_MAX_CHARS + usize::from(n - 251)),
+        _ => "x".repeat(usize::from(n % 32)),
+    }
 }
 
 fn shaped(method: &str, s: u8, f: u8, p: u8, kind: u8, flag: bool, text: u8) -> Value {
@@ -155,6 +162,7 @@ fn shaped(method: &str, s: u8, f: u8, p: u8, kind: u8, flag: bool, text: u8) -> 
     }
 }
 
+#[derive(Clone)]
 struct Run {
     st: State,
     now: Now,
@@ -277,11 +285,18 @@ impl Run {
         self.collect();
     }
 
+    /// The invariants after one step. Routes are checked for the frames the
+    /// snapshot lists (a dead route elsewhere shows at the end of the input,
+    /// where [`Run::check_end`] tries every frame id), and the snapshot is
+    /// serialized only at the end: both cost more than the step itself.
     fn check(&self) {
         let snap = self.st.snapshot();
         assert!(snap.frame_tree.children.len() <= FRAME_TREE_MAX_ENTRIES);
         assert!(snap.recent_dialogs.len() <= RECENT_DIALOGS_MAX);
         assert!(snap.console_errors.len() <= CONSOLE_ERRORS_MAX);
+        for e in &snap.console_errors {
+            assert!(e.text.chars().count() <= CONSOLE_TEXT_MAX_CHARS);
+        }
         assert!(snap.blocked_navigations.len() <= BLOCKED_NAVIGATIONS_MAX);
         assert!(self.st.session_ids().count() <= SESSIONS_TRACKED_MAX + 1);
         for d in snap
@@ -337,12 +352,23 @@ impl Run {
                 assert!(c.is_oopif);
             }
         }
-        for f in 0..FRAMES {
-            if let Ok(s) = self.st.route_frame(&frame(f)) {
-                assert!(self.st.has_session(&s), "route to dead session {s}");
-            }
+        for id in &seen {
+            self.check_route(id);
         }
-        serde_json::to_vec(&snap).expect("snapshot serializes");
+    }
+
+    /// The checks too costly for every step, once the input is played.
+    fn check_end(&self) {
+        for f in 0..FRAMES {
+            self.check_route(&frame(f));
+        }
+        serde_json::to_vec(&self.st.snapshot()).expect("snapshot serializes");
+    }
+
+    fn check_route(&self, frame_id: &str) {
+        if let Ok(s) = self.st.route_frame(frame_id) {
+            assert!(self.st.has_session(&s), "route to dead session {s}");
+        }
     }
 }
 
@@ -375,8 +401,21 @@ fn ok_result(c: &Command) -> Value {
     }
 }
 
-fuzz_target!(|input: Input| {
-    let policy = match input.policy % 3 {
+/// The watchdog bounds an input picks from (`dialog_timeout_ms % 8`): none,
+/// shorter than a step, and the ones people configure.
+const DIALOG_TIMEOUTS_MS: [u64; 8] = [0, 1, 10, 100, 1_000, 5_000, 30_000, 65_535];
+
+thread_local! {
+    /// Each setup's page, attached once; every input plays on a clone.
+    /// Building the options per input drew a bridge key from the OS and
+    /// attaching built a dozen commands: a fifth of the run's time.
+    static ATTACHED: RefCell<HashMap<(u8, bool, u8), Run>> = RefCell::new(HashMap::new());
+}
+
+/// A page attached under dialog policy `policy` (0–2), with or without a
+/// navigation policy, and watchdog `DIALOG_TIMEOUTS_MS[timeout]`.
+fn attached(policy: u8, navigation: bool, timeout: u8) -> Run {
+    let policy = match policy {
         0 => DialogPolicy::MustRespond,
         1 => DialogPolicy::AutoDismiss,
         _ => DialogPolicy::AutoAccept,
@@ -384,13 +423,13 @@ fuzz_target!(|input: Input| {
     let mut run = Run {
         st: State::new(Options {
             policy: policy.into(),
-            dialog_timeout: Duration::from_millis(u64::from(input.dialog_timeout_ms)),
+            dialog_timeout: Duration::from_millis(DIALOG_TIMEOUTS_MS[usize::from(timeout)]),
             // Half the runs with a navigation policy: h3.test is refused, so
             // commits to it are released (and Fetch is enabled on sessions).
-            navigation: if input.policy & 4 == 0 {
-                NavigationPolicy::default()
-            } else {
+            navigation: if navigation {
                 NavigationPolicy::new(&[] as &[&str], &["https://h3.test"], false).unwrap()
+            } else {
+                NavigationPolicy::default()
             },
             ..Default::default()
         }),
@@ -407,8 +446,19 @@ fuzz_target!(|input: Input| {
     );
     run.collect();
     run.check();
+    run
+}
+
+fuzz_target!(|input: Input| {
+    let key = (input.policy % 3, input.policy & 4 != 0, (input.dialog_timeout_ms % 8) as u8);
+    let mut run = ATTACHED.with_borrow_mut(|m| {
+        m.entry(key)
+            .or_insert_with(|| attached(key.0, key.1, key.2))
+            .clone()
+    });
     for op in input.ops.into_iter().take(400) {
         run.step(op);
         run.check();
     }
+    run.check_end();
 });

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 pub const BLOCKED_NAVIGATIONS_MAX: usize = 10;
 
 /// The last stopped navigations, oldest first.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Blocked(VecDeque<BlockedNavigation>);
 
 impl Blocked {

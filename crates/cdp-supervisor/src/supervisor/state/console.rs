@@ -8,7 +8,7 @@ use crate::supervisor::snapshot::ConsoleError;
 use std::collections::VecDeque;
 
 /// The console ring.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Console {
     ring: VecDeque<ConsoleError>,
 }

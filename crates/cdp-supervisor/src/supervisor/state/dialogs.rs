@@ -86,7 +86,7 @@ struct Dialog {
 
 /// The pending dialogs, the recently closed ones, and answers whose dialog
 /// closed while they were in flight.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Dialogs {
     pending: Vec<Dialog>,
     /// See [`ANSWERS_AFTER_CLOSE_MAX`].

@@ -26,7 +26,7 @@ struct Frame {
 }
 
 /// The frames of the supervised page, merged from every session.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Frames {
     top: Option<FrameId>,
     frames: HashMap<FrameId, Frame>,

@@ -123,7 +123,7 @@ fn intercept(opts: &Options) -> Intercept<'_> {
 }
 
 /// The outputs queued for [`State::poll_output`]; sub-machines write here.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Out(VecDeque<Output>);
 
 impl Out {
@@ -148,7 +148,10 @@ impl Out {
 }
 
 /// The supervisor's state: dialogs, frames, sessions and console errors of one page.
-#[derive(Debug)]
+///
+/// `Clone` forks it: a test or a fuzz harness sets a page up once and plays
+/// each sequence on a copy.
+#[derive(Clone, Debug)]
 pub struct State {
     opts: Options,
     out: Out,

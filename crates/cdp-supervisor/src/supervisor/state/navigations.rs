@@ -36,7 +36,7 @@ struct AgentCall {
 }
 
 /// Navigations in progress that we (the agent, the watchdog, the policy) caused.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Navigations {
     by_frame: HashMap<FrameId, Navigation>,
     calls: HashMap<u64, AgentCall>,

@@ -42,7 +42,7 @@ impl Intercept<'_> {
 }
 
 /// The supervised page's target and session, and the live child sessions.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Targets {
     top_session: Option<SessionId>,
     top_target: Option<TargetId>,

@@ -19,7 +19,7 @@ pub enum Timer {
 }
 
 /// The armed timers, each with its deadline.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Timers {
     at: BTreeMap<Timer, Instant>,
 }
