@@ -19,7 +19,12 @@ fn policies() -> &'static [NavigationPolicy; 3] {
     P.get_or_init(|| {
         [
             NavigationPolicy::default(),
-            NavigationPolicy::new(&["https://*.example.com", "http://a.test:8080"], &["http://169.254.169.254", "*.internal"], false).unwrap(),
+            NavigationPolicy::new(
+                &["https://*.example.com", "http://a.test:8080"],
+                &["http://169.254.169.254", "*.internal"],
+                false,
+            )
+            .unwrap(),
             NavigationPolicy::new(&[] as &[&str], &[] as &[&str], true).unwrap(),
         ]
     })
@@ -46,7 +51,13 @@ fuzz_target!(|data: &[u8]| {
         1 => json!({"url": text, "method": text, "action": text, "event": text, "cdp_url": text}),
         _ => {
             let n = rest.first().copied().unwrap_or(0) as f64 * 1.7 - 20.0;
-            json!({"url": text, "method": "Runtime.evaluate", "params": {"expression": text},
+            // Half of them open a tab: its url is checked by the policy too.
+            let method = if rest.len() % 2 == 0 {
+                "Runtime.evaluate"
+            } else {
+                "Target.createTarget"
+            };
+            json!({"url": text, "method": method, "params": {"expression": text, "url": text},
                    "timeout_s": n, "event": "any", "action": "accept", "cdp_url": text,
                    "since": rest.len(), "prompt_text": text, "dialog_id": text})
         }
@@ -56,10 +67,20 @@ fuzz_target!(|data: &[u8]| {
             assert!(check_url(&url).is_ok(), "{url}");
             assert!(policy.check(&url).is_ok(), "{url}");
         }
-        Ok(ToolCall::Cdp { params, timeout_s, method, .. }) => {
+        Ok(ToolCall::Cdp {
+            params,
+            timeout_s,
+            method,
+            ..
+        }) => {
             assert!(params.is_object());
             assert!(timeout_s > 0.0 && timeout_s <= CDP_MAX_TIMEOUT_S);
             assert!(method.contains('.'));
+            if method == "Target.createTarget" {
+                if let Some(url) = params.get("url").and_then(Value::as_str) {
+                    assert!(url.is_empty() || policy.check(url).is_ok(), "{url}");
+                }
+            }
         }
         Ok(ToolCall::Wait { timeout_s, .. }) => {
             assert!(timeout_s > 0.0 && timeout_s <= WAIT_MAX_TIMEOUT_S);

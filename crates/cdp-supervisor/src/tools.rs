@@ -94,6 +94,9 @@ pub const NAVIGATE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const CDP_DEFAULT_TIMEOUT_S: f64 = 10.0;
 /// `browser_cdp`'s largest `timeout_s`.
 pub const CDP_MAX_TIMEOUT_S: f64 = 300.0;
+/// The CDP method `browser_cdp` runs through the supervisor
+/// ([`Supervisor::create_target`]): a tab it opens is supervised first.
+const CREATE_TARGET: &str = "Target.createTarget";
 
 /// How long a tool waits for Chromium to tell the page's URL and title now
 /// (`Target.getTargetInfo`) before it falls back to the last known ones.
@@ -442,9 +445,11 @@ impl ToolCall {
             "browser_cdp" => {
                 let a: CdpArgs = parse(name, args)?;
                 check_method(&a.method)?;
+                let params = cdp_params(a.params)?;
+                check_created_tab(&a.method, &params, policy)?;
                 ToolCall::Cdp {
                     method: a.method,
-                    params: cdp_params(a.params)?,
+                    params,
                     frame_id: a.frame_id,
                     target_id: a.target_id,
                     timeout_s: seconds(a.timeout_s, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S)?,
@@ -495,6 +500,24 @@ impl ToolCall {
 /// the navigation policy — checked before anything is sent.
 fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<(), ToolError> {
     check_url(url)?;
+    check_policy(url, policy)
+}
+
+/// A `browser_cdp` `Target.createTarget`'s `url` (CDP: empty for
+/// `about:blank`), checked by the navigation policy before anything is sent,
+/// as `browser_tabs new`'s is.
+fn check_created_tab(
+    method: &str,
+    params: &Value,
+    policy: &NavigationPolicy,
+) -> Result<(), ToolError> {
+    match params.get("url").and_then(Value::as_str) {
+        Some(url) if method == CREATE_TARGET && !url.is_empty() => check_policy(url, policy),
+        _ => Ok(()),
+    }
+}
+
+fn check_policy(url: &str, policy: &NavigationPolicy) -> Result<(), ToolError> {
     policy.check(url).map_err(|r| {
         ToolError::new(format!(
             "{url} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
@@ -1374,6 +1397,7 @@ impl AgentSession {
     ) -> Result<Value, ToolError> {
         check_method(method)?;
         let params = cdp_params(params)?;
+        check_created_tab(method, &params, &self.navigation_policy()?)?;
         let timeout_s = seconds(timeout_s, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S)?;
         if self.detached.load(Ordering::SeqCst) {
             return Err(ToolError::new(
@@ -1385,6 +1409,17 @@ impl AgentSession {
         }
         let s = self.supervisor().await?;
         let before = tab_ids(&s);
+        if method == CREATE_TARGET {
+            // A browser-level command whatever frame_id or target_id say:
+            // the supervisor opens the tab, so it is supervised (and under
+            // the navigation policy) before its first document loads.
+            let v = s
+                .create_target(params, Duration::from_secs_f64(timeout_s))
+                .await?;
+            let mut out = json!({"result": v});
+            add_tabs_opened(&mut out, &s, &before);
+            return Ok(out);
+        }
         match s
             .cdp(
                 method,
@@ -1866,6 +1901,30 @@ mod tests {
                 assert_eq!(timeout_s, CDP_DEFAULT_TIMEOUT_S);
             }
             other => panic!("{other:?}"),
+        }
+        // A tab browser_cdp opens is checked as browser_tabs new's is.
+        let e = ToolCall::parse(
+            "browser_cdp",
+            json!({"method": "Target.createTarget", "params": {"url": "http://b.test/x"}}),
+            &blocked,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("rule blocked_origins: http://b.test"),
+            "{e}"
+        );
+        let e = p(
+            "browser_cdp",
+            json!({"method": "Target.createTarget", "params": {"url": "file:///etc/passwd"}}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("allow_file_urls: false"), "{e}");
+        for ok in ["", "about:blank", "http://a.test/"] {
+            let args = json!({"method": "Target.createTarget", "params": {"url": ok}});
+            assert!(
+                ToolCall::parse("browser_cdp", args, &blocked).is_ok(),
+                "{ok}"
+            );
         }
         for bad in [
             json!({"method": "Page"}),

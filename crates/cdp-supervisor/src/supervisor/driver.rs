@@ -324,6 +324,8 @@ struct Shared {
     calls: Arc<InterruptedCalls>,
     dialog_timeout: Duration,
     max_tabs: usize,
+    /// The navigation policy checks documents in the browser (`Fetch`).
+    checks_documents: bool,
     /// Per tab, the refs of its last page outline ([`crate::supervisor::page`]).
     refs: Mutex<crate::supervisor::page::RefTables>,
 }
@@ -444,6 +446,7 @@ impl Supervisor {
         let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
         let dialog_timeout = opts.dialog_timeout;
         let max_tabs = opts.max_tabs;
+        let checks_documents = opts.navigation.document_pattern().is_some();
         let happened = Arc::new(EventLog::default());
         let mut driver = Driver {
             live: live.clone(),
@@ -498,6 +501,7 @@ impl Supervisor {
                 calls: Arc::new(InterruptedCalls::default()),
                 dialog_timeout,
                 max_tabs,
+                checks_documents,
                 refs: Mutex::new(Default::default()),
             }),
         })
@@ -877,21 +881,52 @@ impl Supervisor {
     /// first script, and makes it current. Returns its target id.
     ///
     /// # Errors
+    /// As [`Supervisor::create_target`].
+    pub async fn new_tab(&self, url: &str, timeout: Duration) -> Result<String, CdpCallError> {
+        let v = self.create_target(json!({ "url": url }), timeout).await?;
+        let target_id = v
+            .get("targetId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.select_tab(&target_id).await?;
+        Ok(target_id)
+    }
+
+    /// Opens a tab with `Target.createTarget` and the agent's `params`
+    /// (`{url, …}`), and returns Chromium's reply (`{targetId}`) once the
+    /// tab is supervised (within `timeout`). It does not become current.
+    ///
+    /// Under a navigation policy that checks documents in the browser, a
+    /// tab asked for with a `url` is created on `about:blank` and sent to
+    /// `url` (`Page.navigate`, not waited for) once it is supervised:
+    /// Chromium fetches a created tab's first document before the tab can be
+    /// paused, so that document, or a redirect from it, would load
+    /// unchecked.
+    ///
+    /// # Errors
     /// [`CdpCallError::Command`] when Chromium refuses or does not answer
     /// within `timeout`; [`CdpCallError::Route`] when the new page could not
     /// be supervised (past `max_tabs`).
-    pub async fn new_tab(&self, url: &str, timeout: Duration) -> Result<String, CdpCallError> {
+    pub async fn create_target(
+        &self,
+        mut params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpCallError> {
         let max_tabs = self.shared.max_tabs;
         if self.snapshot().tabs.len() >= max_tabs {
             return Err(CdpCallError::Route(RouteError::MaxTabs { max_tabs }));
         }
+        let deferred = params
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| self.shared.checks_documents && !u.is_empty() && *u != "about:blank")
+            .map(str::to_owned);
+        if deferred.is_some() {
+            params["url"] = json!("about:blank");
+        }
         let v = self
-            .send_agent(
-                Target::Browser,
-                "Target.createTarget",
-                json!({ "url": url }),
-                timeout,
-            )
+            .send_agent(Target::Browser, "Target.createTarget", params, timeout)
             .await
             .map_err(|e| match e {
                 AgentCallError::Command(c) => CdpCallError::Command(c),
@@ -933,8 +968,18 @@ impl Supervisor {
                     .collect(),
             }));
         }
-        self.select_tab(&target_id).await?;
-        Ok(target_id)
+        if let Some(url) = deferred {
+            let (_conn, session) = self.route(None, Some(&target_id), false).await?;
+            // Queued now, in order with what the agent sends next; its reply
+            // (at commit) is the core's to track, like any navigation's.
+            drop(self.send_agent(
+                Target::Session(session),
+                "Page.navigate",
+                json!({ "url": url }),
+                timeout,
+            ));
+        }
+        Ok(v)
     }
 
     /// Closes the supervised tab `target_id` with `Page.close`, which runs

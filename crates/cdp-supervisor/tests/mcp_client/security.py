@@ -101,6 +101,8 @@ class Requests:
                 "/b-page": page("b page", "<p>b.test</p>"),
                 "/c-page": page("c page", "<p>c.test</p>"),
                 "/to-b": f"{REDIRECT}http://b.test:{port}/b-page?via=redirect",
+                "/to-b-create": f"{REDIRECT}http://b.test:{port}/b-page?via=create-redirect",
+                "/to-b-tab": f"{REDIRECT}http://b.test:{port}/b-page?via=tab-redirect",
             }
         )
 
@@ -173,6 +175,21 @@ async def blocked_origins_everywhere(sc: Scenario, binary: str) -> None:
         b = await wait_blocked(sc, c, "via=redirect", "an HTTP redirect")
         sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
         sc.check("/to-b" in req.paths, "the allowed document that redirects was requested")
+        # A tab the agent opens: its first document is checked too, also
+        # when an allowed one redirects (the tab is supervised before it
+        # loads anything).
+        r = await call_raw(
+            c, "browser_cdp", {"method": "Target.createTarget", "params": {"url": f"http://b.test:{port}/b-page?via=create"}}
+        )
+        sc.check(r.is_error and rule in r.text, f"browser_cdp Target.createTarget to b.test is refused naming the rule ({r.text!r})")
+        r = await call(c, "browser_cdp", {"method": "Target.createTarget", "params": {"url": f"http://a.test:{port}/to-b-create"}})
+        sc.check(isinstance(r["result"].get("targetId"), str), f"Target.createTarget answers with the targetId ({r})")
+        b = await wait_blocked(sc, c, "via=create-redirect", "Target.createTarget on a redirect into b.test")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        r = await call(c, "browser_tabs", {"action": "new", "url": f"http://a.test:{port}/to-b-tab"})
+        b = await wait_blocked(sc, c, "via=tab-redirect", "browser_tabs new on a redirect into b.test")
+        sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
+        sc.check("/to-b-create" in req.paths and "/to-b-tab" in req.paths, "the new tabs requested the allowed documents")
         sc.check("/b-page" not in req.paths, f"no b.test document was ever requested ({req.paths})")
 
 
@@ -195,6 +212,13 @@ async def file_urls(sc: Scenario, binary: str) -> None:
                 raise Fail("the file: document was not released")
             await anyio.sleep(0.1)
         sc.check(await evaluate(c, "document.title") != "secret file", "the file's document is not shown")
+        r = await call_raw(c, "browser_cdp", {"method": "Target.createTarget", "params": {"url": url}})
+        sc.check(
+            r.is_error and "allow_file_urls: false" in r.text,
+            f"browser_cdp Target.createTarget on a file: URL is refused before it is sent ({r.text!r})",
+        )
+        tabs = await call(c, "browser_tabs", {"action": "list"})
+        sc.check(len(tabs["tabs"]) == 1, f"no tab was opened ({tabs['tabs']})")
     async with mcp_server(sc, binary, "open", [], env={"CDP_SUPERVISOR_BROWSER__ALLOW_FILE_URLS": "true"}) as srv:
         nav = await call(srv.client, "browser_navigate", {"url": url})
         sc.check(nav.get("status") == "loaded" and nav.get("title") == "secret file", f"allow_file_urls loads it ({nav})")
