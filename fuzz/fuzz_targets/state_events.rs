@@ -9,10 +9,9 @@ use cdp_supervisor::cdp::protocol::{Event, SessionId};
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::state::{
-    BLOCKED_NAVIGATIONS_MAX, CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction,
-    DialogRequest,
-    FRAME_TREE_MAX_ENTRIES, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError,
-    SESSIONS_TRACKED_MAX, State, Target,
+    BLOCKED_NAVIGATIONS_MAX, CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Command,
+    DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogRequest, FRAME_TREE_MAX_ENTRIES, Now, Options,
+    Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, SESSIONS_TRACKED_MAX, State, Target,
 };
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
@@ -450,7 +449,11 @@ fn attached(policy: u8, navigation: bool, timeout: u8) -> Run {
 }
 
 fuzz_target!(|input: Input| {
-    let key = (input.policy % 3, input.policy & 4 != 0, (input.dialog_timeout_ms % 8) as u8);
+    let key = (
+        input.policy % 3,
+        input.policy & 4 != 0,
+        (input.dialog_timeout_ms % 8) as u8,
+    );
     let mut run = ATTACHED.with_borrow_mut(|m| {
         m.entry(key)
             .or_insert_with(|| attached(key.0, key.1, key.2))
