@@ -126,6 +126,19 @@ fn intercept(opts: &Options) -> Intercept<'_> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Out(VecDeque<Output>);
 
+/// Output slots a drained queue keeps: an attach queues a dozen commands at
+/// once, and an idle supervisor should not keep the room for them (2 KiB).
+const OUT_CAPACITY_KEPT: usize = 4;
+
+/// The next output of `queue`; a drained queue gives back what it grew.
+pub(crate) fn pop_output(queue: &mut VecDeque<Output>) -> Option<Output> {
+    let o = queue.pop_front();
+    if o.is_none() && queue.capacity() > OUT_CAPACITY_KEPT {
+        *queue = VecDeque::new();
+    }
+    o
+}
+
 impl Out {
     fn push(&mut self, o: Output) {
         self.0.push_back(o);
@@ -191,7 +204,7 @@ impl State {
 
     /// The next output, if any. Drain after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.0.pop_front()
+        pop_output(&mut self.out.0)
     }
 
     /// The page session, once attached.

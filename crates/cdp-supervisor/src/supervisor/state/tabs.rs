@@ -98,7 +98,7 @@ impl Tabs {
 
     /// The next output, if any. Drain after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        super::pop_output(&mut self.out)
     }
 
     fn tab(&self, key: u32) -> Option<&Tab> {
