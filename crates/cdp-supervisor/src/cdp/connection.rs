@@ -182,6 +182,19 @@ pub enum Incoming {
 /// Queue slots a drained queue keeps (more are given back).
 const QUEUE_CAPACITY_KEPT: usize = 4;
 
+/// Entries an emptied map of commands in flight keeps room for: an attach
+/// has a dozen in flight at once, and an idle connection should not keep
+/// the room for them.
+const MAP_CAPACITY_KEPT: usize = 8;
+
+/// Gives back the room of `map` once it is empty and holds more than
+/// [`MAP_CAPACITY_KEPT`] entries' worth.
+pub(crate) fn give_back<K, V>(map: &mut HashMap<K, V>) {
+    if map.is_empty() && map.capacity() > MAP_CAPACITY_KEPT {
+        *map = HashMap::new();
+    }
+}
+
 /// Events (and in-order replies) in arrival order, then one
 /// [`Incoming::Closed`], then the end of the stream. Dropping it drops
 /// what is queued and every later event.
@@ -803,7 +816,12 @@ fn dispatch(shared: &Shared, text: &str) {
     match decoded {
         Ok(None) => {}
         Ok(Some(Decoded::Reply { id, outcome, .. })) => {
-            let pending = shared.lock().pending.remove(&id);
+            let pending = {
+                let mut state = shared.lock();
+                let pending = state.pending.remove(&id);
+                give_back(&mut state.pending);
+                pending
+            };
             let Some(pending) = pending else {
                 tracing::debug!(
                     id,

@@ -475,7 +475,7 @@ impl Supervisor {
         driver.flush();
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
-        let task = spawn_owned(async move { driver.run(task_cancel).await }, task_exited);
+        let task = spawn_owned(driver.run(task_cancel), task_exited);
         // Until the handle exists, dropping this future (a caller's timeout)
         // must stop the task too: nothing runs on after its owner is gone.
         let guard = cancel.clone().drop_guard();
@@ -1363,7 +1363,7 @@ impl Driver {
         self.conn = conn;
     }
 
-    async fn run(&mut self, cancel: CancellationToken) {
+    async fn run(mut self, cancel: CancellationToken) {
         loop {
             let timeout = if self.conn.is_some() {
                 self.state.poll_timeout()
@@ -1448,8 +1448,9 @@ impl Driver {
         // A Chromium we launched goes with us, its user-data-dir too, before
         // the task ends: `stop()` (and a server exiting after it) waits for
         // it, so nothing is left behind in the temp directory.
+        // Boxed: inline, its 1.1 KiB would be part of every idle driver's task.
         if let Some(local) = self.local.take() {
-            local.shutdown().await;
+            Box::pin(local.shutdown()).await;
         }
     }
 
@@ -1462,7 +1463,9 @@ impl Driver {
                 params,
             }) => self.on_event(session_id, &method, params.get(), now),
             Some(Incoming::Reply { id, result }) => {
-                if let Some(cmd) = self.inflight.remove(&id) {
+                let cmd = self.inflight.remove(&id);
+                crate::cdp::connection::give_back(&mut self.inflight);
+                if let Some(cmd) = cmd {
                     let agent = matches!(cmd.purpose, Purpose::Agent { .. });
                     self.on_reply(cmd, result.map_err(reply_error));
                     if agent {
@@ -1790,14 +1793,19 @@ impl Driver {
 /// Spawns the driver's task; `exited` is cancelled however it ends — a
 /// panic included, so a dead supervisor never reports itself running (the
 /// registry would keep serving it).
+///
+/// The guard rides in the `map` closure, dropped with the future however
+/// it ends. (An `async move { run.await }` wrapper would hold `run` twice —
+/// the captured value and the awaited one — and wrapping `driver.run()` in
+/// one more block held the driver twice too: 5.3 KiB per supervisor's task
+/// instead of 1.4.)
 fn spawn_owned(
     run: impl Future<Output = ()> + Send + 'static,
     exited: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let _exited = exited.drop_guard();
-        run.await;
-    })
+    use futures_util::FutureExt;
+    let guard = exited.drop_guard();
+    tokio::spawn(run.map(move |()| drop(guard)))
 }
 
 /// The connection's error in the core's terms.

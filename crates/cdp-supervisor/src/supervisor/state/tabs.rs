@@ -242,6 +242,9 @@ impl Tabs {
     fn add_tab(&mut self, target_id: TargetId, opener: Option<TargetId>) -> u32 {
         let key = self.next_key;
         self.next_key += 1;
+        // Room for this one only: a `Tab` is ~800 bytes, and a first push
+        // would make room for four (most tasks never open a second tab).
+        self.tabs.reserve_exact(1);
         self.tabs.push(Tab {
             key,
             target_id,
