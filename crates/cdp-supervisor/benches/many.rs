@@ -21,6 +21,7 @@
 
 use cdp_mock::MockCdp;
 use cdp_supervisor::supervisor::driver::{Supervisor, SupervisorOptions};
+use futures_util::StreamExt;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -29,6 +30,9 @@ use std::time::Instant;
 
 /// Supervisors started when `MANY_N` is not set.
 const DEFAULT_N: usize = 1000;
+
+/// Attaches in flight at once, as a server taking many tasks would.
+const STARTING_AT_ONCE: usize = 64;
 
 struct Counting;
 
@@ -109,18 +113,18 @@ async fn main() {
     let listeners = std::env::var_os("MANY_LISTENERS").is_some();
     let (rss0, heap0, fds0) = (rss_kib(), LIVE.load(Ordering::Relaxed), open_fds());
     let started = Instant::now();
-    let mut all = Vec::with_capacity(n);
-    let mut receivers = Vec::new();
-    for _ in 0..n {
-        let s = Supervisor::start(&ws_url, SupervisorOptions::default())
-            .await
-            .expect("attach (raise ulimit -n for a large MANY_N)");
-        if listeners {
-            receivers.push(s.notices());
-        }
-        all.push(s);
-    }
+    let mut all: Vec<Supervisor> = futures_util::stream::iter(0..n)
+        .map(|_| Supervisor::start(&ws_url, SupervisorOptions::default()))
+        .buffer_unordered(STARTING_AT_ONCE)
+        .map(|s| s.expect("attach (raise ulimit -n for a large MANY_N)"))
+        .collect()
+        .await;
     let took = started.elapsed();
+    let receivers: Vec<_> = if listeners {
+        all.iter().map(Supervisor::notices).collect()
+    } else {
+        Vec::new()
+    };
     // Let every driver finish what attaching queued.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let (rss, heap, fds) = (rss_kib(), LIVE.load(Ordering::Relaxed), open_fds());
