@@ -113,14 +113,15 @@ async fn main() {
     let listeners = std::env::var_os("MANY_LISTENERS").is_some();
     let (rss0, heap0, fds0) = (rss_kib(), LIVE.load(Ordering::Relaxed), open_fds());
     let started = Instant::now();
-    let mut all: Vec<Supervisor> = futures_util::stream::iter(0..n)
+    let all: Vec<Supervisor> = futures_util::stream::iter(0..n)
         .map(|_| Supervisor::start(&ws_url, SupervisorOptions::default()))
         .buffer_unordered(STARTING_AT_ONCE)
         .map(|s| s.expect("attach (raise ulimit -n for a large MANY_N)"))
         .collect()
         .await;
     let took = started.elapsed();
-    let receivers: Vec<_> = if listeners {
+    // Held until the supervisors stop: a receiver is what a watcher costs.
+    let _receivers: Vec<_> = if listeners {
         all.iter().map(Supervisor::notices).collect()
     } else {
         Vec::new()
