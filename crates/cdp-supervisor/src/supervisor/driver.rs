@@ -454,7 +454,7 @@ impl Supervisor {
             live: live.clone(),
             happened: happened.clone(),
             state,
-            opts,
+            opts: Box::new(opts),
             ws_url: ws,
             conn: Some(conn),
             events: Some(events),
@@ -470,7 +470,7 @@ impl Supervisor {
             reconnect: None,
             failures: 0,
             shown_url: shown_url.clone(),
-            local,
+            local: local.map(Box::new),
         };
         driver.flush();
         let task_cancel = cancel.clone();
@@ -1299,7 +1299,9 @@ struct Driver {
     /// What happened, by kind ([`Driver::announce`]).
     happened: Arc<EventLog>,
     state: Tabs,
-    opts: SupervisorOptions,
+    /// Boxed, as `local` is: read rarely, and every idle supervisor's task
+    /// would hold them inline (0.5 KiB).
+    opts: Box<SupervisorOptions>,
     ws_url: String,
     conn: Option<Connection>,
     events: Option<EventStream>,
@@ -1322,7 +1324,7 @@ struct Driver {
     failures: u32,
     shown_url: String,
     /// A Chromium we launched: dropped (killed) with the driver.
-    local: Option<LocalChromium>,
+    local: Option<Box<LocalChromium>>,
 }
 
 async fn next_event(events: &mut Option<EventStream>) -> Option<Incoming> {
@@ -1394,7 +1396,7 @@ impl Driver {
                 // The Chromium we launched is dead: its endpoint will never
                 // come back, so there is nothing to wait for.
                 _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
-                    if self.local.as_mut().is_some_and(LocalChromium::has_exited) {
+                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
                         tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
                         self.announce(connection_notice(ConnectionStatus::Closed));
                         break;
