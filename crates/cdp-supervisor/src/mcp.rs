@@ -707,6 +707,9 @@ fn tool_definition(name: &'static str) -> Tool {
                      sees the iframe's document). Same-process iframes (is_oopif:false) have no session and \
                      are an error: evaluate from the top page through \
                      document.querySelector('iframe').contentWindow / contentDocument instead. \
+                     Target.createTarget opens a supervised tab (like browser_tabs new, but it does not \
+                     become current; frame_id and target_id are ignored) and its url is checked by the \
+                     navigation policy first. \
                      If a dialog blocks the command (it opens during the call, or is already pending), the \
                      call returns at once as an error {{interrupted_by_dialog: true, call_id, method, \
                      pending_dialogs}}: the command has NOT completed but is still queued in the page and \

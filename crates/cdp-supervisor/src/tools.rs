@@ -500,30 +500,28 @@ impl ToolCall {
 /// the navigation policy — checked before anything is sent.
 fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<(), ToolError> {
     check_url(url)?;
-    check_policy(url, policy)
-}
-
-/// A `browser_cdp` `Target.createTarget`'s `url` (CDP: empty for
-/// `about:blank`), checked by the navigation policy before anything is sent,
-/// as `browser_tabs new`'s is.
-fn check_created_tab(
-    method: &str,
-    params: &Value,
-    policy: &NavigationPolicy,
-) -> Result<(), ToolError> {
-    match params.get("url").and_then(Value::as_str) {
-        Some(url) if method == CREATE_TARGET && !url.is_empty() => check_policy(url, policy),
-        _ => Ok(()),
-    }
-}
-
-fn check_policy(url: &str, policy: &NavigationPolicy) -> Result<(), ToolError> {
     policy.check(url).map_err(|r| {
         ToolError::new(format!(
             "{url} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
             r.rule
         ))
     })
+}
+
+/// A `browser_cdp` `Target.createTarget`'s `url` (CDP: empty for
+/// `about:blank`), checked before anything is sent as `browser_tabs new`'s
+/// is: an absolute URL of an allowed scheme (not `view-source:`, `chrome:`,
+/// or a relative one, which would otherwise open a tab unchecked), and
+/// allowed by the navigation policy.
+fn check_created_tab(
+    method: &str,
+    params: &Value,
+    policy: &NavigationPolicy,
+) -> Result<(), ToolError> {
+    match params.get("url").and_then(Value::as_str) {
+        Some(url) if method == CREATE_TARGET && !url.is_empty() => check_navigation(url, policy),
+        _ => Ok(()),
+    }
 }
 
 /// `browser_cdp`'s `params`: an object (none: `{}`).
@@ -1919,6 +1917,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("allow_file_urls: false"), "{e}");
+        for bad in [
+            "view-source:file:///etc/passwd",
+            "chrome://version",
+            "b-page?x",
+            "//b.test/",
+        ] {
+            let args = json!({"method": "Target.createTarget", "params": {"url": bad}});
+            assert!(p("browser_cdp", args).is_err(), "{bad}");
+        }
         for ok in ["", "about:blank", "http://a.test/"] {
             let args = json!({"method": "Target.createTarget", "params": {"url": ok}});
             assert!(

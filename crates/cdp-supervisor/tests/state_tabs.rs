@@ -5,6 +5,7 @@
 //! driver would.
 
 use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
+use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output, Purpose,
@@ -261,6 +262,28 @@ fn pages_past_max_tabs_are_let_go_and_the_snapshot_says_truncated() {
         .map(|c| c.params["sessionId"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(let_go, ["S3", "S4", "S5"]);
+}
+
+/// Review (issue 13): a page let go loads what the policy refuses.
+#[test]
+fn regression_under_a_navigation_policy_pages_past_max_tabs_are_closed_not_let_go() {
+    let mut h = H::attached(Options {
+        max_tabs: 1,
+        navigation: NavigationPolicy::new(&[] as &[&str], &["http://b.test"], false).unwrap(),
+        ..Options::default()
+    });
+    h.page_attached("S1", "T1", Some("T0"), true);
+    assert_eq!(h.tab_ids(), ["T0"]);
+    assert!(h.tabs.snapshot().tabs_truncated);
+    let on_s1: Vec<String> = h
+        .sent
+        .iter()
+        .filter(|c| c.target == Target::Session(sid("S1")))
+        .map(|c| c.method.clone())
+        .collect();
+    assert_eq!(on_s1, ["Fetch.enable", "Runtime.runIfWaitingForDebugger"]);
+    let closed = h.take("Target.closeTarget");
+    assert_eq!(closed.params, json!({"targetId": "T1"}));
 }
 
 #[test]

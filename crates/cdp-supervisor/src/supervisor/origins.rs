@@ -50,6 +50,9 @@ pub const ALLOWED_RULE: &str = "allowed_origins";
 /// Schemes that never name a network origin (rule 1 of the module doc).
 const ORIGINLESS_SCHEMES: [&str; 5] = ["about", "data", "blob", "javascript", "chrome-error"];
 
+/// The scheme that wraps another URL (`view-source:file:///etc/passwd`).
+const VIEW_SOURCE: &str = "view-source";
+
 /// One `allowed_origins` / `blocked_origins` entry, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OriginPattern {
@@ -150,7 +153,7 @@ impl OriginPattern {
         Ok(OriginPattern {
             text: text.to_owned(),
             scheme,
-            host: parsed.to_string(),
+            host: canonical_host(&parsed),
             wildcard,
             port,
         })
@@ -169,7 +172,7 @@ impl OriginPattern {
         let Some(host) = url.host() else {
             return false;
         };
-        let host = host.to_string();
+        let host = canonical_host(&host);
         if self.wildcard {
             host.len() > self.host.len()
                 && host.ends_with(&self.host)
@@ -177,6 +180,25 @@ impl OriginPattern {
         } else {
             host == self.host
         }
+    }
+}
+
+/// A host as the network reaches it, for comparing: a domain without its
+/// trailing dot (`b.test.` resolves as `b.test` does), an IPv4-mapped IPv6
+/// address as the IPv4 address it reaches (`[::ffff:127.0.0.1]` is
+/// `127.0.0.1`). `url` has already lower-cased domains and normalized IPv4
+/// forms (`127.1`, `0x7f.0.0.1`).
+fn canonical_host<S: AsRef<str>>(host: &url::Host<S>) -> String {
+    match host {
+        url::Host::Domain(d) => {
+            let d = d.as_ref();
+            d.strip_suffix('.').unwrap_or(d).to_owned()
+        }
+        url::Host::Ipv4(a) => a.to_string(),
+        url::Host::Ipv6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => format!("[{a}]"),
+        },
     }
 }
 
@@ -262,6 +284,10 @@ impl NavigationPolicy {
             };
         };
         let scheme = parsed.scheme();
+        if scheme == VIEW_SOURCE {
+            // `view-source:` shows the document it wraps: that one's rules.
+            return self.check(&url[VIEW_SOURCE.len() + 1..]);
+        }
         if ORIGINLESS_SCHEMES.contains(&scheme) {
             return Ok(());
         }
@@ -344,6 +370,40 @@ mod tests {
         assert_eq!(
             rule(&p, "http://www.example.com/").as_deref(),
             Some("allowed_origins")
+        );
+    }
+
+    /// Review (issue 13): each of these loaded a blocked document.
+    #[test]
+    fn regression_a_trailing_dot_a_mapped_ipv6_address_or_view_source_does_not_get_past_a_rule() {
+        let p = NavigationPolicy::new(
+            &[] as &[&str],
+            &["http://b.test", "http://127.0.0.1", "*.c.test"],
+            false,
+        )
+        .unwrap();
+        for url in [
+            "http://b.test./x",
+            "http://B.TEST.:8080/x",
+            "http://[::ffff:127.0.0.1]:8080/",
+            "http://[::ffff:7f00:1]/",
+            "http://x.c.test./",
+            "view-source:http://b.test/x",
+            "view-source:file:///etc/passwd",
+        ] {
+            assert!(p.check(url).is_err(), "{url}");
+        }
+        assert!(p.check("http://a.test./").is_ok());
+        assert!(p.check("http://[::1]/").is_ok());
+        assert!(p.check("view-source:http://a.test/").is_ok());
+        let dotted =
+            NavigationPolicy::new(&["http://a.test."] as &[&str], &[] as &[&str], false).unwrap();
+        assert!(dotted.check("http://a.test/").is_ok());
+        assert!(dotted.check("http://b.test/").is_err());
+        assert!(
+            NavigationPolicy::default()
+                .check("view-source:file:///etc/passwd")
+                .is_err()
         );
     }
 

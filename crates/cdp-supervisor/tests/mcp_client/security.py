@@ -242,6 +242,35 @@ async def allowed_origins_only(sc: Scenario, binary: str) -> None:
         sc.check("/b-inner" not in req.paths and "/c-page" not in req.paths, f"only a.test was requested ({req.paths})")
 
 
+async def popup_past_max_tabs(sc: Scenario, binary: str) -> None:
+    """A page that opens max_tabs popups, then one to a blocked origin: the
+    one past the cap is closed, not let go unchecked (review, issue 13)."""
+    req = Requests()
+    port = await start_site(sc, req.pages)
+    env = policy_env(blocked_origins="[http://b.test]", max_tabs="2")
+    async with mcp_server(sc, binary, "s1", [], env=env) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"http://a.test:{port}/plain"})
+        sc.check(nav.get("status") == "loaded", f"a.test loads ({nav.get('status')})")
+        await evaluate(c, f'window.open("http://a.test:{port}/plain?n=1"); 1')
+        deadline = time.monotonic() + BLOCK_DEADLINE_S
+        while len((await call(c, "browser_tabs", {"action": "list"}))["tabs"]) < 2:
+            if time.monotonic() > deadline:
+                raise Fail("the first popup was not supervised")
+            await anyio.sleep(0.1)
+        await evaluate(c, f'window.open("http://b.test:{port}/b-page?via=past-cap"); 1')
+        deadline = time.monotonic() + BLOCK_DEADLINE_S
+        while not (await snapshot(c)).get("tabs_truncated"):
+            if time.monotonic() > deadline:
+                raise Fail("tabs_truncated never became true")
+            await anyio.sleep(0.1)
+        await anyio.sleep(1.0)  # time for a popup let go to fetch its document
+        sc.check("/b-page" not in req.paths, f"the popup past max_tabs fetched nothing from b.test ({req.paths})")
+        targets = await call(c, "browser_cdp", {"method": "Target.getTargets"})
+        pages = [t["url"] for t in targets["result"]["targetInfos"] if t["type"] == "page"]
+        sc.check(not any("b.test" in u for u in pages), f"it is closed ({pages})")
+
+
 # --- raw HTTP -----------------------------------------------------------------------
 
 
@@ -359,13 +388,14 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "blocked_origins_everywhere": blocked_origins_everywhere,
     "file_urls": file_urls,
     "allowed_origins_only": allowed_origins_only,
+    "popup_past_max_tabs": popup_past_max_tabs,
     "http_body_too_large": http_body_too_large,
     "http_max_sessions": http_max_sessions,
     "http_idle_session": http_idle_session,
 }
 PHASES = [
     ["blocked_origins_everywhere", "http_body_too_large", "http_max_sessions"],
-    ["file_urls", "allowed_origins_only", "http_idle_session"],
+    ["file_urls", "allowed_origins_only", "http_idle_session", "popup_past_max_tabs"],
 ]
 
 

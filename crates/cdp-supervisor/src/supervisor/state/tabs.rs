@@ -522,6 +522,32 @@ impl Tabs {
     fn adopt(&mut self, a: AttachedToTarget, now: Now) {
         if self.tabs.len() >= self.opts.max_tabs {
             self.truncated = true;
+            if let Some(fetch) = (super::Intercept {
+                bridge: None,
+                documents: self.opts.navigation.document_pattern(),
+            })
+            .fetch_params()
+            {
+                // Let go, it would load whatever the policy refuses (a page
+                // could open max_tabs popups, then the one it wants). It is
+                // closed instead; its document requests are paused first
+                // (never continued), and it is resumed, or a popup sharing
+                // its opener's renderer would hold the opener paused too.
+                let s = || Target::Session(a.session_id.clone());
+                self.send(s(), "Fetch.enable", fetch, Purpose::Setup);
+                self.send(
+                    s(),
+                    "Runtime.runIfWaitingForDebugger",
+                    json!({}),
+                    Purpose::Setup,
+                );
+                return self.send(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({"targetId": a.target_info.target_id.0}),
+                    Purpose::Setup,
+                );
+            }
             return self.let_go(&a.session_id);
         }
         let target = a.target_info.target_id.clone();
