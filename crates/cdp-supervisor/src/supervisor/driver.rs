@@ -70,6 +70,8 @@ enum Heard {
 /// While `navigate` waits for its load event, how often it also asks the
 /// page directly (in case the event's document could not be told).
 const LOAD_CHECK_INTERVAL: Duration = Duration::from_millis(500);
+/// Chromium's `Page.close` error for a page between documents (Chromium 156).
+const NOT_ATTACHED: &str = "Not attached to an active page";
 /// Events handled before the snapshot is republished, when they arrive in a burst.
 const EVENT_BURST: usize = 256;
 /// Capacity of the notice channel for live watchers (a slow watcher skips, never blocks).
@@ -995,6 +997,24 @@ impl Supervisor {
         let mut snaps = self.subscribe();
         let reply = self.send_agent(Target::Session(session), "Page.close", json!({}), timeout);
         match self.race_dialogs(reply, false).await {
+            // Between documents (a tab just created on about:blank and sent
+            // to its URL) Chromium's page answers "Not attached to an active
+            // page"; there is no beforeunload to run then: close the target.
+            Ok(Err(AgentCallError::Command(CommandError::Protocol {
+                code: -32000,
+                message,
+                ..
+            }))) if message.contains(NOT_ATTACHED) => {
+                let reply = self.send_agent(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({ "targetId": target_id }),
+                    timeout,
+                );
+                if let Err(AgentCallError::Command(c)) = reply.await {
+                    return Err(CdpCallError::Command(c));
+                }
+            }
             Ok(Err(AgentCallError::Command(c))) => return Err(CdpCallError::Command(c)),
             Ok(Err(AgentCallError::Stopped)) => {
                 return Err(CdpCallError::NotConnected(

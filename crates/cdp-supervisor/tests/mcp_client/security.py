@@ -190,6 +190,14 @@ async def blocked_origins_everywhere(sc: Scenario, binary: str) -> None:
         b = await wait_blocked(sc, c, "via=tab-redirect", "browser_tabs new on a redirect into b.test")
         sc.check(b["rule"] == rule, f"its rule ({b['rule']})")
         sc.check("/to-b-create" in req.paths and "/to-b-tab" in req.paths, "the new tabs requested the allowed documents")
+        # Closed at once, while it goes from about:blank to its URL (review:
+        # Page.close answered "Not attached to an active page" then).
+        r = await call(c, "browser_cdp", {"method": "Target.createTarget", "params": {"url": f"http://a.test:{port}/plain?n=close"}})
+        new_id = r["result"]["targetId"]
+        closed = await call_raw(c, "browser_tabs", {"action": "close", "target_id": new_id})
+        sc.check(not closed.is_error, f"a tab closed right after it was created closes ({closed.text!r})")
+        tabs = await call(c, "browser_tabs", {"action": "list"})
+        sc.check(all(t["target_id"] != new_id for t in tabs["tabs"]), f"and is gone ({tabs['tabs']})")
         sc.check("/b-page" not in req.paths, f"no b.test document was ever requested ({req.paths})")
 
 
