@@ -22,10 +22,8 @@
 use cdp_mock::MockCdp;
 use cdp_supervisor::supervisor::driver::{Supervisor, SupervisorOptions};
 use futures_util::StreamExt;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
 /// Supervisors started when `MANY_N` is not set.
@@ -34,28 +32,11 @@ const DEFAULT_N: usize = 1000;
 /// Attaches in flight at once, as a server taking many tasks would.
 const STARTING_AT_ONCE: usize = 64;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static A: Counting = Counting;
+static A: counting_alloc::Counting = counting_alloc::Counting;
 
 fn rss_kib() -> i64 {
     std::fs::read_to_string("/proc/self/status")
@@ -111,7 +92,7 @@ async fn main() {
         .await
         .expect("attach");
     let listeners = std::env::var_os("MANY_LISTENERS").is_some();
-    let (rss0, heap0, fds0) = (rss_kib(), LIVE.load(Ordering::Relaxed), open_fds());
+    let (rss0, heap0, fds0) = (rss_kib(), counting_alloc::live(), open_fds());
     let started = Instant::now();
     let all: Vec<Supervisor> = futures_util::stream::iter(0..n)
         .map(|_| Supervisor::start(&ws_url, SupervisorOptions::default()))
@@ -128,7 +109,7 @@ async fn main() {
     };
     // Let every driver finish what attaching queued.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let (rss, heap, fds) = (rss_kib(), LIVE.load(Ordering::Relaxed), open_fds());
+    let (rss, heap, fds) = (rss_kib(), counting_alloc::live(), open_fds());
     let per = |d: f64| d / n as f64;
     println!(
         "{n} supervisors, mock endpoint in another process{}:",

@@ -6,33 +6,14 @@
 use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
 use cdp_supervisor::supervisor::state::{Now, Options, Output, Purpose, Tabs, Target};
 use serde_json::json;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static A: Counting = Counting;
+static A: counting_alloc::Counting = counting_alloc::Counting;
 
 /// Feeds every command its reply `{}` (a frame tree for getFrameTree), as
 /// an idle page would, so the tab settles.
@@ -93,11 +74,11 @@ fn main() {
     settle(&mut tabs, now);
     let one = snapshot_time(&tabs);
     const ADDED: usize = 19;
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting_alloc::live();
     for i in 1..=ADDED {
         popup(&mut tabs, i, now);
     }
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = counting_alloc::live();
     assert_eq!(tabs.snapshot().tabs.len(), ADDED + 1);
     let twenty = snapshot_time(&tabs);
     println!(
