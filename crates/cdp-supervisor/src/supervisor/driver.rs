@@ -1281,7 +1281,16 @@ impl Supervisor {
                 };
                 match heard {
                     Heard::Ours => return,
-                    Heard::Check if self.loaded(&conn, &session, &loader).await => return,
+                    Heard::Check if self.loaded(&conn, &session, &loader).await => {
+                        // Chromium said so directly, and its events of the
+                        // commit came before that reply: a round trip
+                        // through the driver (which takes requests only
+                        // once no event is queued) makes the published
+                        // snapshot show them too. Under load it lagged:
+                        // loaded, with the old url in the snapshot.
+                        let _ = self.route(None, None, true).await;
+                        return;
+                    }
                     Heard::Check | Heard::Nothing => {}
                 }
             }
