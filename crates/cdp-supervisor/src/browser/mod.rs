@@ -387,7 +387,15 @@ impl Drop for LocalChromium {
         self.kill_group();
         self.stderr_task.abort();
         let child = self.child.take();
-        let dir = self.user_data_dir.take();
+        // One quick try here (milliseconds: the group is killed, so nothing
+        // writes there any more but a syscall already under way): when the
+        // process exits right after this drop (a test binary after its last
+        // test), the clean-up thread below never runs, and its user-data-dir
+        // was left in the temp directory.
+        let dir = self.user_data_dir.take().and_then(|dir| {
+            remove_singleton_dir(dir.path());
+            std::fs::remove_dir_all(dir.path()).is_err().then_some(dir)
+        });
         if child.is_none() && dir.is_none() {
             return;
         }
