@@ -275,13 +275,19 @@ fn regression_under_a_navigation_policy_pages_past_max_tabs_are_closed_not_let_g
     h.page_attached("S1", "T1", Some("T0"), true);
     assert_eq!(h.tab_ids(), ["T0"]);
     assert!(h.tabs.snapshot().tabs_truncated);
-    let on_s1: Vec<String> = h
-        .sent
-        .iter()
-        .filter(|c| c.target == Target::Session(sid("S1")))
-        .map(|c| c.method.clone())
-        .collect();
-    assert_eq!(on_s1, ["Fetch.enable", "Runtime.runIfWaitingForDebugger"]);
+    let on_s1 = |h: &H| -> Vec<String> {
+        h.sent
+            .iter()
+            .filter(|c| c.target == Target::Session(sid("S1")))
+            .map(|c| c.method.clone())
+            .collect()
+    };
+    // Resumed only once its document requests are paused for good.
+    assert_eq!(on_s1(&h), ["Fetch.enable"]);
+    assert!(!h.methods().iter().any(|m| m == "Target.closeTarget"));
+    let fetch = h.take("Fetch.enable");
+    h.reply(&fetch, Ok(json!({})));
+    assert_eq!(on_s1(&h), ["Runtime.runIfWaitingForDebugger"]);
     let closed = h.take("Target.closeTarget");
     assert_eq!(closed.params, json!({"targetId": "T1"}));
 }

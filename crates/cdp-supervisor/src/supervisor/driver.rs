@@ -1025,18 +1025,18 @@ impl Supervisor {
         }
         // Chromium replies before the tab is gone: wait (bounded) until it
         // is, or until one of its dialogs (its beforeunload) holds the close.
+        let state = |s: &Snapshot| {
+            let open = s.tabs.iter().any(|t| t.target_id == target_id);
+            let held = s.pending_dialogs.iter().any(|d| {
+                d.target_id.as_deref() == Some(target_id)
+                    && d.dialog_type == crate::cdp::protocol::DialogType::Beforeunload
+            });
+            (open, held)
+        };
         let settled = async {
             loop {
-                {
-                    let s = snaps.borrow_and_update();
-                    let open = s.tabs.iter().any(|t| t.target_id == target_id);
-                    let held = s.pending_dialogs.iter().any(|d| {
-                        d.target_id.as_deref() == Some(target_id)
-                            && d.dialog_type == crate::cdp::protocol::DialogType::Beforeunload
-                    });
-                    if !open || held {
-                        return;
-                    }
+                if let (false, _) | (_, true) = state(&snaps.borrow_and_update()) {
+                    return;
                 }
                 if snaps.changed().await.is_err() {
                     return;
@@ -1044,6 +1044,26 @@ impl Supervisor {
             }
         };
         let _ = tokio::time::timeout(timeout, settled).await;
+        if state(&self.snapshot()) == (true, false) {
+            // Page.close answered and did nothing (seen under load on a tab
+            // between documents): close the target, which nothing can hold.
+            let _ = self
+                .send_agent(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({ "targetId": target_id }),
+                    timeout,
+                )
+                .await;
+            let gone = async {
+                while state(&snaps.borrow_and_update()).0 {
+                    if snaps.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(timeout, gone).await;
+        }
         Ok(())
     }
 

@@ -551,7 +551,10 @@ impl State {
         now: Now,
     ) {
         match purpose {
-            Purpose::Setup | Purpose::TabsAutoAttach | Purpose::NewTab => {}
+            Purpose::Setup
+            | Purpose::TabsAutoAttach
+            | Purpose::NewTab
+            | Purpose::CloseWhenIntercepted { .. } => {}
             Purpose::Release => self.release_replied(result, now),
             Purpose::PageEnable => {
                 if result.is_ok() && self.targets.is_top(target.session()) {

@@ -530,22 +530,18 @@ impl Tabs {
             {
                 // Let go, it would load whatever the policy refuses (a page
                 // could open max_tabs popups, then the one it wants). It is
-                // closed instead; its document requests are paused first
-                // (never continued), and it is resumed, or a popup sharing
-                // its opener's renderer would hold the opener paused too.
-                let s = || Target::Session(a.session_id.clone());
-                self.send(s(), "Fetch.enable", fetch, Purpose::Setup);
-                self.send(
-                    s(),
-                    "Runtime.runIfWaitingForDebugger",
-                    json!({}),
-                    Purpose::Setup,
-                );
+                // closed instead: its document requests are paused first
+                // (never continued), then it is resumed — a popup sharing
+                // its opener's renderer would hold the opener paused too —
+                // and closed, once `Fetch.enable` has replied: resumed
+                // earlier, under load its document was fetched anyway.
                 return self.send(
-                    Target::Browser,
-                    "Target.closeTarget",
-                    json!({"targetId": a.target_info.target_id.0}),
-                    Purpose::Setup,
+                    Target::Session(a.session_id),
+                    "Fetch.enable",
+                    fetch,
+                    Purpose::CloseWhenIntercepted {
+                        target_id: a.target_info.target_id,
+                    },
                 );
             }
             return self.let_go(&a.session_id);
@@ -703,6 +699,23 @@ impl Tabs {
                     }
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
+                Purpose::CloseWhenIntercepted { target_id } => {
+                    if result.is_ok() {
+                        self.send(
+                            target.clone(),
+                            "Runtime.runIfWaitingForDebugger",
+                            json!({}),
+                            Purpose::Setup,
+                        );
+                    }
+                    // Failed: left paused, which loads nothing; closed either way.
+                    self.send(
+                        Target::Browser,
+                        "Target.closeTarget",
+                        json!({"targetId": target_id.0}),
+                        Purpose::Setup,
+                    );
+                }
                 _ => {}
             }
             return;
