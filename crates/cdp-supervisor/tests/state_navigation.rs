@@ -73,10 +73,23 @@ fn each_session_gets_one_fetch_enable_merging_the_bridge_and_the_document_patter
             json!({"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"})
         );
     }
-    // The OOPIF waits for the debugger: its Fetch.enable goes before the
-    // resume, so its first document is already checked.
-    let pos = |m: &str| oopif.iter().position(|c| c.method == m).unwrap();
-    assert!(pos("Fetch.enable") < pos("Runtime.runIfWaitingForDebugger"));
+    // The OOPIF waits for the debugger: it is resumed once its Fetch.enable
+    // has replied (Chromium sets interception up asynchronously), so its
+    // first document is already checked.
+    assert!(
+        !oopif
+            .iter()
+            .any(|c| c.method == "Runtime.runIfWaitingForDebugger"),
+        "resumed before Fetch.enable replied: {oopif:?}"
+    );
+    h.reply_ok("S2", Purpose::ResumeWhenIntercepted, json!({}));
+    let after = h.sends();
+    assert!(
+        after
+            .iter()
+            .any(|c| c.method == "Runtime.runIfWaitingForDebugger" && c.target == on("S2")),
+        "{after:?}"
+    );
 
     // Policy only: one pattern.
     let mut h = H::with(opts(&["http://b.test"], false));

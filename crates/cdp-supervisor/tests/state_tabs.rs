@@ -264,6 +264,27 @@ fn pages_past_max_tabs_are_let_go_and_the_snapshot_says_truncated() {
     assert_eq!(let_go, ["S3", "S4", "S5"]);
 }
 
+/// CI (issue 13): resumed right after its Fetch.enable was sent, a popup's
+/// first document was fetched under load before interception took effect.
+#[test]
+fn under_a_navigation_policy_a_popup_is_resumed_once_its_fetch_enable_replied() {
+    let mut h = H::attached(Options {
+        navigation: NavigationPolicy::new(&[] as &[&str], &["http://b.test"], false).unwrap(),
+        ..Options::default()
+    });
+    h.page_attached("S1", "T1", Some("T0"), true);
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    let resumed = |h: &H| {
+        h.sent.iter().any(|c| {
+            c.method == "Runtime.runIfWaitingForDebugger" && c.target == Target::Session(sid("S1"))
+        })
+    };
+    assert!(!resumed(&h), "{:?}", h.methods());
+    let fetch = h.take("Fetch.enable");
+    h.reply(&fetch, Ok(json!({})));
+    assert!(resumed(&h), "{:?}", h.methods());
+}
+
 /// Review (issue 13): a page let go loads what the policy refuses.
 #[test]
 fn regression_under_a_navigation_policy_pages_past_max_tabs_are_closed_not_let_go() {
@@ -282,12 +303,24 @@ fn regression_under_a_navigation_policy_pages_past_max_tabs_are_closed_not_let_g
             .map(|c| c.method.clone())
             .collect()
     };
-    // Resumed only once its document requests are paused for good.
-    assert_eq!(on_s1(&h), ["Fetch.enable"]);
+    // Its document requests paused, then resumed; not supervised.
+    assert_eq!(
+        on_s1(&h),
+        ["Fetch.enable", "Runtime.runIfWaitingForDebugger"]
+    );
     assert!(!h.methods().iter().any(|m| m == "Target.closeTarget"));
-    let fetch = h.take("Fetch.enable");
-    h.reply(&fetch, Ok(json!({})));
-    assert_eq!(on_s1(&h), ["Runtime.runIfWaitingForDebugger"]);
+    // Its first document request is failed, then it is closed.
+    h.ev(
+        Some("S1"),
+        "Fetch.requestPaused",
+        json!({"requestId": "r1", "resourceType": "Document",
+               "request": {"url": "http://b.test/x", "method": "GET", "headers": {}}}),
+    );
+    let failed = h.take("Fetch.failRequest");
+    assert_eq!(
+        failed.params,
+        json!({"requestId": "r1", "errorReason": "BlockedByClient"})
+    );
     let closed = h.take("Target.closeTarget");
     assert_eq!(closed.params, json!({"targetId": "T1"}));
 }

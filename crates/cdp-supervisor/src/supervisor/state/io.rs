@@ -4,7 +4,7 @@
 //! ([`Output`], [`Notice`]). No I/O type of the connection appears here: the
 //! driver converts.
 
-use crate::cdp::protocol::{SessionId, TargetId};
+use crate::cdp::protocol::SessionId;
 use crate::supervisor::origins::{BlockedNavigation, NavigationPolicy};
 use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{ClosedDialog, ConsoleError, PendingDialog};
@@ -182,12 +182,10 @@ pub enum Purpose {
     TabsAutoAttach,
     /// [`super::Tabs`]' own `Target.createTarget` (the last tab closed).
     NewTab,
-    /// `Fetch.enable` on a paused page past `max_tabs`: once it is in
-    /// effect, the page is resumed and closed (target `target_id`).
-    CloseWhenIntercepted {
-        /// The page to close.
-        target_id: TargetId,
-    },
+    /// `Fetch.enable` on a paused target being set up: it is resumed once
+    /// interception is in effect (failed too: a page must not stay paused).
+    ResumeWhenIntercepted,
+
     /// A command of the agent's ([`super::State::send_agent`]): its reply
     /// goes back as [`Output::AgentReply`] with this `call`.
     Agent {

@@ -301,13 +301,46 @@ impl State {
         title: &str,
         now: Now,
     ) {
+        self.attach(target_id, session_id, url, title, false, now);
+    }
+
+    /// As [`State::attach_page`], for a page that waits for the debugger
+    /// (auto-attached paused): it is resumed once set up — with
+    /// interception, once its `Fetch.enable` has replied, so its first
+    /// document request is paused for the policy.
+    pub fn attach_waiting_page(
+        &mut self,
+        target_id: TargetId,
+        session_id: SessionId,
+        url: &str,
+        title: &str,
+        now: Now,
+    ) {
+        self.attach(target_id, session_id, url, title, true, now);
+    }
+
+    fn attach(
+        &mut self,
+        target_id: TargetId,
+        session_id: SessionId,
+        url: &str,
+        title: &str,
+        paused: bool,
+        now: Now,
+    ) {
         let top = FrameId(target_id.0.clone());
         // A fresh tree (after a reconnect, the last one seen was kept until now).
         self.frames.reset(top, url, &session_id);
         self.navs.reset();
         let intercept = intercept(&self.opts);
-        self.targets
-            .attach_page(target_id, session_id, title, &mut self.out, intercept);
+        self.targets.attach_page(
+            target_id,
+            session_id,
+            title,
+            paused,
+            &mut self.out,
+            intercept,
+        );
         self.timers.set(
             Timer::PageEnableGrace,
             now.instant.checked_add(self.opts.page_enable_grace),
@@ -551,10 +584,12 @@ impl State {
         now: Now,
     ) {
         match purpose {
-            Purpose::Setup
-            | Purpose::TabsAutoAttach
-            | Purpose::NewTab
-            | Purpose::CloseWhenIntercepted { .. } => {}
+            Purpose::Setup | Purpose::TabsAutoAttach | Purpose::NewTab => {}
+            Purpose::ResumeWhenIntercepted => {
+                if let Some(session) = target.session() {
+                    targets::Targets::resume(session, &mut self.out);
+                }
+            }
             Purpose::Release => self.release_replied(result, now),
             Purpose::PageEnable => {
                 if result.is_ok() && self.targets.is_top(target.session()) {

@@ -66,6 +66,9 @@ pub struct Tabs {
     truncated: bool,
     /// Paused pages with no opener, held until a create in flight names them.
     held: Vec<AttachedToTarget>,
+    /// Pages past `max_tabs` under a policy that checks documents: closed
+    /// at their first document request, which is failed (session, target).
+    closing: Vec<(SessionId, TargetId)>,
     /// The agent's `Target.createTarget` calls in flight.
     creating: HashSet<u64>,
     /// Our own `Target.createTarget` (the last tab closed) is in flight.
@@ -88,6 +91,7 @@ impl Tabs {
             recency: Vec::new(),
             truncated: false,
             held: Vec::new(),
+            closing: Vec::new(),
             creating: HashSet::new(),
             creating_own: false,
             expected: VecDeque::new(),
@@ -351,6 +355,7 @@ impl Tabs {
         }
         self.held.clear();
         self.expected.clear();
+        self.closing.clear();
     }
 
     /// The agent's CDP command, through the machine of the tab it goes to
@@ -388,6 +393,29 @@ impl Tabs {
         let Some(session) = session_id else {
             return self.on_browser_event(event, now);
         };
+        if let Some(i) = self.closing.iter().position(|(s, _)| s == session) {
+            if let Event::FetchRequestPaused { params } = &event {
+                let request_id = serde_json::from_str::<Value>(params)
+                    .ok()
+                    .and_then(|v| v.get("requestId")?.as_str().map(str::to_owned));
+                if let Some(id) = request_id {
+                    self.send(
+                        Target::Session(session.clone()),
+                        "Fetch.failRequest",
+                        json!({"requestId": id, "errorReason": "BlockedByClient"}),
+                        Purpose::Setup,
+                    );
+                }
+                let (_, target) = self.closing.remove(i);
+                self.send(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({"targetId": target.0}),
+                    Purpose::Setup,
+                );
+            }
+            return;
+        }
         let Some(key) = self.key_of_session(session) else {
             // A session we let go of, or one of a page we hold paused.
             return;
@@ -415,6 +443,7 @@ impl Tabs {
             }
             Event::DetachedFromTarget(d) => {
                 self.held.retain(|h| h.session_id != d.session_id);
+                self.closing.retain(|(s, _)| *s != d.session_id);
                 if let Some(k) = self.key_of_session(&d.session_id) {
                     self.drive(k, |s| s.on_event(None, Event::DetachedFromTarget(d), now));
                 }
@@ -504,18 +533,13 @@ impl Tabs {
     fn attach_existing(&mut self, key: u32, a: AttachedToTarget, now: Now) {
         let info = a.target_info;
         let session = a.session_id;
-        let resume = a.waiting_for_debugger.then(|| session.clone());
         self.drive(key, |s| {
-            s.attach_page(info.target_id, session, &info.url, &info.title, now)
+            if a.waiting_for_debugger {
+                s.attach_waiting_page(info.target_id, session, &info.url, &info.title, now)
+            } else {
+                s.attach_page(info.target_id, session, &info.url, &info.title, now)
+            }
         });
-        if let Some(s) = resume {
-            self.send(
-                Target::Session(s),
-                "Runtime.runIfWaitingForDebugger",
-                json!({}),
-                Purpose::Setup,
-            );
-        }
     }
 
     /// A new page becomes a supervised tab, or is let go past `max_tabs`.
@@ -529,20 +553,27 @@ impl Tabs {
             .fetch_params()
             {
                 // Let go, it would load whatever the policy refuses (a page
-                // could open max_tabs popups, then the one it wants). It is
-                // closed instead: its document requests are paused first
-                // (never continued), then it is resumed — a popup sharing
-                // its opener's renderer would hold the opener paused too —
-                // and closed, once `Fetch.enable` has replied: resumed
-                // earlier, under load its document was fetched anyway.
-                return self.send(
-                    Target::Session(a.session_id),
+                // could open max_tabs popups, then the one it wants). Its
+                // document requests are paused, then it is resumed (a popup
+                // sharing its opener's renderer holds the opener paused
+                // too), and its first document request is failed and the
+                // page closed. (Closed while a request of it was paused,
+                // Chromium let the request go on: the CI run saw it.)
+                let s = a.session_id;
+                self.send(
+                    Target::Session(s.clone()),
                     "Fetch.enable",
                     fetch,
-                    Purpose::CloseWhenIntercepted {
-                        target_id: a.target_info.target_id,
-                    },
+                    Purpose::Setup,
                 );
+                self.send(
+                    Target::Session(s.clone()),
+                    "Runtime.runIfWaitingForDebugger",
+                    json!({}),
+                    Purpose::Setup,
+                );
+                self.closing.push((s, a.target_info.target_id));
+                return;
             }
             return self.let_go(&a.session_id);
         }
@@ -699,23 +730,6 @@ impl Tabs {
                     }
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
-                Purpose::CloseWhenIntercepted { target_id } => {
-                    if result.is_ok() {
-                        self.send(
-                            target.clone(),
-                            "Runtime.runIfWaitingForDebugger",
-                            json!({}),
-                            Purpose::Setup,
-                        );
-                    }
-                    // Failed: left paused, which loads nothing; closed either way.
-                    self.send(
-                        Target::Browser,
-                        "Target.closeTarget",
-                        json!({"targetId": target_id.0}),
-                        Purpose::Setup,
-                    );
-                }
                 _ => {}
             }
             return;

@@ -114,12 +114,15 @@ impl Targets {
         session.is_some() && session == self.top_session.as_ref()
     }
 
-    /// The page `target_id` is attached as `session`: a fresh set of sessions.
+    /// The page `target_id` is attached as `session`: a fresh set of
+    /// sessions. `paused`: it waits for the debugger, and is resumed once
+    /// set up.
     pub fn attach_page(
         &mut self,
         target_id: TargetId,
         session: SessionId,
         title: &str,
+        paused: bool,
         out: &mut Out,
         intercept: Intercept<'_>,
     ) {
@@ -130,7 +133,7 @@ impl Targets {
         if !title.is_empty() {
             self.title = title.to_owned();
         }
-        Self::setup(&session, false, intercept, out);
+        Self::setup(&session, false, paused, intercept, out);
     }
 
     /// The connection dropped: every session is dead.
@@ -186,7 +189,7 @@ impl Targets {
         }
         self.sessions
             .insert(child.clone(), a.target_info.target_id.clone());
-        Self::setup(&child, true, intercept, out);
+        Self::setup(&child, true, true, intercept, out);
         Adopted::Kept {
             oopif: kind == "iframe",
         }
@@ -194,10 +197,19 @@ impl Targets {
 
     /// Enables the domains on a session, turns on auto-attach and asks for
     /// the frame tree. `Page.enable` is never waited for: a page blocked by
-    /// a dialog does not answer it. `resume`: an auto-attached target that
-    /// waits for the debugger; its `Fetch.enable` goes before the resume, so
-    /// its first document request is already paused for the policy.
-    fn setup(session: &SessionId, resume: bool, intercept: Intercept<'_>, out: &mut Out) {
+    /// a dialog does not answer it. `child`: an OOPIF's session. `paused`: a
+    /// target that waits for the debugger; with interception it is resumed once its
+    /// `Fetch.enable` has replied (Chromium sets interception up
+    /// asynchronously: a resume sent right behind it could let the first
+    /// document request through first), so its first document request is
+    /// paused for the policy.
+    fn setup(
+        session: &SessionId,
+        child: bool,
+        paused: bool,
+        intercept: Intercept<'_>,
+        out: &mut Out,
+    ) {
         let s = || Target::Session(session.clone());
         out.send(s(), "Page.getFrameTree", json!({}), Purpose::FrameTree);
         out.send(s(), "Runtime.enable", json!({}), Purpose::Setup);
@@ -212,7 +224,7 @@ impl Targets {
             }),
             Purpose::Setup,
         );
-        let enable = if resume {
+        let enable = if child {
             Purpose::Setup
         } else {
             Purpose::PageEnable
@@ -226,7 +238,7 @@ impl Targets {
             json!({"enabled": true}),
             Purpose::Setup,
         );
-        if !resume {
+        if !child {
             // Lifecycle events name their document's loader: which document
             // a load event is about, even when Chromium skips frameNavigated
             // (a new tab's first navigation can).
@@ -247,16 +259,23 @@ impl Targets {
                 Purpose::Setup,
             );
         }
-        if let Some(params) = intercept.fetch_params() {
-            out.send(s(), "Fetch.enable", params, Purpose::Setup);
+        match (intercept.fetch_params(), paused) {
+            (Some(params), true) => {
+                out.send(s(), "Fetch.enable", params, Purpose::ResumeWhenIntercepted);
+            }
+            (Some(params), false) => out.send(s(), "Fetch.enable", params, Purpose::Setup),
+            (None, true) => Self::resume(session, out),
+            (None, false) => {}
         }
-        if resume {
-            out.send(
-                s(),
-                "Runtime.runIfWaitingForDebugger",
-                json!({}),
-                Purpose::Setup,
-            );
-        }
+    }
+
+    /// Lets a target that waits for the debugger run.
+    pub(super) fn resume(session: &SessionId, out: &mut Out) {
+        out.send(
+            Target::Session(session.clone()),
+            "Runtime.runIfWaitingForDebugger",
+            json!({}),
+            Purpose::Setup,
+        );
     }
 }
