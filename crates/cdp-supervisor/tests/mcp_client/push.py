@@ -265,9 +265,18 @@ async def read_snapshot(sc: Scenario, client: Client) -> dict:
         raise Fail(f"resources/read {SNAPSHOT_URI}: not JSON ({e}): {content.text[:300]!r}") from e
 
 
+# The shortest page timer schedule() sets: Chromium does not order the
+# evaluate's reply (from the renderer) before the javascriptDialogOpening of a
+# dialog its 0 ms timer opens (from the browser process); under CI load the
+# dialog came first and the evaluate was reported interrupted by it.
+SCHEDULE_MIN_DELAY_MS = 50
+
+
 async def schedule(client: Client, js_call: str, delay_ms: int) -> float:
     """Runs js_call from a page timer (so the evaluate is not blocked by the
-    dialog it opens); returns time.time() when the evaluate returned."""
+    dialog it opens), at least SCHEDULE_MIN_DELAY_MS later; returns
+    time.time() when the evaluate returned."""
+    delay_ms = max(delay_ms, SCHEDULE_MIN_DELAY_MS)
     v = await evaluate(client, f'setTimeout(() => {{ {js_call}; }}, {delay_ms}); "scheduled"')
     if v != "scheduled":
         raise Fail(f"schedule {js_call}: evaluate returned {v!r}")
