@@ -10,12 +10,6 @@
 //!   anything but the socket: a slow consumer or a command that never gets
 //!   its reply cannot hold up an event.
 //!
-//! Both queues are plain `VecDeque`s under the connection's lock, which
-//! start empty, grow under load and are given back once drained: an idle
-//! connection holds no queue memory (a tokio unbounded channel allocates its
-//! first 32 slots up front, 4.6 KiB for these two), and the consumer takes a
-//! whole burst per lock.
-//!
 //! Every command has a deadline ([`CommandError::Timeout`]). When the socket
 //! goes (close frame, reset, read error, [`Connection::close`], or the last
 //! handle dropped), every command in flight fails at once with
@@ -27,14 +21,13 @@ use crate::cdp::message::{self, Decoded};
 use crate::cdp::protocol::SessionId;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
-pub use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_util::sync::CancellationToken;
@@ -179,9 +172,6 @@ pub enum Incoming {
     },
 }
 
-/// Queue slots a drained queue keeps (more are given back).
-const QUEUE_CAPACITY_KEPT: usize = 4;
-
 /// Entries an emptied map of commands in flight keeps room for: an attach
 /// has a dozen in flight at once, and an idle connection should not keep
 /// the room for them.
@@ -196,74 +186,8 @@ pub(crate) fn give_back<K, V>(map: &mut HashMap<K, V>) {
 }
 
 /// Events (and in-order replies) in arrival order, then one
-/// [`Incoming::Closed`], then the end of the stream. Dropping it drops
-/// what is queued and every later event.
-pub struct EventStream {
-    shared: Arc<Shared>,
-    /// The burst taken from the shared queue, being handed out.
-    local: VecDeque<Incoming>,
-}
-
-impl EventStream {
-    /// The next item; `None` once [`Incoming::Closed`] has been taken.
-    pub async fn recv(&mut self) -> Option<Incoming> {
-        loop {
-            match self.try_recv() {
-                Ok(item) => return Some(item),
-                Err(TryRecvError::Disconnected) => return None,
-                // A push since we looked left a permit: no wakeup is lost.
-                Err(TryRecvError::Empty) => self.shared.events_ready.notified().await,
-            }
-        }
-    }
-
-    /// The next item if one is queued: [`TryRecvError::Empty`] when none is
-    /// yet, [`TryRecvError::Disconnected`] after [`Incoming::Closed`].
-    ///
-    /// # Errors
-    /// As above.
-    pub fn try_recv(&mut self) -> Result<Incoming, TryRecvError> {
-        if let Some(item) = self.local.pop_front() {
-            return Ok(item);
-        }
-        let open = {
-            let mut state = self.shared.lock();
-            if self.local.capacity() > QUEUE_CAPACITY_KEPT {
-                self.local = VecDeque::new();
-            }
-            // One lock for the whole burst; the reader gets our empty buffer.
-            std::mem::swap(&mut self.local, &mut state.events);
-            state.events_open
-        };
-        if let Some(item) = self.local.pop_front() {
-            return Ok(item);
-        }
-        if self.local.capacity() > QUEUE_CAPACITY_KEPT {
-            self.local = VecDeque::new();
-        }
-        Err(if open {
-            TryRecvError::Empty
-        } else {
-            TryRecvError::Disconnected
-        })
-    }
-}
-
-impl std::fmt::Debug for EventStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream")
-            .field("taken", &self.local.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for EventStream {
-    fn drop(&mut self) {
-        let mut state = self.shared.lock();
-        state.events_open = false;
-        state.events = VecDeque::new();
-    }
-}
+/// [`Incoming::Closed`], then the end of the stream.
+pub type EventStream = tokio::sync::mpsc::UnboundedReceiver<Incoming>;
 
 type ReplySender = oneshot::Sender<Result<Value, CommandError>>;
 
@@ -284,19 +208,25 @@ struct Pending {
 }
 
 impl Pending {
-    /// Delivers `result` to its future, or returns the [`Incoming::Reply`]
-    /// the caller queues on the event stream.
-    #[must_use]
-    fn deliver(self, id: u64, result: Result<Value, CommandError>) -> Option<Incoming> {
+    /// Delivers `result`; `events` is the stream, when still open.
+    fn deliver(
+        self,
+        id: u64,
+        result: Result<Value, CommandError>,
+        events: Option<&mpsc::UnboundedSender<Incoming>>,
+    ) {
         if let Some(timer) = self.timer {
             timer.abort();
         }
         match self.reply {
             ReplyTo::Future(tx) => {
                 let _ = tx.send(result);
-                None
             }
-            ReplyTo::Stream => Some(Incoming::Reply { id, result }),
+            ReplyTo::Stream => {
+                if let Some(events) = events {
+                    let _ = events.send(Incoming::Reply { id, result });
+                }
+            }
         }
     }
 }
@@ -306,31 +236,14 @@ struct State {
     pending: HashMap<u64, Pending>,
     /// `Some(reason)` once the connection is gone.
     closed: Option<String>,
-    /// Frames for the writer, in order; nothing is queued once closed
-    /// but the close frame.
-    outgoing: VecDeque<Message>,
-    /// The event stream's queue ([`EventStream`] takes it a burst at a time).
-    events: VecDeque<Incoming>,
-    /// The stream takes more: false once `Closed` is queued or the stream
-    /// was dropped.
-    events_open: bool,
-}
-
-impl State {
-    /// Queues `item` on the event stream (the caller then wakes it).
-    fn push_event(&mut self, item: Incoming) {
-        if self.events_open {
-            self.events.push_back(item);
-        }
-    }
+    /// Frames for the writer; `None` once closed.
+    outgoing: Option<mpsc::UnboundedSender<Message>>,
+    /// The event stream; `None` once `Closed` has been sent.
+    events: Option<mpsc::UnboundedSender<Incoming>>,
 }
 
 struct Shared {
     state: Mutex<State>,
-    /// Something was queued on the event stream.
-    events_ready: Notify,
-    /// Something was queued for the writer.
-    outgoing_ready: Notify,
     /// Stops the reader (and the writer) when the connection is shut down from our side.
     cancel: CancellationToken,
     /// Which events the stream carries ([`Connection::set_event_filter`]).
@@ -344,12 +257,6 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues `item` on the event stream and wakes it.
-    fn push_event(&self, item: Incoming) {
-        self.lock().push_event(item);
-        self.events_ready.notify_one();
-    }
-
     /// Marks the connection gone: fails every command in flight, ends the
     /// event stream with `Closed`, and stops both tasks. Idempotent.
     fn shutdown(&self, reason: String, send_close_frame: bool) {
@@ -360,9 +267,12 @@ impl Shared {
             }
             tracing::debug!(%reason, in_flight = state.pending.len(), "CDP connection closed");
             state.closed = Some(reason.clone());
-            if send_close_frame {
-                state.outgoing.push_back(Message::Close(None));
+            if let Some(outgoing) = state.outgoing.take()
+                && send_close_frame
+            {
+                let _ = outgoing.send(Message::Close(None));
             }
+            let events = state.events.take();
             let mut pending: Vec<(u64, Pending)> =
                 std::mem::take(&mut state.pending).into_iter().collect();
             pending.sort_by_key(|(id, _)| *id);
@@ -372,17 +282,14 @@ impl Shared {
                     method: p.method.clone(),
                     reason: reason.clone(),
                 };
-                if let Some(item) = p.deliver(id, Err(error)) {
-                    state.push_event(item);
-                }
+                p.deliver(id, Err(error), events.as_ref());
             }
-            state.push_event(Incoming::Closed {
-                reason: reason.clone(),
-            });
-            state.events_open = false;
+            if let Some(events) = events {
+                let _ = events.send(Incoming::Closed {
+                    reason: reason.clone(),
+                });
+            }
         };
-        self.events_ready.notify_one();
-        self.outgoing_ready.notify_one();
         if !send_close_frame {
             self.cancel.cancel();
         }
@@ -404,10 +311,12 @@ impl Shared {
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
-        let queued = state.closed.is_none();
+        let frame = message::encode_command(id, session_id, method, params);
+        let queued = match (&state.closed, &state.outgoing) {
+            (None, Some(outgoing)) => outgoing.send(Message::text(frame)).is_ok(),
+            _ => false,
+        };
         if queued {
-            let frame = message::encode_command(id, session_id, method, params);
-            state.outgoing.push_back(Message::text(frame));
             state.pending.insert(
                 id,
                 Pending {
@@ -416,8 +325,6 @@ impl Shared {
                     timer: None,
                 },
             );
-            drop(state);
-            self.outgoing_ready.notify_one();
             (id, Ok(()))
         } else {
             let reason = state
@@ -591,32 +498,27 @@ impl Connection {
         };
         tracing::debug!(url = %redacted, "CDP connection open");
 
+        let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
                 closed: None,
-                outgoing: VecDeque::new(),
-                events: VecDeque::new(),
-                events_open: true,
+                outgoing: Some(outgoing_tx),
+                events: Some(events_tx),
             }),
-            events_ready: Notify::new(),
-            outgoing_ready: Notify::new(),
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
         });
         let (sink, stream) = socket.split();
-        tokio::spawn(write_loop(sink, shared.clone()));
+        tokio::spawn(write_loop(sink, outgoing_rx, shared.clone()));
         tokio::spawn(read_loop(stream, shared.clone()));
-        let events = EventStream {
-            shared: shared.clone(),
-            local: VecDeque::new(),
-        };
         Ok((
             Connection {
                 owner: Arc::new(Owner { shared }),
             },
-            events,
+            events_rx,
         ))
     }
 
@@ -687,10 +589,9 @@ impl Connection {
                             method: p.method.clone(),
                             after: timeout,
                         };
+                        let events = state.events.clone();
                         drop(state);
-                        if let Some(item) = p.deliver(id, Err(error)) {
-                            shared.push_event(item);
-                        }
+                        p.deliver(id, Err(error), events.as_ref());
                     }
                 });
                 match shared.lock().pending.get_mut(&id) {
@@ -701,13 +602,15 @@ impl Connection {
             }
             Err((reason, _)) => {
                 // Closed already: the stream has ended or is about to; say it anyway.
-                shared.push_event(Incoming::Reply {
-                    id,
-                    result: Err(CommandError::Disconnected {
-                        method: method.to_owned(),
-                        reason,
-                    }),
-                });
+                if let Some(events) = &shared.lock().events {
+                    let _ = events.send(Incoming::Reply {
+                        id,
+                        result: Err(CommandError::Disconnected {
+                            method: method.to_owned(),
+                            reason,
+                        }),
+                    });
+                }
             }
         }
         id
@@ -749,29 +652,26 @@ type Stream = futures_util::stream::SplitStream<
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
 >;
 
-async fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
-    'writing: loop {
-        // The whole queue at once; the next command starts a new one.
-        let batch = std::mem::take(&mut shared.lock().outgoing);
-        if batch.is_empty() {
-            // A push since we looked left a permit: no wakeup is lost.
-            tokio::select! {
-                () = shared.outgoing_ready.notified() => continue,
-                () = shared.cancel.cancelled() => break,
-            }
+async fn write_loop(
+    mut sink: Sink,
+    mut outgoing: mpsc::UnboundedReceiver<Message>,
+    shared: Arc<Shared>,
+) {
+    loop {
+        let message = tokio::select! {
+            message = outgoing.recv() => message,
+            () = shared.cancel.cancelled() => None,
+        };
+        let Some(message) = message else { break };
+        let closing = matches!(message, Message::Close(_));
+        if let Err(e) = sink.send(message).await {
+            shared.shutdown(format!("the connection dropped: write failed: {e}"), false);
+            break;
         }
-        for message in batch {
-            let closing = matches!(message, Message::Close(_));
-            if let Err(e) = sink.send(message).await {
-                shared.shutdown(format!("the connection dropped: write failed: {e}"), false);
-                break 'writing;
-            }
-            if closing {
-                // Give the browser a moment to answer the close frame, then stop the reader.
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(1), shared.cancel.cancelled()).await;
-                break 'writing;
-            }
+        if closing {
+            // Give the browser a moment to answer the close frame, then stop the reader.
+            let _ = tokio::time::timeout(Duration::from_secs(1), shared.cancel.cancelled()).await;
+            break;
         }
     }
     let _ = sink.close().await;
@@ -816,11 +716,11 @@ fn dispatch(shared: &Shared, text: &str) {
     match decoded {
         Ok(None) => {}
         Ok(Some(Decoded::Reply { id, outcome, .. })) => {
-            let pending = {
+            let (pending, events) = {
                 let mut state = shared.lock();
                 let pending = state.pending.remove(&id);
                 give_back(&mut state.pending);
-                pending
+                (pending, state.events.clone())
             };
             let Some(pending) = pending else {
                 tracing::debug!(
@@ -845,20 +745,21 @@ fn dispatch(shared: &Shared, text: &str) {
                     message: error.message,
                 }),
             };
-            if let Some(item) = pending.deliver(id, result) {
-                shared.push_event(item);
-            }
+            pending.deliver(id, result, events.as_ref());
         }
         Ok(Some(Decoded::Event {
             session_id,
             method,
             params,
         })) => {
-            shared.push_event(Incoming::Event {
-                session_id,
-                method,
-                params,
-            });
+            let state = shared.lock();
+            if let Some(events) = &state.events {
+                let _ = events.send(Incoming::Event {
+                    session_id,
+                    method,
+                    params,
+                });
+            }
         }
         Err(e) => tracing::warn!(len = text.len(), error = %e, "ignoring a malformed CDP frame"),
     }
