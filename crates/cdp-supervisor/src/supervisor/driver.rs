@@ -1073,12 +1073,7 @@ impl Supervisor {
     /// connected or no answer came `within`; a tab Chromium no longer lists
     /// is left out.
     pub async fn live_tabs(&self, within: Duration) -> Option<Vec<LivePage>> {
-        let conn = self
-            .shared
-            .live
-            .lock()
-            .expect("live connection lock")
-            .clone()?;
+        let conn = self.connection()?;
         let ours: Vec<String> = self
             .snapshot()
             .tabs
@@ -1114,12 +1109,7 @@ impl Supervisor {
     /// `title` are the last ones events told (the title is refreshed after
     /// each load; Chromium sends no event when a script changes it).
     pub async fn live_page(&self, within: Duration) -> Option<LivePage> {
-        let conn = self
-            .shared
-            .live
-            .lock()
-            .expect("live connection lock")
-            .clone()?;
+        let conn = self.connection()?;
         let target_id = self.snapshot().frame_tree.top.as_ref()?.frame_id.clone();
         let info = conn
             .send(
