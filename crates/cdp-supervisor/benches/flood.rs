@@ -6,7 +6,9 @@
 //! events/s and CPU µs per event, and the sender's own ceiling (the same
 //! bytes to a client that only reads frames). Run with
 //! `cargo bench -p cdp-supervisor --bench flood` (`FLOOD_N` events per
-//! flood, default 200000).
+//! flood, default 200000; `FLOOD_ONLY=churn` runs only the floods whose name
+//! contains it, `FLOOD_REPEAT=k` runs each k times: under `perf record`,
+//! the floods then outweigh building them).
 
 use cdp_mock::{MockCdp, encode_text_frames, event_text};
 use cdp_supervisor::supervisor::driver::{Supervisor, SupervisorOptions};
@@ -131,7 +133,16 @@ fn main() {
         .build()
         .unwrap();
     println!("flood: {n} events per flood, one supervisor on one thread, mock endpoint on another");
-    for (name, texts) in floods(n) {
+    let only = std::env::var("FLOOD_ONLY").unwrap_or_default();
+    let repeat: usize = std::env::var("FLOOD_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let runs = floods(n)
+        .into_iter()
+        .filter(|(name, _)| name.contains(only.as_str()))
+        .flat_map(|flood| std::iter::repeat_n(flood, repeat));
+    for (name, texts) in runs {
         let mut all: Vec<&str> = texts.iter().map(String::as_str).collect();
         let end = sentinel();
         all.push(&end);

@@ -24,14 +24,10 @@ async fn next(events: &mut EventStream) -> Option<Incoming> {
 
 async fn next_event(events: &mut EventStream) -> (Option<SessionId>, String, serde_json::Value) {
     match next(events).await {
-        Some(Incoming::Event {
-            session_id,
-            method,
-            params,
-        }) => (
-            session_id,
-            method,
-            serde_json::from_str(params.get()).unwrap(),
+        Some(Incoming::Event(e)) => (
+            e.session_id().map(|s| SessionId(s.to_owned())),
+            e.method().to_owned(),
+            serde_json::from_str(e.params()).unwrap(),
         ),
         other => panic!("expected an event, got {other:?}"),
     }
@@ -299,9 +295,9 @@ async fn fifty_mib_message_is_received() {
     ))
     .await;
     match tokio::time::timeout(LONG, events.recv()).await.unwrap() {
-        Some(Incoming::Event { method, params, .. }) => {
-            assert_eq!(method, "Big.event");
-            assert!(params.get().len() > 50 << 20);
+        Some(Incoming::Event(e)) => {
+            assert_eq!(e.method(), "Big.event");
+            assert!(e.params().len() > 50 << 20);
         }
         other => panic!("{other:?}"),
     }
@@ -484,7 +480,7 @@ async fn in_order_replies_come_on_the_stream_between_the_events_around_them() {
     );
     // Chromium's order: the event it sent first, then the reply; then a later event.
     match next(&mut events).await {
-        Some(Incoming::Event { method, .. }) => assert_eq!(method, "Page.frameAttached"),
+        Some(Incoming::Event(e)) => assert_eq!(e.method(), "Page.frameAttached"),
         other => panic!("expected the event first, got {other:?}"),
     }
     match next(&mut events).await {
@@ -497,7 +493,7 @@ async fn in_order_replies_come_on_the_stream_between_the_events_around_them() {
     mock.emit(Some("S1"), "Page.frameNavigated", json!({}))
         .await;
     match next(&mut events).await {
-        Some(Incoming::Event { method, .. }) => assert_eq!(method, "Page.frameNavigated"),
+        Some(Incoming::Event(e)) => assert_eq!(e.method(), "Page.frameNavigated"),
         other => panic!("expected the later event, got {other:?}"),
     }
 }

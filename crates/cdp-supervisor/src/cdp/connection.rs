@@ -8,7 +8,10 @@
 //! - the **reader** matches replies to waiting commands by `id` and forwards
 //!   events, in arrival order, to the [`EventStream`]. It never awaits
 //!   anything but the socket: a slow consumer or a command that never gets
-//!   its reply cannot hold up an event.
+//!   its reply cannot hold up an event. Events are read in place
+//!   ([`message::decode_routed`]: no copy, `params` unparsed) and go to the
+//!   stream a burst at a time — every frame the socket has ready, in one
+//!   channel send.
 //!
 //! Every command has a deadline ([`CommandError::Timeout`]). When the socket
 //! goes (close frame, reset, read error, [`Connection::close`], or the last
@@ -17,7 +20,7 @@
 //! event stream yields [`Incoming::Closed`] and ends.
 
 use crate::cdp::endpoint::{CdpHeaders, auth_hint, redact_url};
-use crate::cdp::message::{self, Decoded};
+use crate::cdp::message::{self, RawEvent, Routed};
 use crate::cdp::protocol::SessionId;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
@@ -156,15 +159,9 @@ pub enum Incoming {
         /// The command's `result` object, or why there is none.
         result: Result<Value, CommandError>,
     },
-    /// A CDP event; `session_id` is `None` for browser-level events.
-    Event {
-        /// The `sessionId` the event came on (flatten mode).
-        session_id: Option<SessionId>,
-        /// The CDP event name, e.g. `Page.javascriptDialogOpening`.
-        method: String,
-        /// The event's `params`, undecoded.
-        params: Box<serde_json::value::RawValue>,
-    },
+    /// A CDP event, as it came: its method, session (`None` for
+    /// browser-level events) and `params` (undecoded) are read from it.
+    Event(RawEvent),
     /// The connection is gone; no more messages follow.
     Closed {
         /// Why: close frame (with its code), socket error, `close()`, or every handle dropped.
@@ -185,9 +182,62 @@ pub(crate) fn give_back<K, V>(map: &mut HashMap<K, V>) {
     }
 }
 
+pub use tokio::sync::mpsc::error::TryRecvError;
+
 /// Events (and in-order replies) in arrival order, then one
-/// [`Incoming::Closed`], then the end of the stream.
-pub type EventStream = tokio::sync::mpsc::UnboundedReceiver<Incoming>;
+/// [`Incoming::Closed`], then the end of the stream. The reader hands them
+/// over a burst at a time; an idle stream holds no burst.
+#[derive(Debug)]
+pub struct EventStream {
+    bursts: mpsc::UnboundedReceiver<Vec<Incoming>>,
+    /// The burst being handed out.
+    burst: std::vec::IntoIter<Incoming>,
+}
+
+impl EventStream {
+    /// The next item; `None` once [`Incoming::Closed`] has been taken (or
+    /// the connection's tasks are gone).
+    pub async fn recv(&mut self) -> Option<Incoming> {
+        loop {
+            if let Some(item) = self.next_of_burst() {
+                return Some(item);
+            }
+            self.burst = self.bursts.recv().await?.into_iter();
+        }
+    }
+
+    /// The next item if one is queued.
+    ///
+    /// # Errors
+    /// [`TryRecvError::Empty`] when none is yet, [`TryRecvError::Disconnected`]
+    /// after [`Incoming::Closed`].
+    pub fn try_recv(&mut self) -> Result<Incoming, TryRecvError> {
+        loop {
+            if let Some(item) = self.next_of_burst() {
+                return Ok(item);
+            }
+            self.burst = self.bursts.try_recv()?.into_iter();
+        }
+    }
+
+    fn next_of_burst(&mut self) -> Option<Incoming> {
+        let item = self.burst.next();
+        if item.is_none() && self.burst.as_slice().is_empty() {
+            // Give the emptied burst's room back.
+            self.burst = Vec::new().into_iter();
+        }
+        item
+    }
+}
+
+/// The most items one burst carries.
+const BURST_MAX: usize = 256;
+
+/// Frames for the writer.
+enum Outgoing {
+    Text(String),
+    Close,
+}
 
 type ReplySender = oneshot::Sender<Result<Value, CommandError>>;
 
@@ -213,7 +263,7 @@ impl Pending {
         self,
         id: u64,
         result: Result<Value, CommandError>,
-        events: Option<&mpsc::UnboundedSender<Incoming>>,
+        events: Option<&mpsc::UnboundedSender<Vec<Incoming>>>,
     ) {
         if let Some(timer) = self.timer {
             timer.abort();
@@ -224,7 +274,7 @@ impl Pending {
             }
             ReplyTo::Stream => {
                 if let Some(events) = events {
-                    let _ = events.send(Incoming::Reply { id, result });
+                    let _ = events.send(vec![Incoming::Reply { id, result }]);
                 }
             }
         }
@@ -237,9 +287,9 @@ struct State {
     /// `Some(reason)` once the connection is gone.
     closed: Option<String>,
     /// Frames for the writer; `None` once closed.
-    outgoing: Option<mpsc::UnboundedSender<Message>>,
-    /// The event stream; `None` once `Closed` has been sent.
-    events: Option<mpsc::UnboundedSender<Incoming>>,
+    outgoing: Option<mpsc::UnboundedSender<Outgoing>>,
+    /// The event stream (bursts); `None` once `Closed` has been sent.
+    events: Option<mpsc::UnboundedSender<Vec<Incoming>>>,
 }
 
 struct Shared {
@@ -270,7 +320,7 @@ impl Shared {
             if let Some(outgoing) = state.outgoing.take()
                 && send_close_frame
             {
-                let _ = outgoing.send(Message::Close(None));
+                let _ = outgoing.send(Outgoing::Close);
             }
             let events = state.events.take();
             let mut pending: Vec<(u64, Pending)> =
@@ -285,9 +335,9 @@ impl Shared {
                 p.deliver(id, Err(error), events.as_ref());
             }
             if let Some(events) = events {
-                let _ = events.send(Incoming::Closed {
+                let _ = events.send(vec![Incoming::Closed {
                     reason: reason.clone(),
-                });
+                }]);
             }
         };
         if !send_close_frame {
@@ -313,7 +363,7 @@ impl Shared {
         state.next_id += 1;
         let frame = message::encode_command(id, session_id, method, params);
         let queued = match (&state.closed, &state.outgoing) {
-            (None, Some(outgoing)) => outgoing.send(Message::text(frame)).is_ok(),
+            (None, Some(outgoing)) => outgoing.send(Outgoing::Text(frame)).is_ok(),
             _ => false,
         };
         if queued {
@@ -518,7 +568,10 @@ impl Connection {
             Connection {
                 owner: Arc::new(Owner { shared }),
             },
-            events_rx,
+            EventStream {
+                bursts: events_rx,
+                burst: Vec::new().into_iter(),
+            },
         ))
     }
 
@@ -603,13 +656,13 @@ impl Connection {
             Err((reason, _)) => {
                 // Closed already: the stream has ended or is about to; say it anyway.
                 if let Some(events) = &shared.lock().events {
-                    let _ = events.send(Incoming::Reply {
+                    let _ = events.send(vec![Incoming::Reply {
                         id,
                         result: Err(CommandError::Disconnected {
                             method: method.to_owned(),
                             reason,
                         }),
-                    });
+                    }]);
                 }
             }
         }
@@ -654,7 +707,7 @@ type Stream = futures_util::stream::SplitStream<
 
 async fn write_loop(
     mut sink: Sink,
-    mut outgoing: mpsc::UnboundedReceiver<Message>,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<Shared>,
 ) {
     loop {
@@ -662,8 +715,11 @@ async fn write_loop(
             message = outgoing.recv() => message,
             () = shared.cancel.cancelled() => None,
         };
-        let Some(message) = message else { break };
-        let closing = matches!(message, Message::Close(_));
+        let (message, closing) = match message {
+            None => break,
+            Some(Outgoing::Text(frame)) => (Message::text(frame), false),
+            Some(Outgoing::Close) => (Message::Close(None), true),
+        };
         if let Err(e) = sink.send(message).await {
             shared.shutdown(format!("the connection dropped: write failed: {e}"), false);
             break;
@@ -679,15 +735,32 @@ async fn write_loop(
 }
 
 async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
+    use futures_util::FutureExt;
+    // What the socket had ready, sent to the stream in one go once it has
+    // no more (or the burst is full).
+    let mut burst: Vec<Incoming> = Vec::new();
     let reason = loop {
-        let next = tokio::select! {
-            next = stream.next() => next,
-            () = shared.cancel.cancelled() => break None,
+        let next = if burst.is_empty() {
+            tokio::select! {
+                next = stream.next() => next,
+                () = shared.cancel.cancelled() => break None,
+            }
+        } else {
+            match stream.next().now_or_never() {
+                Some(next) if burst.len() < BURST_MAX => next,
+                ready => {
+                    shared.send_burst(&mut burst);
+                    match ready {
+                        Some(next) => next,
+                        None => continue,
+                    }
+                }
+            }
         };
         match next {
             None => break Some("the connection dropped: the socket ended".to_owned()),
             Some(Err(e)) => break Some(format!("the connection dropped: {e}")),
-            Some(Ok(Message::Text(text))) => dispatch(&shared, text.as_str()),
+            Some(Ok(Message::Text(text))) => dispatch(&shared, text, &mut burst),
             Some(Ok(Message::Binary(bytes))) => {
                 tracing::warn!(len = bytes.len(), "ignoring a binary CDP frame");
             }
@@ -704,23 +777,44 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
             Some(Ok(_)) => {} // ping/pong: tungstenite answers pings itself.
         }
     };
+    shared.send_burst(&mut burst);
     if let Some(reason) = reason {
         shared.shutdown(reason, false);
     }
     shared.cancel.cancel();
 }
 
-fn dispatch(shared: &Shared, text: &str) {
+impl Shared {
+    /// Sends what `burst` holds to the event stream (while it is open).
+    fn send_burst(&self, burst: &mut Vec<Incoming>) {
+        if burst.is_empty() {
+            return;
+        }
+        let burst = std::mem::take(burst);
+        if let Some(events) = &self.lock().events {
+            let _ = events.send(burst);
+        }
+    }
+}
+
+/// Routes one frame: a reply to its command (its future, or `burst` for an
+/// in-order one), an event to `burst`.
+fn dispatch(
+    shared: &Shared,
+    text: tokio_tungstenite::tungstenite::Utf8Bytes,
+    burst: &mut Vec<Incoming>,
+) {
     let filter = shared.event_filter.get().copied();
-    let decoded = message::decode_with(text, |m| filter.is_none_or(|wanted| wanted(m)));
-    match decoded {
+    let len = text.len();
+    match message::decode_routed(text, |m| filter.is_none_or(|wanted| wanted(m))) {
         Ok(None) => {}
-        Ok(Some(Decoded::Reply { id, outcome, .. })) => {
-            let (pending, events) = {
+        Ok(Some(Routed::Event(event))) => burst.push(Incoming::Event(event)),
+        Ok(Some(Routed::Reply { id, outcome })) => {
+            let pending = {
                 let mut state = shared.lock();
                 let pending = state.pending.remove(&id);
                 give_back(&mut state.pending);
-                (pending, state.events.clone())
+                pending
             };
             let Some(pending) = pending else {
                 tracing::debug!(
@@ -745,23 +839,23 @@ fn dispatch(shared: &Shared, text: &str) {
                     message: error.message,
                 }),
             };
-            pending.deliver(id, result, events.as_ref());
-        }
-        Ok(Some(Decoded::Event {
-            session_id,
-            method,
-            params,
-        })) => {
-            let state = shared.lock();
-            if let Some(events) = &state.events {
-                let _ = events.send(Incoming::Event {
-                    session_id,
-                    method,
-                    params,
-                });
+            match pending.reply {
+                // In order with the events before and after it.
+                ReplyTo::Stream => {
+                    if let Some(timer) = pending.timer {
+                        timer.abort();
+                    }
+                    burst.push(Incoming::Reply { id, result });
+                }
+                // Whoever awaits it may look at the stream next: every
+                // event before the reply is on it by then.
+                ReplyTo::Future(_) => {
+                    shared.send_burst(burst);
+                    pending.deliver(id, result, None);
+                }
             }
         }
-        Err(e) => tracing::warn!(len = text.len(), error = %e, "ignoring a malformed CDP frame"),
+        Err(e) => tracing::warn!(len, error = %e, "ignoring a malformed CDP frame"),
     }
 }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 /// An error object a reply carries instead of `result`: `{code, message, data?}`.
 #[derive(Clone, Debug, Deserialize)]
@@ -201,6 +202,244 @@ fn repair_lone_surrogates(text: &str) -> Option<String> {
     }
     out.push_str(&text[last..]);
     Some(out)
+}
+
+/// A CDP event as it came off the wire: the frame's own text, with where its
+/// `method`, `sessionId` and `params` lie in it. Taking one out of a frame
+/// copies nothing (the text is shared with the WebSocket's read buffer), and
+/// its `params` are not parsed until someone reads them.
+#[derive(Clone)]
+pub struct RawEvent {
+    text: Utf8Bytes,
+    method: (u32, u32),
+    session: Option<(u32, u32)>,
+    params: Option<(u32, u32)>,
+}
+
+impl RawEvent {
+    /// An event from its parts (copied into one text).
+    pub fn new(session_id: Option<&str>, method: &str, params: &str) -> RawEvent {
+        let mut text =
+            String::with_capacity(method.len() + params.len() + session_id.map_or(0, str::len));
+        let mut span = |part: &str| {
+            let start = text.len() as u32;
+            text.push_str(part);
+            (start, text.len() as u32)
+        };
+        let method = span(method);
+        let params = Some(span(params));
+        let session = session_id.map(&mut span);
+        RawEvent {
+            text: text.into(),
+            method,
+            session,
+            params,
+        }
+    }
+
+    fn part(&self, (start, end): (u32, u32)) -> &str {
+        &self.text[start as usize..end as usize]
+    }
+
+    /// The CDP event name, e.g. `"Page.javascriptDialogOpening"`.
+    pub fn method(&self) -> &str {
+        self.part(self.method)
+    }
+
+    /// The flatten-mode session the event belongs to; `None` for
+    /// browser-level events.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.map(|s| self.part(s))
+    }
+
+    /// The event's `params` as JSON text, unparsed and (for a frame read in
+    /// place) unvalidated: `"{}"` when the frame has none.
+    pub fn params(&self) -> &str {
+        self.params.map_or("{}", |p| self.part(p))
+    }
+}
+
+impl std::fmt::Debug for RawEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawEvent")
+            .field("session_id", &self.session_id())
+            .field("method", &self.method())
+            .field("params_len", &self.params().len())
+            .finish()
+    }
+}
+
+/// One frame from the browser, as the connection routes it ([`decode_routed`]).
+#[derive(Debug)]
+pub enum Routed {
+    /// The reply to the command with this `id`: `result` (raw JSON; `{}`
+    /// when absent) or the error object.
+    Reply {
+        /// The command's id, as we sent it.
+        id: u64,
+        /// `result` or the error object.
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    },
+    /// An event, read in place.
+    Event(RawEvent),
+}
+
+/// Decodes a frame for routing, lazily: an event of the usual shape
+/// (`{"method":…,"params":…,"sessionId":…}`, compact, no escapes in its
+/// method or session) is read in place — its `params` are skipped over,
+/// neither parsed nor copied, and an event `wanted` refuses is dropped
+/// (`Ok(None)`) without any allocation. Everything else (replies, other
+/// shapes, lone surrogate escapes) goes through [`decode_with`]. Never panics.
+///
+/// # Errors
+/// [`DecodeError`] when the frame is not a CDP message. An event read in
+/// place whose `params` are not valid JSON is not an error here: it fails
+/// when its params are parsed.
+pub fn decode_routed(
+    text: Utf8Bytes,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Option<Routed>, DecodeError> {
+    if let Some(spans) = scan_event(&text) {
+        let event = RawEvent {
+            text,
+            method: spans.method,
+            session: spans.session,
+            params: spans.params,
+        };
+        return Ok(wanted(event.method()).then_some(Routed::Event(event)));
+    }
+    Ok(match decode_with(&text, wanted)? {
+        None => None,
+        Some(Decoded::Reply { id, outcome, .. }) => Some(Routed::Reply { id, outcome }),
+        Some(Decoded::Event {
+            session_id,
+            method,
+            params,
+        }) => Some(Routed::Event(RawEvent::new(
+            session_id.as_ref().map(SessionId::as_str),
+            &method,
+            params.get(),
+        ))),
+    })
+}
+
+/// Where an event's parts lie in its frame ([`scan_event`]).
+#[derive(Debug, PartialEq)]
+struct Spans {
+    method: (u32, u32),
+    session: Option<(u32, u32)>,
+    params: Option<(u32, u32)>,
+}
+
+/// Reads an event's envelope in place when it has the shape Chromium sends:
+/// one compact object whose keys carry no escapes, `method` and `sessionId`
+/// plain strings, no `id` (`result`, `error`: a reply). Values are skipped
+/// over by their strings and brackets, not validated. `None` for anything
+/// else — the caller then decodes the frame fully — and for a string
+/// escape of a UTF-16 surrogate (its repair is the full decoder's).
+fn scan_event(text: &str) -> Option<Spans> {
+    let b = text.as_bytes();
+    if b.len() > u32::MAX as usize || b.first() != Some(&b'{') {
+        return None;
+    }
+    let (mut method, mut session, mut params) = (None, None, None);
+    let mut i = 1;
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = i + 1 + memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+        if b[key_end] != b'"' || b.get(key_end + 1) != Some(&b':') {
+            return None;
+        }
+        let key = &b[i + 1..key_end];
+        let start = key_end + 2;
+        let end = skip_value(b, start)?;
+        let span = (start as u32, end as u32);
+        // The inside of a plain string value (no escapes).
+        let plain = || {
+            let inner = b.get(start + 1..end - 1)?;
+            (end - start >= 2 && b[start] == b'"' && !inner.contains(&b'\\'))
+                .then_some((start as u32 + 1, end as u32 - 1))
+        };
+        let slot = match key {
+            b"method" => Some((&mut method, plain()?)),
+            b"sessionId" => Some((&mut session, plain()?)),
+            b"params" => Some((&mut params, span)),
+            b"id" | b"result" | b"error" => return None,
+            _ => None,
+        };
+        if let Some((slot, value)) = slot {
+            if slot.is_some() {
+                // A duplicate key: the full decoder says what is wrong.
+                return None;
+            }
+            *slot = Some(value);
+        }
+        match b.get(end)? {
+            b',' => i = end + 1,
+            b'}' if end + 1 == b.len() => break,
+            _ => return None,
+        }
+    }
+    Some(Spans {
+        method: method?,
+        session,
+        params,
+    })
+}
+
+/// The index just past the JSON value at `start`, found by its strings
+/// and brackets only; `None` when it does not end inside `b`, when it is
+/// empty, or when a string in it escapes a UTF-16 surrogate.
+fn skip_value(b: &[u8], start: usize) -> Option<usize> {
+    match *b.get(start)? {
+        b'"' => skip_string(b, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            loop {
+                match *b.get(i)? {
+                    b'"' => {
+                        i = skip_string(b, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        // A number or a literal: up to what ends it.
+        _ => {
+            let len = b[start..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))?;
+            (len > 0).then_some(start + len)
+        }
+    }
+}
+
+/// The index just past the string whose opening quote is at `i`; `None`
+/// when it does not end inside `b` or escapes a UTF-16 surrogate.
+fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+        if b[j] == b'"' {
+            return Some(j + 1);
+        }
+        if b.get(j + 1) == Some(&b'u') && matches!(b.get(j + 2), Some(b'd' | b'D')) {
+            return None;
+        }
+        j += 2;
+    }
 }
 
 /// [`decode`] for raw bytes (a fuzz entry point; the connection itself only sees text frames).
@@ -396,6 +635,107 @@ mod tests {
         let text = r#"{"id":12,"result":{"frameTree":{"frame":{"id":"T1","url":"about:blank"}}},"sessionId":"S1"}"#;
         for end in 0..text.len() {
             let _ = decode(&text[..end]);
+        }
+    }
+
+    /// `decode_routed` of `text`, every event wanted.
+    fn routed(text: &str) -> Option<Routed> {
+        decode_routed(text.to_owned().into(), |_| true).expect("the frame decodes")
+    }
+
+    #[test]
+    fn events_read_in_place_agree_with_the_full_decoder() {
+        let frames = [
+            r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"a \"quoted\" \\ [x] {y}"}],"executionContextId":1,"timestamp":1.7e12},"sessionId":"S1"}"#,
+            r#"{"method":"Page.frameDetached","params":{"frameId":"F1","reason":"remove"}}"#,
+            r#"{"method":"Inspector.detached","sessionId":"S2"}"#,
+            r#"{"method":"X.y","params":[1,{"a":[true,null,-2.5e3]},"s"],"extra":{"z":[]},"sessionId":"S3"}"#,
+            r#"{"method":"X.y","params":"just a string"}"#,
+            r#"{"method":"X.y","params":42}"#,
+            r#"{"method":"X.y","params":{"text":"é ✓ \n"}}"#,
+        ];
+        for frame in frames {
+            assert!(scan_event(frame).is_some(), "read in place: {frame}");
+            let Ok(Decoded::Event {
+                session_id,
+                method,
+                params,
+            }) = decode(frame)
+            else {
+                panic!("an event: {frame}");
+            };
+            let Some(Routed::Event(e)) = routed(frame) else {
+                panic!("an event: {frame}");
+            };
+            assert_eq!(e.method(), method);
+            assert_eq!(e.session_id(), session_id.as_ref().map(SessionId::as_str));
+            assert_eq!(e.params(), params.get(), "{frame}");
+        }
+    }
+
+    #[test]
+    fn other_shapes_go_to_the_full_decoder() {
+        for frame in [
+            // Replies, whatever the order of their keys.
+            r#"{"id":3,"result":{}}"#,
+            r#"{"method":"X.y","id":3,"result":{}}"#,
+            r#"{"method":"X.y","params":{},"error":{"code":1,"message":"m"}}"#,
+            // Whitespace, escapes in keys or in method/session, duplicates.
+            r#"{ "method":"X.y","params":{}}"#,
+            r#"{"method":"X.y","params":{}} "#,
+            r#"{"met\u0068od":"X.y","params":{}}"#,
+            r#"{"method":"X\u002ey","params":{}}"#,
+            r#"{"method":"X.y","sessionId":"S\u0031"}"#,
+            r#"{"method":"X.y","method":"X.z"}"#,
+            r#"{"method":null,"params":{}}"#,
+            // A lone surrogate escape: the full decoder repairs it.
+            r#"{"method":"X.y","params":{"v":"lone\udc00"}}"#,
+        ] {
+            assert_eq!(scan_event(frame), None, "{frame}");
+        }
+        let Some(Routed::Reply { id: 3, .. }) = routed(r#"{"method":"X.y","id":3,"result":{}}"#)
+        else {
+            panic!("a frame with an id is a reply");
+        };
+        let Some(Routed::Event(e)) =
+            routed(r#"{"method":"X\u002ey","params":{"v":"lone\udc00"},"sessionId":"S\u0031"}"#)
+        else {
+            panic!("an event");
+        };
+        assert_eq!((e.method(), e.session_id()), ("X.y", Some("S1")));
+        assert_eq!(e.params(), r#"{"v":"lone\ufffd"}"#);
+    }
+
+    #[test]
+    fn an_unwanted_event_is_dropped_and_a_broken_one_is_an_error() {
+        let text =
+            r#"{"method":"Network.dataReceived","params":{"requestId":"R1"},"sessionId":"S1"}"#;
+        let got = decode_routed(text.to_owned().into(), |m| m != "Network.dataReceived");
+        assert!(matches!(got, Ok(None)), "{got:?}");
+        for broken in [
+            r#"{"method":"X.y","params":{"#,
+            "{",
+            "",
+            "[]",
+            r#"{"params":{}}"#,
+        ] {
+            assert!(
+                decode_routed(broken.to_owned().into(), |_| true).is_err(),
+                "{broken}"
+            );
+        }
+        // Read in place, its params are not validated: they fail when parsed.
+        let Some(Routed::Event(e)) = routed(r#"{"method":"X.y","params":{"a":}}"#) else {
+            panic!("an event");
+        };
+        assert!(serde_json::from_str::<Value>(e.params()).is_err());
+    }
+
+    #[test]
+    fn every_prefix_routes_without_panicking() {
+        let text = r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"x\"y"}]},"sessionId":"S1"}"#;
+        for end in 0..=text.len() {
+            let _ = decode_routed(text[..end].to_owned().into(), |_| true);
         }
     }
 }

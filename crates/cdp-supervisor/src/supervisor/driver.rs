@@ -1498,11 +1498,10 @@ impl Driver {
     /// Handles one message from the stream; `false` once the connection is gone.
     fn on_incoming(&mut self, incoming: Option<Incoming>, now: Now) -> bool {
         match incoming {
-            Some(Incoming::Event {
-                session_id,
-                method,
-                params,
-            }) => self.on_event(session_id, &method, params.get(), now),
+            Some(Incoming::Event(event)) => {
+                let session = event.session_id().map(|s| SessionId(s.to_owned()));
+                self.on_event(session, event.method(), event.params(), now);
+            }
             Some(Incoming::Reply { id, result }) => {
                 let cmd = self.inflight.remove(&id);
                 crate::cdp::connection::give_back(&mut self.inflight);
