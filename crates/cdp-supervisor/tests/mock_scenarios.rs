@@ -720,3 +720,48 @@ async fn regression_agent_navigating_an_oopif_leaves_a_top_dialog_remote() {
     let s = wait_snapshot(&sup, "closed", |s| s.recent_dialogs.len() == 1).await;
     assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Remote);
 }
+
+/// Regression: the driver takes events in bursts of 256 and lost the one it
+/// had taken when a burst ended (one in every 257 under a flood: here a
+/// frame's detach, so it stayed in the tree). A flood of 1,500 frames
+/// attached and detached, then a dialog: every frame is gone, and the
+/// dialog is pending.
+#[tokio::test]
+async fn no_event_is_lost_between_bursts_under_a_flood() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let mut texts: Vec<String> = (0..1_500)
+        .flat_map(|i| {
+            let f = format!("F{i}");
+            [
+                cdp_mock::event_text(
+                    Some("S1"),
+                    "Page.frameAttached",
+                    &json!({"frameId": f, "parentFrameId": "T1"}),
+                ),
+                cdp_mock::event_text(
+                    Some("S1"),
+                    "Page.frameDetached",
+                    &json!({"frameId": f, "reason": "remove"}),
+                ),
+            ]
+        })
+        .collect();
+    texts.push(cdp_mock::event_text(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        &dialog_opening("T1", "alert", "after the flood"),
+    ));
+    let bytes = cdp_mock::encode_text_frames(texts.iter().map(String::as_str));
+    mock.flood(std::sync::Arc::new(bytes)).await;
+    let s = wait_snapshot(&sup, "the dialog after the flood", |s| {
+        s.pending_dialogs.len() == 1
+    })
+    .await;
+    let left: Vec<&str> = s
+        .frame_tree
+        .children
+        .iter()
+        .map(|f| f.frame_id.as_str())
+        .collect();
+    assert!(left.is_empty(), "frames whose detach was lost: {left:?}");
+}

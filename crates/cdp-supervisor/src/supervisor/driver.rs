@@ -1421,8 +1421,10 @@ impl Driver {
                     // One clock read per burst (a burst takes well under a
                     // millisecond); drain it before publishing once.
                     let now = Now::system();
-                    for _ in 0..EVENT_BURST {
-                        if !self.on_incoming(next, now) {
+                    for handled in 1..=EVENT_BURST {
+                        if !self.on_incoming(next, now) || handled == EVENT_BURST {
+                            // (Taking one more here would lose it: the
+                            // rest waits on the stream for the next turn.)
                             break;
                         }
                         match self.events.as_mut().map(|e| e.try_recv()) {
