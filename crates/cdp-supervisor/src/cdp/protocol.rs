@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 
 macro_rules! id_type {
@@ -347,24 +348,6 @@ pub struct TargetGone {
     pub target_id: TargetId,
 }
 
-/// `Runtime.CallFrame`, the fields we keep.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallFrame {
-    #[serde(default)]
-    /// The script URL (`""` for inline evaluation).
-    pub url: String,
-}
-
-/// `Runtime.StackTrace`, the fields we keep.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StackTrace {
-    #[serde(default)]
-    /// Innermost first.
-    pub call_frames: Vec<CallFrame>,
-}
-
 /// `Runtime.RemoteObject`, the fields needed to print it.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -397,22 +380,117 @@ impl RemoteObject {
     }
 }
 
-/// `Runtime.consoleAPICalled`. `timestamp` is milliseconds since the Unix epoch.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// `Runtime.consoleAPICalled`, what a console of errors keeps of it. The
+/// params are read in place (strings borrowed from the frame), and the
+/// arguments are printed only for the calls such a console keeps
+/// ([`ConsoleApiCalled::is_error`]): a flood of `console.log` allocates
+/// nothing for its arguments.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ConsoleApiCalled {
-    #[serde(rename = "type")]
     /// `log`, `error`, `assert`, `warning`…
     pub call_type: String,
-    #[serde(default)]
-    /// The call's arguments.
-    pub args: Vec<RemoteObject>,
-    #[serde(default)]
+    /// For `error` and `assert`: the arguments as the console prints them
+    /// ([`RemoteObject::to_text`]), separated by spaces. Empty for other calls.
+    pub text: String,
     /// When, in milliseconds since the Unix epoch.
     pub timestamp: Option<f64>,
+    /// For `error` and `assert`: the script URL of the innermost stack
+    /// frame, `None` when there is none or it is empty (inline evaluation).
+    pub url: Option<String>,
+}
+
+impl ConsoleApiCalled {
+    /// Whether a call of this type is an error: `error` and `assert`.
+    pub fn is_error(call_type: &str) -> bool {
+        matches!(call_type, "error" | "assert")
+    }
+}
+
+/// [`ConsoleApiCalled`] as it is on the wire, borrowed from the frame.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsoleApiCalledWire<'a> {
+    #[serde(rename = "type", borrow)]
+    call_type: Cow<'a, str>,
+    #[serde(default, borrow)]
+    args: Vec<RemoteObjectWire<'a>>,
     #[serde(default)]
-    /// Where it was called.
-    pub stack_trace: Option<StackTrace>,
+    timestamp: Option<f64>,
+    #[serde(default, borrow)]
+    stack_trace: Option<StackTraceWire<'a>>,
+}
+
+/// [`RemoteObject`] borrowed from the frame; `value` left as JSON text.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RemoteObjectWire<'a> {
+    #[serde(rename = "type", default, borrow)]
+    object_type: Cow<'a, str>,
+    #[serde(default, borrow)]
+    value: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow)]
+    unserializable_value: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+}
+
+impl RemoteObjectWire<'_> {
+    /// Appends what [`RemoteObject::to_text`] gives for it.
+    fn print(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        match (self.value, &self.unserializable_value, &self.description) {
+            (Some(v), _, _) if v.get().starts_with('"') => {
+                /// A string, borrowed unless it has escapes.
+                #[derive(Deserialize)]
+                struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+                out.push_str(&serde_json::from_str::<Text<'_>>(v.get())?.0)
+            }
+            (Some(v), _, _) => out.push_str(&serde_json::from_str::<Value>(v.get())?.to_string()),
+            (None, Some(u), _) => out.push_str(u),
+            (None, None, Some(d)) => out.push_str(d),
+            (None, None, None) => out.push_str(&self.object_type),
+        }
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StackTraceWire<'a> {
+    #[serde(default, borrow)]
+    call_frames: Vec<CallFrameWire<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CallFrameWire<'a> {
+    #[serde(default, borrow)]
+    url: Cow<'a, str>,
+}
+
+impl<'de> Deserialize<'de> for ConsoleApiCalled {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = ConsoleApiCalledWire::deserialize(d)?;
+        let mut text = String::new();
+        let mut url = None;
+        if ConsoleApiCalled::is_error(&wire.call_type) {
+            for (i, arg) in wire.args.iter().enumerate() {
+                if i > 0 {
+                    text.push(' ');
+                }
+                arg.print(&mut text).map_err(serde::de::Error::custom)?;
+            }
+            url = wire
+                .stack_trace
+                .and_then(|s| s.call_frames.into_iter().next())
+                .map(|f| f.url.into_owned())
+                .filter(|u| !u.is_empty());
+        }
+        Ok(ConsoleApiCalled {
+            call_type: wire.call_type.into_owned(),
+            text,
+            timestamp: wire.timestamp,
+            url,
+        })
+    }
 }
 
 /// `Runtime.ExceptionDetails`, the fields we keep.
@@ -625,6 +703,58 @@ mod tests {
         let e = Event::parse("Page.frameAttached", r#"{"frameId":3}"#);
         assert!(matches!(e, Event::Unparsed { .. }));
         let e = Event::parse("Page.frameAttached", "not json");
+        assert!(matches!(e, Event::Unparsed { .. }));
+    }
+
+    #[test]
+    fn console_errors_print_their_arguments_as_remote_objects_do() {
+        let args = serde_json::json!([
+            {"type": "string", "value": "plain"},
+            {"type": "string", "value": "esc \"q\" \u{e9}\n"},
+            {"type": "number", "value": 1.5},
+            {"type": "boolean", "value": true},
+            {"type": "object", "value": {"b": [1, null]}},
+            {"type": "number", "unserializableValue": "-0", "description": "-0"},
+            {"type": "object", "className": "Error", "description": "Error: x\n    at f"},
+            {"type": "undefined"},
+        ]);
+        let expected = serde_json::from_value::<Vec<RemoteObject>>(args.clone())
+            .unwrap()
+            .iter()
+            .map(RemoteObject::to_text)
+            .collect::<Vec<_>>()
+            .join(" ");
+        for call_type in ["error", "assert", "log"] {
+            let params = serde_json::json!({
+                "type": call_type, "args": args, "executionContextId": 1, "timestamp": 1.5e12,
+                "stackTrace": {"callFrames": [{"url": "http://a.test/app.js", "lineNumber": 1}, {"url": "x"}]},
+            });
+            let Event::ConsoleApiCalled(c) =
+                Event::parse("Runtime.consoleAPICalled", &params.to_string())
+            else {
+                panic!("parses");
+            };
+            assert_eq!(c.call_type, call_type);
+            assert_eq!(c.timestamp, Some(1.5e12));
+            if call_type == "log" {
+                // Not an error: its arguments are not printed.
+                assert_eq!((c.text.as_str(), c.url), ("", None));
+            } else {
+                assert_eq!(c.text, expected);
+                assert_eq!(c.url.as_deref(), Some("http://a.test/app.js"));
+            }
+        }
+        // An inline call has an empty URL: none is kept.
+        let e = Event::parse(
+            "Runtime.consoleAPICalled",
+            r#"{"type":"error","args":[],"stackTrace":{"callFrames":[{"url":""}]}}"#,
+        );
+        assert!(matches!(
+            e,
+            Event::ConsoleApiCalled(ConsoleApiCalled { url: None, .. })
+        ));
+        // The type is required, as before.
+        let e = Event::parse("Runtime.consoleAPICalled", r#"{"args":[]}"#);
         assert!(matches!(e, Event::Unparsed { .. }));
     }
 }

@@ -16,22 +16,11 @@ pub struct Console {
 impl Console {
     /// A `Runtime.consoleAPICalled`: the entry to announce, if it is an error.
     pub fn on_api_called(&mut self, c: ConsoleApiCalled, now: Now) -> Option<ConsoleError> {
-        if c.call_type != "error" && c.call_type != "assert" {
+        if !ConsoleApiCalled::is_error(&c.call_type) {
             return None;
         }
-        let text = c
-            .args
-            .iter()
-            .map(|a| a.to_text())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let url = c
-            .stack_trace
-            .and_then(|s| s.call_frames.into_iter().next())
-            .map(|f| f.url)
-            .filter(|u| !u.is_empty());
         let at = c.timestamp.map(|ms| ms / 1000.0).unwrap_or(now.unix_s);
-        Some(self.push(c.call_type, text, url, at))
+        Some(self.push(c.call_type, c.text, c.url, at))
     }
 
     /// A `Runtime.exceptionThrown`: the entry to announce.
