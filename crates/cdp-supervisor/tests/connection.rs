@@ -404,6 +404,37 @@ async fn dropping_every_handle_closes_the_socket() {
     }
 }
 
+/// Regression: with the writer idle (its last frame written), closing
+/// queued the close frame without waking it, so the socket stayed open —
+/// and Chromium held every new OOPIF of the page paused for that dead
+/// client (`waitForDebuggerOnStart`).
+#[tokio::test]
+async fn closing_an_idle_connection_closes_the_socket() {
+    for close in [true, false] {
+        let mock = MockCdp::start().await;
+        mock.on("Browser.getVersion", Reply::result(json!({})));
+        let (conn, _events) = open(&mock).await;
+        conn.send(None, "Browser.getVersion", json!({}), WAIT)
+            .await
+            .expect("a reply");
+        // The writer has written its frame and gone idle.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if close {
+            conn.close();
+        } else {
+            drop(conn);
+        }
+        let deadline = Instant::now() + WAIT;
+        while mock.open_connection_count() > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the mock still sees the socket open (close(): {close})"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
 #[tokio::test]
 async fn events_keep_their_session_id_and_arrival_order() {
     let mock = MockCdp::start().await;

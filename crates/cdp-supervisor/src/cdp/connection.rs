@@ -2,7 +2,7 @@
 //! on it (flatten mode: a command names its `sessionId`, events carry theirs).
 //!
 //! Two tasks per connection:
-//! - the **writer** drains an unbounded queue of frames onto the socket, so
+//! - the **writer** drains a queue of frames onto the socket, so
 //!   [`Connection::send`] is synchronous and the order of calls is the order
 //!   on the wire;
 //! - the **reader** matches replies to waiting commands by `id` and forwards
@@ -22,15 +22,16 @@
 use crate::cdp::endpoint::{CdpHeaders, auth_hint, redact_url};
 use crate::cdp::message::{self, RawEvent, Routed};
 use crate::cdp::protocol::SessionId;
+use crate::cdp::socket::LoadBuffered;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_util::sync::CancellationToken;
@@ -39,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The WebSocket read buffer of one connection (see [`Connection::connect`]).
-pub const READ_BUFFER_SIZE: usize = 4 << 10;
+pub const READ_BUFFER_SIZE: usize = 512;
 
 /// Deadline of the WebSocket handshake in [`Connection::connect`].
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -286,14 +287,19 @@ struct State {
     pending: HashMap<u64, Pending>,
     /// `Some(reason)` once the connection is gone.
     closed: Option<String>,
-    /// Frames for the writer; `None` once closed.
-    outgoing: Option<mpsc::UnboundedSender<Outgoing>>,
+    /// Frames for the writer, in order ([`Shared::outgoing_ready`] says
+    /// when there are some). A queue, not a channel: an idle connection
+    /// holds no room for frames (a channel keeps its first 32 slots).
+    outgoing: VecDeque<Outgoing>,
     /// The event stream (bursts); `None` once `Closed` has been sent.
     events: Option<mpsc::UnboundedSender<Vec<Incoming>>>,
 }
 
 struct Shared {
     state: Mutex<State>,
+    /// Frames were queued for the writer (a notification while it writes
+    /// is kept for its next look).
+    outgoing_ready: Notify,
     /// Stops the reader (and the writer) when the connection is shut down from our side.
     cancel: CancellationToken,
     /// Which events the stream carries ([`Connection::set_event_filter`]).
@@ -317,11 +323,11 @@ impl Shared {
             }
             tracing::debug!(%reason, in_flight = state.pending.len(), "CDP connection closed");
             state.closed = Some(reason.clone());
-            if let Some(outgoing) = state.outgoing.take()
-                && send_close_frame
-            {
-                let _ = outgoing.send(Outgoing::Close);
+            if send_close_frame {
+                state.outgoing.push_back(Outgoing::Close);
             }
+            // The writer sends what is queued (the close frame too), then stops.
+            self.outgoing_ready.notify_one();
             let events = state.events.take();
             let mut pending: Vec<(u64, Pending)> =
                 std::mem::take(&mut state.pending).into_iter().collect();
@@ -361,12 +367,10 @@ impl Shared {
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
-        let frame = message::encode_command(id, session_id, method, params);
-        let queued = match (&state.closed, &state.outgoing) {
-            (None, Some(outgoing)) => outgoing.send(Outgoing::Text(frame)).is_ok(),
-            _ => false,
-        };
-        if queued {
+        if state.closed.is_none() {
+            let frame = message::encode_command(id, session_id, method, params);
+            state.outgoing.push_back(Outgoing::Text(frame));
+            self.outgoing_ready.notify_one();
             state.pending.insert(
                 id,
                 Pending {
@@ -505,16 +509,58 @@ impl Connection {
             request.headers_mut().insert("authorization", v);
         }
         let config = WebSocketConfig::default()
-            // Eagerly allocated and zeroed per connection (tungstenite's
-            // default is 128 KiB): thousands of supervisors per process must
-            // stay cheap, and a large message grows its own buffer anyway.
-            // It also bounds one read: 4 KiB is ~20 small events a read, and
-            // the flood bench moved by under 5 % from 16 KiB (an idle
-            // supervisor by 12 KiB: `benches/many.rs`).
+            // Allocated per connection, whether idle or not (tungstenite's
+            // default is 128 KiB), and the most one read takes: small, as
+            // the socket below buffers reads under load (`LoadBuffered`).
             .read_buffer_size(READ_BUFFER_SIZE)
             .max_message_size(Some(MAX_MESSAGE_SIZE))
             .max_frame_size(Some(MAX_MESSAGE_SIZE));
-        let handshake = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
+        let handshake = async {
+            use tokio_tungstenite::tungstenite::Error as WsError;
+            let port = url.port_or_known_default().ok_or_else(|| {
+                WsError::Url(tokio_tungstenite::tungstenite::error::UrlError::UnsupportedUrlScheme)
+            })?;
+            let tcp = match url.host() {
+                Some(url::Host::Domain(domain)) => {
+                    tokio::net::TcpStream::connect((domain, port)).await
+                }
+                Some(url::Host::Ipv4(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
+                Some(url::Host::Ipv6(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
+                None => {
+                    return Err(WsError::Url(
+                        tokio_tungstenite::tungstenite::error::UrlError::NoHostName,
+                    ));
+                }
+            }?;
+            tcp.set_nodelay(true)?;
+            if url.scheme() == "wss" {
+                // TLS sits above the socket: its records hide the head's end.
+                return tokio_tungstenite::client_async_tls_with_config(
+                    request,
+                    LoadBuffered::new(tcp),
+                    Some(config),
+                    None,
+                )
+                .await;
+            }
+            let (socket, response) = tokio_tungstenite::client_async_tls_with_config(
+                request,
+                LoadBuffered::until_head_end(tcp),
+                Some(config),
+                None,
+            )
+            .await?;
+            // The handshake read nothing past the response's head, so its
+            // 4 KiB buffer holds nothing: the WebSocket starts afresh on a
+            // READ_BUFFER_SIZE one.
+            let socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+                socket.into_inner(),
+                tokio_tungstenite::tungstenite::protocol::Role::Client,
+                Some(config),
+            )
+            .await;
+            Ok((socket, response))
+        };
         let (socket, _) = match tokio::time::timeout(CONNECT_TIMEOUT, handshake).await {
             Err(_) => {
                 return Err(ConnectError::Timeout {
@@ -548,21 +594,21 @@ impl Connection {
         };
         tracing::debug!(url = %redacted, "CDP connection open");
 
-        let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
                 closed: None,
-                outgoing: Some(outgoing_tx),
+                outgoing: VecDeque::new(),
                 events: Some(events_tx),
             }),
+            outgoing_ready: Notify::new(),
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
         });
         let (sink, stream) = socket.split();
-        tokio::spawn(write_loop(sink, outgoing_rx, shared.clone()));
+        tokio::spawn(write_loop(sink, shared.clone()));
         tokio::spawn(read_loop(stream, shared.clone()));
         Ok((
             Connection {
@@ -697,37 +743,47 @@ impl Connection {
     }
 }
 
-type Sink = futures_util::stream::SplitSink<
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    Message,
+type Socket = tokio_tungstenite::WebSocketStream<
+    tokio_tungstenite::MaybeTlsStream<LoadBuffered<tokio::net::TcpStream>>,
 >;
-type Stream = futures_util::stream::SplitStream<
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
->;
+type Sink = futures_util::stream::SplitSink<Socket, Message>;
+type Stream = futures_util::stream::SplitStream<Socket>;
 
-async fn write_loop(
-    mut sink: Sink,
-    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
-    shared: Arc<Shared>,
-) {
-    loop {
-        let message = tokio::select! {
-            message = outgoing.recv() => message,
-            () = shared.cancel.cancelled() => None,
+async fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
+    'writing: loop {
+        // Everything queued so far, in order; later frames wait for the next look.
+        let (frames, closed) = {
+            let mut state = shared.lock();
+            (std::mem::take(&mut state.outgoing), state.closed.is_some())
         };
-        let (message, closing) = match message {
-            None => break,
-            Some(Outgoing::Text(frame)) => (Message::text(frame), false),
-            Some(Outgoing::Close) => (Message::Close(None), true),
-        };
-        if let Err(e) = sink.send(message).await {
-            shared.shutdown(format!("the connection dropped: write failed: {e}"), false);
-            break;
+        if frames.is_empty() {
+            if closed {
+                break;
+            }
+            tokio::select! {
+                // A frame queued since we looked left its notification.
+                () = shared.outgoing_ready.notified() => continue,
+                () = shared.cancel.cancelled() => break,
+            }
         }
-        if closing {
-            // Give the browser a moment to answer the close frame, then stop the reader.
-            let _ = tokio::time::timeout(Duration::from_secs(1), shared.cancel.cancelled()).await;
-            break;
+        for frame in frames {
+            if shared.cancel.is_cancelled() {
+                break 'writing;
+            }
+            let (message, closing) = match frame {
+                Outgoing::Text(text) => (Message::text(text), false),
+                Outgoing::Close => (Message::Close(None), true),
+            };
+            if let Err(e) = sink.send(message).await {
+                shared.shutdown(format!("the connection dropped: write failed: {e}"), false);
+                break 'writing;
+            }
+            if closing {
+                // Give the browser a moment to answer the close frame, then stop the reader.
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), shared.cancel.cancelled()).await;
+                break 'writing;
+            }
         }
     }
     let _ = sink.close().await;

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod endpoint;
 pub mod message;
 pub mod protocol;
+pub mod socket;
 
 pub use connection::{CommandError, ConnectError, Connection, EventStream, Incoming, PendingReply};
 pub use endpoint::{CdpHeaders, EndpointError, redact_url, resolve_ws_url, resolve_ws_url_with};
