@@ -765,3 +765,56 @@ async fn no_event_is_lost_between_bursts_under_a_flood() {
         .collect();
     assert!(left.is_empty(), "frames whose detach was lost: {left:?}");
 }
+
+/// A flood of events that change nothing the snapshot shows (dropped by
+/// the connection, or parsed and not kept) publishes nothing: the reply to
+/// a call made after the flood comes after every flooded event, and by
+/// then no snapshot was published.
+#[tokio::test]
+async fn a_flood_that_changes_nothing_publishes_nothing() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Runtime.evaluate",
+        cdp_mock::Reply::result(json!({"result": {"type": "number", "value": 2}})),
+    );
+    let mut snapshots = sup.subscribe();
+    snapshots.borrow_and_update();
+    let texts: Vec<String> = (0..3_000)
+        .map(|i| match i % 3 {
+            0 => cdp_mock::event_text(
+                Some("S1"),
+                "Network.dataReceived",
+                &json!({"requestId": format!("R{i}"), "timestamp": 1.0, "dataLength": 512}),
+            ),
+            1 => cdp_mock::event_text(
+                Some("S1"),
+                "Runtime.consoleAPICalled",
+                &json!({"type": "log", "args": [{"type": "string", "value": format!("log {i}")}]}),
+            ),
+            _ => cdp_mock::event_text(
+                Some("S1"),
+                "Page.lifecycleEvent",
+                &json!({"frameId": "T1", "loaderId": "L-other", "name": "networkAlmostIdle", "timestamp": 1.0}),
+            ),
+        })
+        .collect();
+    mock.flood(std::sync::Arc::new(cdp_mock::encode_text_frames(
+        texts.iter().map(String::as_str),
+    )))
+    .await;
+    let outcome = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "1+1"}),
+            None,
+            None,
+            WAIT,
+        )
+        .await
+        .expect("the call after the flood");
+    assert!(matches!(outcome, CallOutcome::Reply(_)), "{outcome:?}");
+    assert!(
+        !snapshots.has_changed().unwrap(),
+        "a snapshot was published for events that change nothing"
+    );
+}
