@@ -39,8 +39,12 @@ use tokio_util::sync::CancellationToken;
 /// Default deadline of a command (issue: "a deadline on every command (default 10 s)").
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The WebSocket read buffer of one connection (see [`Connection::connect`]).
-pub const READ_BUFFER_SIZE: usize = 512;
+/// tungstenite's read buffer of one connection, in bytes: what it keeps
+/// while idle, and the most one of its reads takes (the socket below
+/// buffers larger reads under load: [`crate::cdp::socket`]). The replies of
+/// an attach grow a 512-byte one to 1 KiB anyway; 2 KiB would cost an idle
+/// supervisor 1 KiB more (`benches/many.rs`).
+pub const READ_BUFFER_SIZE: usize = 1 << 10;
 
 /// Deadline of the WebSocket handshake in [`Connection::connect`].
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -170,15 +174,12 @@ pub enum Incoming {
     },
 }
 
-/// Entries an emptied map of commands in flight keeps room for: an attach
-/// has a dozen in flight at once, and an idle connection should not keep
-/// the room for them.
-const MAP_CAPACITY_KEPT: usize = 8;
-
-/// Gives back the room of `map` once it is empty and holds more than
-/// [`MAP_CAPACITY_KEPT`] entries' worth.
+/// Gives back the room of a map of commands in flight once it is empty:
+/// an idle connection keeps none (with room for 7 kept, the two maps of a
+/// supervisor held 0.9 KiB), and a map that empties between two commands
+/// costs one small allocation at the next, next to a CDP round trip.
 pub(crate) fn give_back<K, V>(map: &mut HashMap<K, V>) {
-    if map.is_empty() && map.capacity() > MAP_CAPACITY_KEPT {
+    if map.is_empty() && map.capacity() > 0 {
         *map = HashMap::new();
     }
 }
