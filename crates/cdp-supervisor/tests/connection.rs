@@ -596,3 +596,109 @@ async fn regression_in_order_reply_ends_its_deadline_task() {
         alive - before
     );
 }
+
+/// A WebSocket server written by hand for one test: answers the first
+/// command with `reply(id)` and, in the same write, `after` more frames.
+async fn one_write_server(after: Vec<String>) -> (String, tokio::task::JoinHandle<()>) {
+    use futures_util::StreamExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_tungstenite::tungstenite::{Message, protocol::Role};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/devtools/browser/x", listener.local_addr().unwrap());
+    let after = std::sync::Arc::new(after);
+    let server = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let after = after.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if socket.read_exact(&mut byte).await.is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(key) = head.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("sec-websocket-key")
+                        .then(|| v.trim().to_owned())
+                }) else {
+                    return;
+                };
+                let accept =
+                    tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+                let response = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+                );
+                if socket.write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+                let mut ws =
+                    tokio_tungstenite::WebSocketStream::from_raw_socket(socket, Role::Server, None)
+                        .await;
+                let id = loop {
+                    match ws.next().await {
+                        Some(Ok(Message::Text(t))) => {
+                            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                            break v["id"].as_u64().unwrap();
+                        }
+                        Some(Ok(_)) => continue,
+                        _ => return,
+                    }
+                };
+                let reply = format!(r#"{{"id":{id},"result":{{}}}}"#);
+                let texts = std::iter::once(reply.as_str()).chain(after.iter().map(String::as_str));
+                let _ = ws
+                    .get_mut()
+                    .write_all(&cdp_mock::encode_text_frames(texts))
+                    .await;
+                let _ = tokio::time::timeout(WAIT, ws.next()).await;
+            });
+        }
+    });
+    (url, server)
+}
+
+/// Regression (found by a review): the reader took an in-order reply out
+/// of the commands in flight and held it in its burst while filtered events
+/// followed; a `close()` then failed only what was still in flight, and the
+/// burst was dropped with the stream: the command got no `Reply` before
+/// `Closed`. Closing at moments spread around the reply's arrival, every
+/// round gets exactly one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_order_reply_comes_once_however_close_races_it() {
+    let noise = cdp_mock::event_text(
+        Some("S1"),
+        "Network.dataReceived",
+        &json!({"requestId": "R1", "dataLength": 1}),
+    );
+    let (url, server) = one_write_server(vec![noise; 5_000]).await;
+    let mut lost = Vec::new();
+    for round in 0..100u64 {
+        let (conn, mut events) = Connection::connect(&url).await.expect("connect");
+        conn.set_event_filter(|m| m != "Network.dataReceived");
+        let id = conn.send_in_order(None, "X.y", json!({}), WAIT);
+        let close_at = Instant::now() + Duration::from_micros((round % 50) * 40);
+        while Instant::now() < close_at {
+            std::hint::spin_loop();
+        }
+        conn.close();
+        let mut replies = 0;
+        loop {
+            match next(&mut events).await {
+                Some(Incoming::Reply { id: got, .. }) if got == id => replies += 1,
+                Some(Incoming::Closed { .. }) | None => break,
+                Some(other) => panic!("{other:?}"),
+            }
+        }
+        if replies != 1 {
+            lost.push((round, replies));
+        }
+    }
+    server.abort();
+    assert!(
+        lost.is_empty(),
+        "(round, replies) without exactly one reply: {lost:?}"
+    );
+}

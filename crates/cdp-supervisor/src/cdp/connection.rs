@@ -803,6 +803,9 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
                 () = shared.cancel.cancelled() => break None,
             }
         } else {
+            if shared.cancel.is_cancelled() {
+                break None;
+            }
             match stream.next().now_or_never() {
                 Some(next) if burst.len() < BURST_MAX => next,
                 ready => {
@@ -867,46 +870,45 @@ fn dispatch(
         Ok(None) => {}
         Ok(Some(Routed::Event(event))) => burst.push(Incoming::Event(event)),
         Ok(Some(Routed::Reply { id, outcome })) => {
-            let pending = {
-                let mut state = shared.lock();
-                let pending = state.pending.remove(&id);
-                give_back(&mut state.pending);
-                pending
+            // Parsed before taking the lock: a result can be tens of MiB.
+            let outcome = match outcome {
+                Ok(raw) => serde_json::from_str::<Value>(raw.get())
+                    .map_err(|e| (0, format!("unreadable result: {e}"), None)),
+                Err(error) => Err((error.code, error.message.clone(), error.data_text())),
             };
-            let Some(pending) = pending else {
+            let mut state = shared.lock();
+            let Some(pending) = state.pending.remove(&id) else {
                 tracing::debug!(
                     id,
                     "ignoring a reply for an unknown (or timed out) command id"
                 );
                 return;
             };
-            let result = match outcome {
-                Ok(raw) => {
-                    serde_json::from_str::<Value>(raw.get()).map_err(|e| CommandError::Protocol {
-                        method: pending.method.clone(),
-                        code: 0,
-                        message: format!("unreadable result: {e}"),
-                        data: None,
-                    })
-                }
-                Err(error) => Err(CommandError::Protocol {
-                    method: pending.method.clone(),
-                    code: error.code,
-                    data: error.data_text(),
-                    message: error.message,
-                }),
-            };
+            give_back(&mut state.pending);
+            let result = outcome.map_err(|(code, message, data)| CommandError::Protocol {
+                method: pending.method.clone(),
+                code,
+                message,
+                data,
+            });
             match pending.reply {
-                // In order with the events before and after it.
+                // In order with the events before and after it, and on the
+                // stream before this lock is let go: a shutdown (which
+                // fails what is still pending) cannot come between taking
+                // it out of `pending` and handing it over.
                 ReplyTo::Stream => {
                     if let Some(timer) = pending.timer {
                         timer.abort();
                     }
                     burst.push(Incoming::Reply { id, result });
+                    if let Some(events) = &state.events {
+                        let _ = events.send(std::mem::take(burst));
+                    }
                 }
                 // Whoever awaits it may look at the stream next: every
                 // event before the reply is on it by then.
                 ReplyTo::Future(_) => {
+                    drop(state);
                     shared.send_burst(burst);
                     pending.deliver(id, result, None);
                 }

@@ -365,6 +365,8 @@ fn scan_event(text: &str) -> Option<Spans> {
         let slot = match key {
             b"method" => Some((&mut method, plain()?)),
             b"sessionId" => Some((&mut session, plain()?)),
+            // `null` params mean none: the full decoder says `{}`.
+            b"params" if &b[start..end] == b"null" => return None,
             b"params" => Some((&mut params, span)),
             b"id" | b"result" | b"error" => return None,
             _ => None,
@@ -416,12 +418,17 @@ fn skip_value(b: &[u8], start: usize) -> Option<usize> {
                 i += 1;
             }
         }
-        // A number or a literal: up to what ends it.
+        // A number or a literal: up to what ends it, and nothing in it
+        // that would start or end another value (`1"id":7` is broken, not
+        // one long number).
         _ => {
-            let len = b[start..]
-                .iter()
-                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))?;
-            (len > 0).then_some(start + len)
+            let len = b[start..].iter().position(|c| {
+                matches!(
+                    c,
+                    b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' | b'"' | b':' | b'{' | b'['
+                )
+            })?;
+            (len > 0 && !matches!(b[start + len], b'"' | b':' | b'{' | b'[')).then_some(start + len)
         }
     }
 }
@@ -688,6 +695,11 @@ mod tests {
             r#"{"method":"X.y","sessionId":"S\u0031"}"#,
             r#"{"method":"X.y","method":"X.z"}"#,
             r#"{"method":null,"params":{}}"#,
+            // `null` params (the full decoder says `{}`); a broken value
+            // that would hide a key (found by a review).
+            r#"{"method":"A.b","params":null}"#,
+            r#"{"method":"A.b","x":1"id":7}"#,
+            r#"{"method":"A.b","x":tru{"id":7}}"#,
             // A lone surrogate escape: the full decoder repairs it.
             r#"{"method":"X.y","params":{"v":"lone\udc00"}}"#,
         ] {
@@ -703,6 +715,10 @@ mod tests {
             panic!("an event");
         };
         assert_eq!((e.method(), e.session_id()), ("X.y", Some("S1")));
+        let Some(Routed::Event(n)) = routed(r#"{"method":"A.b","params":null}"#) else {
+            panic!("an event");
+        };
+        assert_eq!(n.params(), "{}");
         assert_eq!(e.params(), r#"{"v":"lone\ufffd"}"#);
     }
 
