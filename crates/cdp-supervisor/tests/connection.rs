@@ -394,11 +394,16 @@ async fn dropping_every_handle_closes_the_socket() {
     assert!(clone.is_open(), "one clone still holds it open");
     drop(clone);
     expect_closed_then_end(&mut events).await;
+    wait_socket_closed(&mock, "every handle dropped").await;
+}
+
+/// Waits (up to `WAIT`) until the mock sees no socket open.
+async fn wait_socket_closed(mock: &MockCdp, after: &str) {
     let deadline = Instant::now() + WAIT;
     while mock.open_connection_count() > 0 {
         assert!(
             Instant::now() < deadline,
-            "the mock still sees the socket open"
+            "the mock still sees the socket open ({after})"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -421,16 +426,10 @@ async fn closing_an_idle_connection_closes_the_socket() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if close {
             conn.close();
+            wait_socket_closed(&mock, "close()").await;
         } else {
             drop(conn);
-        }
-        let deadline = Instant::now() + WAIT;
-        while mock.open_connection_count() > 0 {
-            assert!(
-                Instant::now() < deadline,
-                "the mock still sees the socket open (close(): {close})"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            wait_socket_closed(&mock, "the last handle dropped").await;
         }
     }
 }
