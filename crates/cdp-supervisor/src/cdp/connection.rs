@@ -847,11 +847,17 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
 impl Shared {
     /// Sends what `burst` holds to the event stream (while it is open).
     fn send_burst(&self, burst: &mut Vec<Incoming>) {
-        if burst.is_empty() {
-            return;
+        if !burst.is_empty() {
+            self.lock().send_burst(burst);
         }
+    }
+}
+
+impl State {
+    /// [`Shared::send_burst`], under a lock the caller holds.
+    fn send_burst(&self, burst: &mut Vec<Incoming>) {
         let burst = std::mem::take(burst);
-        if let Some(events) = &self.lock().events {
+        if let Some(events) = &self.events {
             let _ = events.send(burst);
         }
     }
@@ -901,9 +907,7 @@ fn dispatch(
                         timer.abort();
                     }
                     burst.push(Incoming::Reply { id, result });
-                    if let Some(events) = &state.events {
-                        let _ = events.send(std::mem::take(burst));
-                    }
+                    state.send_burst(burst);
                 }
                 // Whoever awaits it may look at the stream next: every
                 // event before the reply is on it by then.

@@ -304,21 +304,10 @@ impl State {
         self.attach(target_id, session_id, url, title, false, now);
     }
 
-    /// As [`State::attach_page`], for a page that waits for the debugger
-    /// (auto-attached paused): it is resumed once set up — with
+    /// [`State::attach_page`]; `paused`: the page waits for the debugger
+    /// (auto-attached paused), and is resumed once set up — with
     /// interception, once its `Fetch.enable` has replied, so its first
     /// document request is paused for the policy.
-    pub fn attach_waiting_page(
-        &mut self,
-        target_id: TargetId,
-        session_id: SessionId,
-        url: &str,
-        title: &str,
-        now: Now,
-    ) {
-        self.attach(target_id, session_id, url, title, true, now);
-    }
-
     fn attach(
         &mut self,
         target_id: TargetId,

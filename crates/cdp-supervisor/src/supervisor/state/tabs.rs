@@ -534,11 +534,8 @@ impl Tabs {
         let info = a.target_info;
         let session = a.session_id;
         self.drive(key, |s| {
-            if a.waiting_for_debugger {
-                s.attach_waiting_page(info.target_id, session, &info.url, &info.title, now)
-            } else {
-                s.attach_page(info.target_id, session, &info.url, &info.title, now)
-            }
+            let paused = a.waiting_for_debugger;
+            s.attach(info.target_id, session, &info.url, &info.title, paused, now)
         });
     }
 
