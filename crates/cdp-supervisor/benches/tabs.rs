@@ -52,7 +52,7 @@ fn popup(tabs: &mut Tabs, i: usize, now: Now) {
     settle(tabs, now);
 }
 
-fn snapshot_time(tabs: &Tabs) -> f64 {
+fn snapshot_time(tabs: &mut Tabs) -> f64 {
     const N: u32 = 2_000;
     let t = Instant::now();
     for _ in 0..N {
@@ -72,7 +72,7 @@ fn main() {
         now,
     );
     settle(&mut tabs, now);
-    let one = snapshot_time(&tabs);
+    let one = snapshot_time(&mut tabs);
     const ADDED: usize = 19;
     let before = counting_alloc::live();
     for i in 1..=ADDED {
@@ -80,7 +80,7 @@ fn main() {
     }
     let after = counting_alloc::live();
     assert_eq!(tabs.snapshot().tabs.len(), ADDED + 1);
-    let twenty = snapshot_time(&tabs);
+    let twenty = snapshot_time(&mut tabs);
     println!(
         "tabs: live heap per supervised tab {:.1} KiB ({} tabs added, {} bytes)",
         (after - before) as f64 / ADDED as f64 / 1024.0,

@@ -1121,7 +1121,7 @@ impl AgentSession {
                 Some("the page did not finish loading within 30 s"),
             ),
         };
-        let pending: Vec<PendingDialog> = match outcome {
+        let pending: Vec<Arc<PendingDialog>> = match outcome {
             NavigateOutcome::DialogPending(d) => d,
             _ => snap.pending_dialogs.clone(),
         };
@@ -1803,7 +1803,7 @@ async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
 /// The tool error of a call a dialog interrupted (DESIGN: "Calls a dialog
 /// interrupts"): it must say that the command is queued, not lost, and
 /// must not be resent.
-fn interrupted(method: &str, call_id: &str, pending_dialogs: Vec<PendingDialog>) -> ToolError {
+fn interrupted(method: &str, call_id: &str, pending_dialogs: Vec<Arc<PendingDialog>>) -> ToolError {
     let structured = json!({
         "interrupted_by_dialog": true,
         "call_id": call_id,

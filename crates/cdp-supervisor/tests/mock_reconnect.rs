@@ -36,7 +36,7 @@ async fn drop_and_come_back(how: Disconnect) {
         s.connection == ConnectionStatus::Connected && s.frame_tree.top.is_some()
     })
     .await;
-    assert_eq!(s.frame_tree.top.unwrap().frame_id, "T1");
+    assert_eq!(s.frame_tree.top.as_ref().unwrap().frame_id, "T1");
     let again = nth_command(&mock, "Target.attachToTarget", None, 2).await;
     assert_eq!(again.connection_index, 1);
     assert_eq!(again.params["targetId"], "T1");

@@ -53,7 +53,7 @@ fn regression_15_tree_is_complete_right_after_attach_and_top_is_the_main_frame()
         ("F3", "https://a.test/same"),
     ]));
     let t = h.snap().frame_tree;
-    let top = t.top.expect("top known without a navigation");
+    let top = t.top.clone().expect("top known without a navigation");
     assert_eq!(top.frame_id, "T1");
     assert_eq!(top.url, PAGE_URL);
     assert_eq!(top.origin, "https://a.test");
@@ -75,7 +75,7 @@ fn regression_15_child_events_before_the_tree_reply_never_make_an_iframe_the_top
         json!({"frameTree": top_tree(&[("F2", "https://a.test/ad")])}),
     );
     let t = h.snap().frame_tree;
-    assert_eq!(t.top.unwrap().frame_id, "T1");
+    assert_eq!(t.top.as_ref().unwrap().frame_id, "T1");
     assert_eq!(h.child_ids(), ["F2"]);
 }
 
@@ -145,7 +145,7 @@ fn regression_9_swap_before_attach_keeps_the_oopif_once() {
     h.frame_navigated("S1", "F2", Some("T1"), "https://a.test/x");
     h.frame_detached("S1", "F2", "swap");
     h.attach_oopif("S1", "F2", "S2", "https://b.test/");
-    let kids = h.snap().frame_tree.children;
+    let kids = h.snap().frame_tree.children.clone();
     assert_eq!(kids.len(), 1, "{kids:?}");
     assert!(kids[0].is_oopif);
     assert_eq!(kids[0].session_id.as_deref(), Some("S2"));
@@ -161,7 +161,7 @@ fn regression_9_swap_after_attach_keeps_the_oopif_once() {
     h.frame_detached("S1", "F2", "swap");
     // The child session reports its own navigation too.
     h.frame_navigated("S2", "F2", Some("T1"), "https://b.test/page");
-    let kids = h.snap().frame_tree.children;
+    let kids = h.snap().frame_tree.children.clone();
     assert_eq!(kids.len(), 1, "{kids:?}");
     assert!(kids[0].is_oopif);
     assert_eq!(kids[0].url, "https://b.test/page");
@@ -522,7 +522,7 @@ fn attach_seeds_the_top_from_target_info_when_the_page_is_blocked() {
     let mut h = H::new(MustRespond);
     h.st.attach_page("T1".into(), sid("S1"), "https://a.test/held", "Held", h.now);
     let s = h.snap();
-    assert_eq!(s.frame_tree.top.unwrap().frame_id, "T1");
+    assert_eq!(s.frame_tree.top.as_ref().unwrap().frame_id, "T1");
     assert_eq!(s.url, "https://a.test/held");
     assert_eq!(s.title, "Held");
     h.fire_after(PAGE_ENABLE_GRACE);
@@ -605,14 +605,15 @@ fn oopif_attached_under(
     h.drain();
 }
 
-fn parent_of(h: &H, frame_id: &str) -> String {
-    h.snap()
+fn parent_of(h: &mut H, frame_id: &str) -> String {
+    let found = h
+        .snap()
         .frame_tree
         .children
         .iter()
         .find(|c| c.frame_id == frame_id)
-        .map(|c| c.parent_frame_id.clone())
-        .unwrap_or_else(|| panic!("no frame {frame_id}: {:?}", h.child_ids()))
+        .map(|c| c.parent_frame_id.clone());
+    found.unwrap_or_else(|| panic!("no frame {frame_id}: {:?}", h.child_ids()))
 }
 
 /// Defect 4 (issue 8): an OOPIF nested in a same-process iframe, attached
@@ -622,7 +623,7 @@ fn regression_15_oopif_in_a_same_process_iframe_takes_its_parent_from_target_inf
     let mut h = H::new(MustRespond);
     h.attach_page(&top_tree(&[("F1", "about:srcdoc")]));
     oopif_attached_under(&mut h, "S1", "F2", "S2", Some("F1"));
-    assert_eq!(parent_of(&h, "F2"), "F1");
+    assert_eq!(parent_of(&mut h, "F2"), "F1");
 }
 
 /// Defect 4 (issue 8): the OOPIF's own tree reply names its parent and
@@ -637,7 +638,7 @@ fn regression_15_oopif_own_tree_reply_corrects_its_parent() {
         Purpose::FrameTree,
         json!({"frameTree": {"frame": frame("F2", Some("F1"), "https://c.test/")}}),
     );
-    assert_eq!(parent_of(&h, "F2"), "F1");
+    assert_eq!(parent_of(&mut h, "F2"), "F1");
 }
 
 /// Defect 4 (issue 8): `truncated: true` survived a reconnect.
@@ -694,7 +695,7 @@ fn regression_9_oopif_attached_before_the_page_tree_reply_stays_an_oopif() {
         Purpose::FrameTree,
         json!({"frameTree": top_tree(&[("F2", "https://b.test/")])}),
     );
-    let kids = h.snap().frame_tree.children;
+    let kids = h.snap().frame_tree.children.clone();
     assert_eq!(kids.len(), 1, "{kids:?}");
     assert!(kids[0].is_oopif, "{kids:?}");
     assert_eq!(kids[0].session_id.as_deref(), Some("S2"));

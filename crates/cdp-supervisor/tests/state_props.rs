@@ -259,9 +259,9 @@ impl Model {
         self.session_frame.retain(|s, _| st.has_session(&sid(s)));
     }
 
-    fn check(&self) -> Result<(), TestCaseError> {
+    fn check(&mut self) -> Result<(), TestCaseError> {
+        let snap = self.h.st.snapshot();
         let st = &self.h.st;
-        let snap = st.snapshot();
         let answering: HashSet<String> = self
             .in_flight
             .iter()

@@ -125,7 +125,7 @@ impl H {
         );
     }
 
-    fn tab_ids(&self) -> Vec<String> {
+    fn tab_ids(&mut self) -> Vec<String> {
         self.tabs
             .snapshot()
             .tabs

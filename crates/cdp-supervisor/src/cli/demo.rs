@@ -22,6 +22,7 @@ use crate::supervisor::snapshot::{ClosedDialog, FrameTreeView, PendingDialog};
 use crate::tools::AgentSession;
 use serde_json::{Value, json};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The whole demo's deadline (the contract: it ends by itself within two minutes).
@@ -501,7 +502,7 @@ async fn eval_top(session: &AgentSession, expression: &str) -> Result<Value, Cli
 async fn wait_dialog(
     session: &AgentSession,
     seen: &mut HashSet<String>,
-) -> Result<PendingDialog, CliError> {
+) -> Result<Arc<PendingDialog>, CliError> {
     let sup = session
         .supervisor()
         .await
@@ -539,7 +540,7 @@ async fn wait_closed(
     session: &AgentSession,
     id: &str,
     within: Duration,
-) -> Result<ClosedDialog, CliError> {
+) -> Result<Arc<ClosedDialog>, CliError> {
     let sup = session
         .supervisor()
         .await

@@ -269,7 +269,7 @@ mod tests {
             mode: None,
             target_id: None,
         };
-        let line = notice_line(&Notice::DialogOpened { dialog: d });
+        let line = notice_line(&Notice::DialogOpened { dialog: d.into() });
         assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
         assert!(line.contains("\\x1b[1A\\x1b[2K\\rdialog closed"), "{line}");
         assert!(line.contains("http://a.test/\\x1b[31m"), "{line}");

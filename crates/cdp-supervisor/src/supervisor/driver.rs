@@ -200,7 +200,7 @@ pub enum CallOutcome {
         /// The id its completion will carry (`c-N`).
         call_id: String,
         /// The dialogs pending when the call returned.
-        pending_dialogs: Vec<PendingDialog>,
+        pending_dialogs: Vec<Arc<PendingDialog>>,
     },
 }
 
@@ -221,7 +221,7 @@ pub enum NavigateOutcome {
     /// The page loaded (`Page.loadEventFired`).
     Loaded,
     /// A dialog opened first (during load, or a `beforeunload` on the page being left).
-    DialogPending(Vec<PendingDialog>),
+    DialogPending(Vec<Arc<PendingDialog>>),
     /// The navigation committed but the load event did not come by the deadline.
     LoadTimeout,
 }
@@ -1141,7 +1141,7 @@ impl Supervisor {
         &self,
         fut: F,
         existing_block: bool,
-    ) -> Result<T, Vec<PendingDialog>>
+    ) -> Result<T, Vec<Arc<PendingDialog>>>
     where
         F: Future<Output = T>,
     {
@@ -1153,7 +1153,7 @@ impl Supervisor {
             (ids, blocked)
         };
         let policy = self.shared.policy;
-        let auto = |d: &PendingDialog| {
+        let auto = |d: &Arc<PendingDialog>| {
             policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
         };
         let new_dialog = async {
@@ -1317,7 +1317,7 @@ impl Supervisor {
 
 /// Whether a pending dialog blocks the page's scripts: a JS dialog does; a
 /// file chooser (intercepted: the input just waits for files) does not.
-fn blocks(d: &PendingDialog) -> bool {
+fn blocks(d: &Arc<PendingDialog>) -> bool {
     d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
 }
 

@@ -2,10 +2,17 @@
 //! prints. Plain data, serialized with the spec's field names.
 //!
 //! Times are Unix seconds as `f64` (`opened_at`, `closed_at`, `at`).
+//!
+//! A snapshot shares its entries with the supervisor's state and with the
+//! snapshot published before it: dialogs, console errors and blocked
+//! navigations are `Arc`s made once when they happen, and the frame tree is
+//! one `Arc` rebuilt only when a frame changes. Publishing one costs a few
+//! reference counts, not a copy of every string; `Arc<T>` serializes as `T`.
 
 use crate::cdp::protocol::DialogType;
 pub use crate::supervisor::origins::BlockedNavigation;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Who closed a dialog (`closed_by`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -158,31 +165,72 @@ pub enum ConnectionStatus {
 }
 
 /// Everything the supervisor knows, as `browser_snapshot` shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Equality compares values; entries shared with the other snapshot (the
+/// same `Arc`) are equal without reading them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     /// The top frame's URL.
     pub url: String,
     /// The page's title (`Target.targetInfoChanged`).
     pub title: String,
     /// The dialogs open now, oldest first.
-    pub pending_dialogs: Vec<PendingDialog>,
+    pub pending_dialogs: Vec<Arc<PendingDialog>>,
     /// The last 20 closed dialogs, oldest first.
-    pub recent_dialogs: Vec<ClosedDialog>,
+    pub recent_dialogs: Vec<Arc<ClosedDialog>>,
     /// The frames, capped at 30 children and OOPIF depth 2.
-    pub frame_tree: FrameTreeView,
+    pub frame_tree: Arc<FrameTreeView>,
     /// The last 50 console errors and uncaught exceptions, oldest first.
-    pub console_errors: Vec<ConsoleError>,
+    pub console_errors: Vec<Arc<ConsoleError>>,
     /// The page was already blocked by a dialog we never saw (it opened
     /// before we attached): only navigating the page releases it.
     pub page_blocked: bool,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
     /// The last 10 documents the navigation policy stopped, oldest first.
-    pub blocked_navigations: Vec<BlockedNavigation>,
+    pub blocked_navigations: Vec<Arc<BlockedNavigation>>,
     /// The supervised tabs, oldest first.
     pub tabs: Vec<TabView>,
     /// More pages were opened than `max_tabs`: the extra ones are not supervised.
     pub tabs_truncated: bool,
+}
+
+impl PartialEq for Snapshot {
+    fn eq(&self, other: &Snapshot) -> bool {
+        // Destructured so that a new field cannot be left out.
+        let Snapshot {
+            url,
+            title,
+            pending_dialogs,
+            recent_dialogs,
+            frame_tree,
+            console_errors,
+            page_blocked,
+            connection,
+            blocked_navigations,
+            tabs,
+            tabs_truncated,
+        } = self;
+        *url == other.url
+            && *title == other.title
+            && *page_blocked == other.page_blocked
+            && *connection == other.connection
+            && *tabs_truncated == other.tabs_truncated
+            && same(pending_dialogs, &other.pending_dialogs)
+            && same(recent_dialogs, &other.recent_dialogs)
+            && same(console_errors, &other.console_errors)
+            && same(blocked_navigations, &other.blocked_navigations)
+            && (Arc::ptr_eq(frame_tree, &other.frame_tree) || *frame_tree == other.frame_tree)
+            && *tabs == other.tabs
+    }
+}
+
+/// Whether two lists of shared entries are equal, reading only the entries
+/// that are not the same `Arc`.
+fn same<T: PartialEq>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| Arc::ptr_eq(x, y) || **x == **y)
 }
 
 /// One supervised tab (`tabs[]`).

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 #[path = "../snapshot_wait/mod.rs"]
 mod snapshot_wait;
 pub use snapshot_wait::wait_snapshot_for;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a test waits for something Chromium does in milliseconds.
@@ -141,7 +142,7 @@ impl Harness {
     }
 
     /// Waits for `n` pending dialogs.
-    pub async fn pending(&self, n: usize) -> Vec<PendingDialog> {
+    pub async fn pending(&self, n: usize) -> Vec<Arc<PendingDialog>> {
         self.wait_snapshot(&format!("{n} pending dialogs"), |s| {
             s.pending_dialogs.len() >= n
         })
@@ -150,7 +151,7 @@ impl Harness {
     }
 
     /// Waits until dialog `id` is in recent_dialogs.
-    pub async fn closed(&self, id: &str) -> ClosedDialog {
+    pub async fn closed(&self, id: &str) -> Arc<ClosedDialog> {
         let s = self
             .wait_snapshot(&format!("dialog {id} closed"), |s| {
                 s.recent_dialogs.iter().any(|c| c.dialog.id == id)

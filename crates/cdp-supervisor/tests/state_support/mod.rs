@@ -266,28 +266,32 @@ impl H {
         )
     }
 
-    pub fn snap(&self) -> Snapshot {
+    pub fn snap(&mut self) -> Snapshot {
         self.st.snapshot()
     }
 
-    pub fn pending_ids(&self) -> Vec<String> {
+    pub fn pending_ids(&mut self) -> Vec<String> {
         self.snap()
             .pending_dialogs
-            .into_iter()
-            .map(|d| d.id)
+            .iter()
+            .map(|d| d.id.clone())
             .collect()
     }
 
-    pub fn recent(&self) -> Vec<ClosedDialog> {
-        self.snap().recent_dialogs
+    pub fn recent(&mut self) -> Vec<ClosedDialog> {
+        self.snap()
+            .recent_dialogs
+            .iter()
+            .map(|c| ClosedDialog::clone(c))
+            .collect()
     }
 
-    pub fn child_ids(&self) -> Vec<String> {
+    pub fn child_ids(&mut self) -> Vec<String> {
         self.snap()
             .frame_tree
             .children
-            .into_iter()
-            .map(|c| c.frame_id)
+            .iter()
+            .map(|c| c.frame_id.clone())
             .collect()
     }
 

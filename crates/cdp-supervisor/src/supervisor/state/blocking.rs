@@ -12,21 +12,22 @@ use crate::cdp::protocol::{FrameId, SessionId};
 use crate::supervisor::origins::{BlockedNavigation, NavigationPolicy};
 use serde_json::json;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// spec: `blocked_navigations` keeps the last 10.
 pub const BLOCKED_NAVIGATIONS_MAX: usize = 10;
 
 /// The last stopped navigations, oldest first.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Blocked(VecDeque<BlockedNavigation>);
+pub(super) struct Blocked(VecDeque<Arc<BlockedNavigation>>);
 
 impl Blocked {
     fn record(&mut self, url: &str, rule: String, now: Now, out: &mut Out) {
-        let navigation = BlockedNavigation {
+        let navigation = Arc::new(BlockedNavigation {
             url: url.to_owned(),
             rule,
             at: now.unix_s,
-        };
+        });
         if self.0.len() == BLOCKED_NAVIGATIONS_MAX {
             self.0.pop_front();
         }
@@ -35,7 +36,7 @@ impl Blocked {
     }
 
     /// For the snapshot.
-    pub(super) fn entries(&self) -> Vec<BlockedNavigation> {
+    pub(super) fn entries(&self) -> Vec<Arc<BlockedNavigation>> {
         self.0.iter().cloned().collect()
     }
 }

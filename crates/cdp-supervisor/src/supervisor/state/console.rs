@@ -6,16 +6,18 @@ use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now, cut};
 use crate::cdp::protocol::{ConsoleApiCalled, ExceptionThrown};
 use crate::supervisor::snapshot::ConsoleError;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-/// The console ring.
+/// The console ring. Its entries are shared with the snapshots and the
+/// notices that show them.
 #[derive(Clone, Debug, Default)]
 pub struct Console {
-    ring: VecDeque<ConsoleError>,
+    ring: VecDeque<Arc<ConsoleError>>,
 }
 
 impl Console {
     /// A `Runtime.consoleAPICalled`: the entry to announce, if it is an error.
-    pub fn on_api_called(&mut self, c: ConsoleApiCalled, now: Now) -> Option<ConsoleError> {
+    pub fn on_api_called(&mut self, c: ConsoleApiCalled, now: Now) -> Option<Arc<ConsoleError>> {
         if !ConsoleApiCalled::is_error(&c.call_type) {
             return None;
         }
@@ -24,7 +26,7 @@ impl Console {
     }
 
     /// A `Runtime.exceptionThrown`: the entry to announce.
-    pub fn on_exception(&mut self, e: ExceptionThrown, now: Now) -> ConsoleError {
+    pub fn on_exception(&mut self, e: ExceptionThrown, now: Now) -> Arc<ConsoleError> {
         let d = e.exception_details;
         let text = d
             .exception
@@ -40,13 +42,19 @@ impl Console {
         )
     }
 
-    fn push(&mut self, level: String, text: String, url: Option<String>, at: f64) -> ConsoleError {
-        let error = ConsoleError {
+    fn push(
+        &mut self,
+        level: String,
+        text: String,
+        url: Option<String>,
+        at: f64,
+    ) -> Arc<ConsoleError> {
+        let error = Arc::new(ConsoleError {
             level,
             text: cut(text, CONSOLE_TEXT_MAX_CHARS),
             url,
             at,
-        };
+        });
         if self.ring.len() == CONSOLE_ERRORS_MAX {
             self.ring.pop_front();
         }
@@ -55,7 +63,7 @@ impl Console {
     }
 
     /// The entries, oldest first.
-    pub fn entries(&self) -> Vec<ConsoleError> {
+    pub fn entries(&self) -> Vec<Arc<ConsoleError>> {
         self.ring.iter().cloned().collect()
     }
 }

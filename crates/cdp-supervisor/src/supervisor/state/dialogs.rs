@@ -20,6 +20,7 @@ use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, PendingDialog};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Why a dialog stopped being pending: the only input of [`closed_by`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,7 +73,8 @@ struct Answering {
 
 #[derive(Clone, Debug)]
 struct Dialog {
-    view: PendingDialog,
+    /// Shared with the snapshots and the notice that show it.
+    view: Arc<PendingDialog>,
     frame_id: Option<FrameId>,
     session_id: Option<SessionId>,
     answering: Option<Answering>,
@@ -92,7 +94,7 @@ pub struct Dialogs {
     /// See [`ANSWERS_AFTER_CLOSE_MAX`].
     answers_after_close: VecDeque<(ClosedDialog, Answering)>,
     next: u64,
-    recent: VecDeque<ClosedDialog>,
+    recent: VecDeque<Arc<ClosedDialog>>,
 }
 
 impl Default for Dialogs {
@@ -108,13 +110,13 @@ impl Default for Dialogs {
 
 impl Dialogs {
     /// Pending dialogs, oldest first.
-    pub fn views(&self) -> impl Iterator<Item = &PendingDialog> {
+    pub fn views(&self) -> impl Iterator<Item = &Arc<PendingDialog>> {
         self.pending.iter().map(|d| &d.view)
     }
 
     /// Recently closed dialogs, oldest first.
-    pub fn recent(&self) -> Vec<ClosedDialog> {
-        self.recent.iter().cloned().collect()
+    pub fn recent(&self) -> impl Iterator<Item = &Arc<ClosedDialog>> {
+        self.recent.iter()
     }
 
     /// The number the next dialog's id gets.
@@ -254,7 +256,7 @@ impl State {
         }
         let id = format!("d-{}", self.dialogs.next);
         self.dialogs.next += 1;
-        let view = PendingDialog {
+        let view = Arc::new(PendingDialog {
             id: id.clone(),
             dialog_type: d.dialog_type,
             message,
@@ -265,7 +267,7 @@ impl State {
             answerable: true,
             mode: chooser.as_ref().map(|c| c.mode.clone()),
             target_id: self.targets.top_target().map(|t| t.0.clone()),
-        };
+        });
         self.dialogs.pending.push(Dialog {
             view: view.clone(),
             frame_id,
@@ -559,13 +561,13 @@ impl State {
         };
         let d = self.dialogs.pending.remove(pos);
         self.timers.cancel(&Timer::Dialog(id.to_owned()));
-        let closed = ClosedDialog {
-            dialog: d.view,
+        let closed = Arc::new(ClosedDialog {
+            dialog: Arc::unwrap_or_clone(d.view),
             closed_at: now.unix_s,
             closed_by: closed_by(cause),
             accepted,
             user_input,
-        };
+        });
         let dialogs = &mut self.dialogs;
         if dialogs.recent.len() == RECENT_DIALOGS_MAX {
             dialogs.recent.pop_front();
@@ -576,7 +578,9 @@ impl State {
             if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
                 dialogs.answers_after_close.pop_front();
             }
-            dialogs.answers_after_close.push_back((closed.clone(), a));
+            dialogs
+                .answers_after_close
+                .push_back((ClosedDialog::clone(&closed), a));
         }
         self.out.notice(Notice::DialogClosed { dialog: closed });
     }
@@ -609,7 +613,7 @@ impl State {
                         .iter()
                         .rev()
                         .find(|c| c.dialog.id == id)
-                        .cloned();
+                        .map(|c| ClosedDialog::clone(c));
                     if let Some(closed) = closed {
                         self.out.push(Output::AnswerDone {
                             ticket,
@@ -623,7 +627,7 @@ impl State {
         };
         let refused = e.is_code(ERROR_INVALID_PARAMS);
         if refused {
-            d.view.answerable = false;
+            Arc::make_mut(&mut d.view).answerable = false;
         }
         let dialog_type = d.view.dialog_type.clone();
         match by {
@@ -680,7 +684,7 @@ impl State {
         if lost && closed.closed_by == answering.by {
             closed.closed_by = closed_by(CloseCause::LostRace);
             if let Some(r) = dialogs.recent.iter_mut().rev().find(|c| c.dialog.id == id) {
-                r.closed_by = closed.closed_by;
+                Arc::make_mut(r).closed_by = closed.closed_by;
             }
         }
         if let Some(ticket) = answering.ticket {

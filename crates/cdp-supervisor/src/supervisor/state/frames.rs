@@ -11,6 +11,7 @@ use super::{Notice, RouteError, origin_of};
 use crate::cdp::protocol::{FrameId, FrameInfo, FrameTree, SessionId};
 use crate::supervisor::snapshot::{ChildFrame, FrameTreeView, TopFrame};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 struct Frame {
@@ -43,6 +44,10 @@ pub struct Frames {
     /// The last loader announced with [`super::Notice::PageLoaded`]: the
     /// lifecycle event and the load event both announce a load, once.
     loaded_loader: Option<String>,
+    /// The tree the snapshot shows, with the [`Targets::generation`] it was
+    /// built against: built at most once per change, shared by every
+    /// snapshot until the next. Every method that changes a frame drops it.
+    view: Option<(u64, Arc<FrameTreeView>)>,
 }
 
 impl Frames {
@@ -59,6 +64,7 @@ impl Frames {
 
     /// The page is gone: every frame goes. Returns them.
     pub fn clear(&mut self) -> Vec<FrameId> {
+        self.view = None;
         self.top_loader = None;
         self.doc_loader = None;
         self.frames.drain().map(|(id, _)| id).collect()
@@ -93,6 +99,7 @@ impl Frames {
 
     /// Marks the tree as missing frames (a session past its bound).
     pub fn mark_dropped(&mut self) {
+        self.view = None;
         self.dropped = true;
     }
 
@@ -107,6 +114,7 @@ impl Frames {
 
     /// Sets the top frame's URL (as the browser reports it after a load).
     pub fn set_top_url(&mut self, url: String) {
+        self.view = None;
         if let Some(f) = self.top.as_ref().and_then(|t| self.frames.get_mut(t))
             && f.url != url
             && !url.is_empty()
@@ -145,6 +153,7 @@ impl Frames {
     }
 
     fn insert(&mut self, id: &FrameId, parent: Option<&FrameId>, url: &str, session: &SessionId) {
+        self.view = None;
         self.seq += 1;
         let is_top = Some(id) == self.top.as_ref();
         self.frames.insert(
@@ -172,6 +181,7 @@ impl Frames {
         is_oopif: bool,
         out: &mut Out,
     ) {
+        self.view = None;
         if let Some(f) = self.frames.get_mut(id) {
             if f.parent.is_none() && Some(id) != self.top.as_ref() {
                 f.parent = parent.cloned();
@@ -207,6 +217,7 @@ impl Frames {
     /// `targetInfo.parentFrameId`, or the root `parentId` of its own tree):
     /// truer than a guess made before.
     pub fn set_parent(&mut self, id: &FrameId, parent: &FrameId) {
+        self.view = None;
         if Some(id) == self.top.as_ref() || id == parent {
             return;
         }
@@ -227,6 +238,7 @@ impl Frames {
         frame: &FrameInfo,
         out: &mut Out,
     ) -> Vec<FrameId> {
+        self.view = None;
         let url = frame.full_url();
         let is_top = Some(&frame.id) == self.top.as_ref();
         let mut dropped = Vec::new();
@@ -282,6 +294,7 @@ impl Frames {
     /// Removes `root` and everything below it (never the top). Returns the
     /// frames removed, announced as detached.
     pub fn remove_subtree(&mut self, root: &FrameId, out: &mut Out) -> Vec<FrameId> {
+        self.view = None;
         if Some(root) == self.top.as_ref() {
             return Vec::new();
         }
@@ -324,6 +337,7 @@ impl Frames {
         tree: FrameTree,
         out: &mut Out,
     ) {
+        self.view = None;
         let mut stack = vec![(tree, None::<FrameId>)];
         while let Some((node, parent)) = stack.pop() {
             let FrameTree {
@@ -397,8 +411,25 @@ impl Frames {
 
     /// The tree the snapshot shows: depth-first, parents before children,
     /// capped at [`FRAME_TREE_MAX_ENTRIES`] children and OOPIF depth
-    /// [`FRAME_TREE_MAX_OOPIF_DEPTH`].
-    pub fn view(&self, targets: &Targets) -> FrameTreeView {
+    /// [`FRAME_TREE_MAX_OOPIF_DEPTH`]. Built once per change of the frames
+    /// or of `targets`' sessions (which decide the routable `session_id`s),
+    /// then shared.
+    pub fn view(&mut self, targets: &Targets) -> Arc<FrameTreeView> {
+        let generation = targets.generation();
+        if let Some((built_for, view)) = &self.view
+            && *built_for == generation
+        {
+            // Every change drops the cached tree: a missed one shows here
+            // in any debug build (every test).
+            debug_assert_eq!(**view, self.build_view(targets), "a stale frame tree");
+            return view.clone();
+        }
+        let view = Arc::new(self.build_view(targets));
+        self.view = Some((generation, view.clone()));
+        view
+    }
+
+    fn build_view(&self, targets: &Targets) -> FrameTreeView {
         let mut view = FrameTreeView {
             truncated: self.dropped,
             ..Default::default()

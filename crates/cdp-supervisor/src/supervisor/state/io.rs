@@ -10,6 +10,7 @@ use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{ClosedDialog, ConsoleError, PendingDialog};
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{DEFAULT_DIALOG_TIMEOUT, DialogError, PAGE_ENABLE_GRACE};
@@ -220,12 +221,12 @@ pub enum Notice {
     /// A dialog opened (`Page.javascriptDialogOpening`, or the dialog bridge).
     DialogOpened {
         /// The dialog, as `pending_dialogs[]` shows it.
-        dialog: PendingDialog,
+        dialog: Arc<PendingDialog>,
     },
     /// A dialog closed, by whoever: see its `closed_by`.
     DialogClosed {
         /// The dialog, as `recent_dialogs[]` shows it.
-        dialog: ClosedDialog,
+        dialog: Arc<ClosedDialog>,
     },
     /// A frame below the top became known (`Page.frameAttached`,
     /// `Page.frameNavigated`, a `Page.getFrameTree` reply, or an OOPIF's
@@ -257,7 +258,7 @@ pub enum Notice {
     /// or an uncaught exception (`Runtime.exceptionThrown`).
     ConsoleError {
         /// The entry, as `console_errors[]` shows it.
-        error: ConsoleError,
+        error: Arc<ConsoleError>,
     },
     /// The page was blocked by a dialog opened before we attached.
     PageBlocked,
@@ -282,7 +283,7 @@ pub enum Notice {
     /// `Fetch.requestPaused`, or a commit released to `about:blank`).
     NavigationBlocked {
         /// As `blocked_navigations[]` shows it.
-        navigation: BlockedNavigation,
+        navigation: Arc<BlockedNavigation>,
     },
     /// The supervised page's session is gone (tab closed or crashed).
     /// [`super::Tabs`] turns it into [`Notice::TabClosed`].

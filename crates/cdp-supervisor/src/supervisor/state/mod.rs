@@ -79,6 +79,7 @@ use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{ClosedBy, PendingDialog, Snapshot};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use targets::{Adopted, Intercept};
 
@@ -233,7 +234,7 @@ impl State {
     }
 
     /// Pending dialogs, oldest first.
-    pub fn pending_dialogs(&self) -> impl Iterator<Item = &PendingDialog> {
+    pub fn pending_dialogs(&self) -> impl Iterator<Item = &Arc<PendingDialog>> {
         self.dialogs.views()
     }
 
@@ -255,12 +256,14 @@ impl State {
     }
 
     /// The last documents the navigation policy stopped in this tab, oldest first.
-    pub fn blocked_navigations(&self) -> Vec<crate::supervisor::origins::BlockedNavigation> {
+    pub fn blocked_navigations(&self) -> Vec<Arc<crate::supervisor::origins::BlockedNavigation>> {
         self.blocked.entries()
     }
 
     /// The last closed dialogs, oldest first.
-    pub fn recent_dialogs(&self) -> Vec<crate::supervisor::snapshot::ClosedDialog> {
+    pub fn recent_dialogs(
+        &self,
+    ) -> impl Iterator<Item = &Arc<crate::supervisor::snapshot::ClosedDialog>> {
         self.dialogs.recent()
     }
 
@@ -686,13 +689,15 @@ impl State {
         self.frames.route(frame_id, &self.targets)
     }
 
-    /// Builds the snapshot the agent reads.
-    pub fn snapshot(&self) -> Snapshot {
+    /// Builds the snapshot the agent reads. It shares its entries with this
+    /// state (see [`crate::supervisor::snapshot`]); `&mut` because the frame
+    /// tree, built once per change, is kept for the next one.
+    pub fn snapshot(&mut self) -> Snapshot {
         Snapshot {
             url: self.frames.top_url().to_owned(),
             title: self.targets.title().to_owned(),
             pending_dialogs: self.dialogs.views().cloned().collect(),
-            recent_dialogs: self.dialogs.recent(),
+            recent_dialogs: self.dialogs.recent().cloned().collect(),
             frame_tree: self.frames.view(&self.targets),
             console_errors: self.console.entries(),
             page_blocked: self.page_blocked,

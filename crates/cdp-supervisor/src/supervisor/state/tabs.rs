@@ -31,6 +31,7 @@ use crate::cdp::protocol::{AttachedToTarget, Event, SessionId, TargetId};
 use crate::supervisor::snapshot::{ClosedBy, Snapshot, TabView};
 use serde_json::{Value, json};
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Closed tabs whose machines are kept: replies still owed to them find
@@ -766,7 +767,7 @@ impl Tabs {
                     return Err(DialogError::Ambiguous {
                         candidates: self
                             .pending_dialogs()
-                            .map(super::dialogs::describe_view)
+                            .map(|d| super::dialogs::describe_view(d))
                             .collect(),
                     });
                 }
@@ -780,7 +781,7 @@ impl Tabs {
     /// Every tab's pending dialogs, oldest first.
     pub fn pending_dialogs(
         &self,
-    ) -> impl Iterator<Item = &crate::supervisor::snapshot::PendingDialog> {
+    ) -> impl Iterator<Item = &Arc<crate::supervisor::snapshot::PendingDialog>> {
         let mut all: Vec<_> = self
             .tabs
             .iter()
@@ -831,10 +832,14 @@ impl Tabs {
     }
 
     /// Builds the snapshot the agent reads: the current tab's page, frames
-    /// and console; every tab's dialogs; the tabs.
-    pub fn snapshot(&self) -> Snapshot {
+    /// and console; every tab's dialogs; the tabs. Shares its entries with
+    /// the tabs' states (see [`State::snapshot`]).
+    pub fn snapshot(&mut self) -> Snapshot {
+        let current = self.current;
         let mut snap = self
-            .current_tab()
+            .tabs
+            .iter_mut()
+            .find(|t| Some(t.key) == current)
             .map(|t| t.state.snapshot())
             .unwrap_or_default();
         snap.pending_dialogs = self.pending_dialogs().cloned().collect();
@@ -842,7 +847,7 @@ impl Tabs {
             .tabs
             .iter()
             .chain(self.closed.iter())
-            .flat_map(|t| t.state.recent_dialogs())
+            .flat_map(|t| t.state.recent_dialogs().cloned())
             .collect();
         recent.sort_by(|a, b| a.closed_at.total_cmp(&b.closed_at));
         let skip = recent.len().saturating_sub(RECENT_DIALOGS_MAX);

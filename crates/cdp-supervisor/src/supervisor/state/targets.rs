@@ -49,6 +49,8 @@ pub struct Targets {
     title: String,
     /// Every live session we supervise (the page's too), with its target.
     sessions: HashMap<SessionId, TargetId>,
+    /// Counts the changes of `sessions` (see [`Targets::generation`]).
+    generation: u64,
 }
 
 /// What [`Targets::adopt`] decided about an auto-attached target.
@@ -87,6 +89,13 @@ impl Targets {
     /// Sets the page's title (`targetInfoChanged`, `getTargetInfo`).
     pub fn set_title(&mut self, title: String) {
         self.title = title;
+    }
+
+    /// A number that changes whenever a session comes or goes: what was
+    /// built from the sessions (the frame tree's routable `session_id`s)
+    /// is stale once it differs.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Whether `session` is a live one we supervise.
@@ -128,6 +137,7 @@ impl Targets {
     ) {
         self.top_target = Some(target_id.clone());
         self.top_session = Some(session.clone());
+        self.generation += 1;
         self.sessions.clear();
         self.sessions.insert(session.clone(), target_id);
         if !title.is_empty() {
@@ -138,6 +148,7 @@ impl Targets {
 
     /// The connection dropped: every session is dead.
     pub fn connection_lost(&mut self) {
+        self.generation += 1;
         self.sessions.clear();
         self.top_session = None;
     }
@@ -146,6 +157,7 @@ impl Targets {
     /// session goes with it), `Some(false)` for a child, `None` if unknown.
     pub fn remove(&mut self, session: &SessionId) -> Option<(bool, TargetId)> {
         let target = self.sessions.remove(session)?;
+        self.generation += 1;
         if Some(session) == self.top_session.as_ref() {
             self.top_session = None;
             self.sessions.clear();
@@ -187,6 +199,7 @@ impl Targets {
             );
             return Adopted::Released { frame: is_frame };
         }
+        self.generation += 1;
         self.sessions
             .insert(child.clone(), a.target_info.target_id.clone());
         Self::setup(&child, true, true, intercept, out);
