@@ -472,9 +472,9 @@ fn frames_of(tree: &FrameTreeView, page: &SessionId) -> Vec<FrameInfo> {
     let by_id: HashMap<&str, &crate::supervisor::snapshot::ChildFrame> = tree
         .children
         .iter()
-        .map(|c| (c.frame_id.as_str(), c))
+        .map(|c| (c.frame_id.as_str(), &**c))
         .collect();
-    for c in &tree.children {
+    for c in tree.children.iter().map(|c| &**c) {
         // The nearest frame (itself included) with a session of its own.
         let mut at = Some(c);
         let mut host = page.clone();

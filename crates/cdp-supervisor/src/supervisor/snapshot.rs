@@ -128,7 +128,7 @@ pub struct FrameTreeView {
     /// The main frame; `None` before the page is attached.
     pub top: Option<TopFrame>,
     /// Every other frame, depth-first, parents before children.
-    pub children: Vec<ChildFrame>,
+    pub children: Vec<Arc<ChildFrame>>,
     /// Some frames are left out (a cap, or more frames than the supervisor tracks).
     pub truncated: bool,
 }

@@ -46,8 +46,14 @@ pub struct Frames {
     loaded_loader: Option<String>,
     /// The tree the snapshot shows, with the [`Targets::generation`] it was
     /// built against: built at most once per change, shared by every
-    /// snapshot until the next. Every method that changes a frame drops it.
+    /// snapshot until the next. A change of the tree's shape (a frame comes
+    /// or goes, its parent, OOPIF flag or session changes, a cap) drops it:
+    /// see [`Frames::reshape`].
     view: Option<(u64, Arc<FrameTreeView>)>,
+    /// Shown frames whose URL or origin changed since `view` was built, and
+    /// nothing else: their entries are patched in, the tree is not rebuilt.
+    /// (A frame the capped tree leaves out can change its URL freely.)
+    restyled: Vec<FrameId>,
 }
 
 impl Frames {
@@ -64,7 +70,7 @@ impl Frames {
 
     /// The page is gone: every frame goes. Returns them.
     pub fn clear(&mut self) -> Vec<FrameId> {
-        self.view = None;
+        self.reshape();
         self.top_loader = None;
         self.doc_loader = None;
         self.frames.drain().map(|(id, _)| id).collect()
@@ -99,7 +105,7 @@ impl Frames {
 
     /// Marks the tree as missing frames (a session past its bound).
     pub fn mark_dropped(&mut self) {
-        self.view = None;
+        self.reshape();
         self.dropped = true;
     }
 
@@ -114,13 +120,33 @@ impl Frames {
 
     /// Sets the top frame's URL (as the browser reports it after a load).
     pub fn set_top_url(&mut self, url: String) {
-        self.view = None;
-        if let Some(f) = self.top.as_ref().and_then(|t| self.frames.get_mut(t))
+        if let Some(top) = self.top.clone()
+            && let Some(f) = self.frames.get_mut(&top)
             && f.url != url
             && !url.is_empty()
         {
             f.origin = origin_of(&url);
             f.url = url;
+            self.restyle(&top);
+        }
+    }
+
+    /// The tree's shape changed: the kept view is stale.
+    fn reshape(&mut self) {
+        self.view = None;
+        self.restyled.clear();
+    }
+
+    /// Frame `id`'s URL or origin changed, nothing else: if the kept view
+    /// shows it, its entry is patched at the next [`Frames::view`].
+    fn restyle(&mut self, id: &FrameId) {
+        let Some((_, view)) = &self.view else {
+            return;
+        };
+        let shown = view.top.as_ref().is_some_and(|t| t.frame_id == id.0)
+            || view.children.iter().any(|c| c.frame_id == id.0);
+        if shown && !self.restyled.contains(id) {
+            self.restyled.push(id.clone());
         }
     }
 
@@ -153,7 +179,7 @@ impl Frames {
     }
 
     fn insert(&mut self, id: &FrameId, parent: Option<&FrameId>, url: &str, session: &SessionId) {
-        self.view = None;
+        self.reshape();
         self.seq += 1;
         let is_top = Some(id) == self.top.as_ref();
         self.frames.insert(
@@ -181,23 +207,35 @@ impl Frames {
         is_oopif: bool,
         out: &mut Out,
     ) {
-        self.view = None;
         if let Some(f) = self.frames.get_mut(id) {
+            let mut reshaped = false;
+            let mut restyled = false;
             if f.parent.is_none() && Some(id) != self.top.as_ref() {
+                reshaped |= parent.is_some();
                 f.parent = parent.cloned();
             }
-            if let Some(u) = url {
+            if let Some(u) = url
+                && f.url != u
+            {
                 f.url = u.to_owned();
                 f.origin = origin_of(u);
+                restyled = true;
             }
             if is_oopif {
+                reshaped |= !f.is_oopif || &f.session != session;
                 f.is_oopif = true;
                 f.session = session.clone();
+            }
+            if reshaped {
+                self.reshape();
+            } else if restyled {
+                self.restyle(id);
             }
             return;
         }
         if self.frames.len() >= FRAMES_TRACKED_MAX {
             self.dropped = true;
+            self.reshape();
             return;
         }
         self.insert(id, parent, url.unwrap_or(""), session);
@@ -217,12 +255,14 @@ impl Frames {
     /// `targetInfo.parentFrameId`, or the root `parentId` of its own tree):
     /// truer than a guess made before.
     pub fn set_parent(&mut self, id: &FrameId, parent: &FrameId) {
-        self.view = None;
         if Some(id) == self.top.as_ref() || id == parent {
             return;
         }
-        if let Some(f) = self.frames.get_mut(id) {
+        if let Some(f) = self.frames.get_mut(id)
+            && f.parent.as_ref() != Some(parent)
+        {
             f.parent = Some(parent.clone());
+            self.reshape();
         }
     }
 
@@ -238,7 +278,6 @@ impl Frames {
         frame: &FrameInfo,
         out: &mut Out,
     ) -> Vec<FrameId> {
-        self.view = None;
         let url = frame.full_url();
         let is_top = Some(&frame.id) == self.top.as_ref();
         let mut dropped = Vec::new();
@@ -259,6 +298,7 @@ impl Frames {
                     dropped.push(id);
                 }
                 self.dropped = false;
+                self.reshape();
             }
             if frame.loader_id.is_some() {
                 self.top_loader = frame.loader_id.clone();
@@ -274,12 +314,23 @@ impl Frames {
             out,
         );
         if let Some(f) = self.frames.get_mut(&frame.id) {
+            let mut reshaped = false;
+            let mut restyled = false;
             if &f.session != session && f.is_oopif && !own_target {
                 f.is_oopif = false;
                 f.session = session.clone();
+                reshaped = true;
             }
-            if let Some(origin) = frame.security_origin.clone().filter(|o| is_origin(o)) {
-                f.origin = origin;
+            if let Some(origin) = frame.security_origin.as_ref().filter(|o| is_origin(o))
+                && f.origin != *origin
+            {
+                f.origin = origin.clone();
+                restyled = true;
+            }
+            if reshaped {
+                self.reshape();
+            } else if restyled {
+                self.restyle(&frame.id);
             }
         }
         let is_oopif = self.frames.get(&frame.id).is_some_and(|f| f.is_oopif);
@@ -294,7 +345,6 @@ impl Frames {
     /// Removes `root` and everything below it (never the top). Returns the
     /// frames removed, announced as detached.
     pub fn remove_subtree(&mut self, root: &FrameId, out: &mut Out) -> Vec<FrameId> {
-        self.view = None;
         if Some(root) == self.top.as_ref() {
             return Vec::new();
         }
@@ -317,6 +367,7 @@ impl Frames {
         }
         for f in &doomed {
             if self.frames.remove(f).is_some() {
+                self.reshape();
                 out.notice(Notice::FrameDetached {
                     frame_id: f.0.clone(),
                 });
@@ -337,7 +388,6 @@ impl Frames {
         tree: FrameTree,
         out: &mut Out,
     ) {
-        self.view = None;
         let mut stack = vec![(tree, None::<FrameId>)];
         while let Some((node, parent)) = stack.pop() {
             let FrameTree {
@@ -363,8 +413,10 @@ impl Frames {
             if let Some(f) = self.frames.get_mut(&id)
                 && url.is_some()
                 && let Some(origin) = frame.security_origin.filter(|o| is_origin(o))
+                && f.origin != origin
             {
                 f.origin = origin;
+                self.restyle(&id);
             }
             // Children in reverse so they pop (and are numbered) in document order.
             for c in child_frames.into_iter().rev() {
@@ -416,14 +468,34 @@ impl Frames {
     /// then shared.
     pub fn view(&mut self, targets: &Targets) -> Arc<FrameTreeView> {
         let generation = targets.generation();
-        if let Some((built_for, view)) = &self.view
+        if let Some((built_for, view)) = &mut self.view
             && *built_for == generation
         {
-            // Every change drops the cached tree: a missed one shows here
-            // in any debug build (every test).
-            debug_assert_eq!(**view, self.build_view(targets), "a stale frame tree");
-            return view.clone();
+            if !self.restyled.is_empty() {
+                let tree = Arc::make_mut(view);
+                for id in self.restyled.drain(..) {
+                    let Some(f) = self.frames.get(&id) else {
+                        continue;
+                    };
+                    if let Some(top) = tree.top.as_mut().filter(|t| t.frame_id == id.0) {
+                        top.url.clone_from(&f.url);
+                        top.origin.clone_from(&f.origin);
+                    }
+                    if let Some(c) = tree.children.iter_mut().find(|c| c.frame_id == id.0) {
+                        let c = Arc::make_mut(c);
+                        c.url.clone_from(&f.url);
+                        c.origin.clone_from(&f.origin);
+                    }
+                }
+            }
+            let view = view.clone();
+            // Every change of shape drops the kept tree, every other one is
+            // patched in: a missed one shows here in any debug build (every
+            // test).
+            debug_assert_eq!(*view, self.build_view(targets), "a stale frame tree");
+            return view;
         }
+        self.restyled.clear();
         let view = Arc::new(self.build_view(targets));
         self.view = Some((generation, view.clone()));
         view
@@ -490,7 +562,7 @@ impl Frames {
         view.children = order
             .into_iter()
             .filter(|id| keep.contains(id))
-            .map(|id| self.child_view(id, &self.frames[id], top_id, targets))
+            .map(|id| Arc::new(self.child_view(id, &self.frames[id], top_id, targets)))
             .collect();
         view
     }
