@@ -332,6 +332,36 @@ fn snapshot_publish(c: &mut Criterion) {
                 while st.poll_output().is_some() {}
             })
         });
+        // A change of the tree's shape: a frame comes, then goes (each
+        // followed by a publish).
+        let shape: Vec<Event> = vec![
+            Event::parse(
+                "Page.frameAttached",
+                &json!({"frameId": "FX", "parentFrameId": "F1"}).to_string(),
+            ),
+            Event::parse(
+                "Page.frameDetached",
+                &json!({"frameId": "FX", "reason": "remove"}).to_string(),
+            ),
+        ];
+        g.bench_function(format!("{frames}_frames/frame_attached_or_detached"), |b| {
+            b.iter(|| {
+                i += 1;
+                st.on_event(Some(&s1), shape[i % 2].clone(), now);
+                while st.poll_output().is_some() {}
+                black_box(publish(&mut st, &tx));
+            })
+        });
+        g.bench_function(
+            format!("{frames}_frames/frame_attached_or_detached/event_only"),
+            |b| {
+                b.iter(|| {
+                    i += 1;
+                    st.on_event(Some(&s1), shape[i % 2].clone(), now);
+                    while st.poll_output().is_some() {}
+                })
+            },
+        );
         // The `event_only` runs changed the page without publishing.
         publish(&mut st, &tx);
         g.bench_function(format!("{frames}_frames/nothing_shown_changed"), |b| {

@@ -46,10 +46,13 @@ pub struct Frames {
     loaded_loader: Option<String>,
     /// The tree the snapshot shows, with the [`Targets::generation`] it was
     /// built against: built at most once per change, shared by every
-    /// snapshot until the next. A change of the tree's shape (a frame comes
-    /// or goes, its parent, OOPIF flag or session changes, a cap) drops it:
-    /// see [`Frames::reshape`].
+    /// snapshot until the next.
     view: Option<(u64, Arc<FrameTreeView>)>,
+    /// The tree's shape changed since `view` was built (a frame came or
+    /// went, a parent, OOPIF flag or session changed, a cap): it is rebuilt,
+    /// reusing the entries of frames that did not change. See
+    /// [`Frames::reshape`].
+    reshaped: bool,
     /// Shown frames whose URL or origin changed since `view` was built, and
     /// nothing else: their entries are patched in, the tree is not rebuilt.
     /// (A frame the capped tree leaves out can change its URL freely.)
@@ -133,14 +136,14 @@ impl Frames {
 
     /// The tree's shape changed: the kept view is stale.
     fn reshape(&mut self) {
-        self.view = None;
+        self.reshaped = true;
         self.restyled.clear();
     }
 
     /// Frame `id`'s URL or origin changed, nothing else: if the kept view
     /// shows it, its entry is patched at the next [`Frames::view`].
     fn restyle(&mut self, id: &FrameId) {
-        let Some((_, view)) = &self.view else {
+        let Some((_, view)) = self.view.as_ref().filter(|_| !self.reshaped) else {
             return;
         };
         let shown = view.top.as_ref().is_some_and(|t| t.frame_id == id.0)
@@ -470,6 +473,7 @@ impl Frames {
         let generation = targets.generation();
         if let Some((built_for, view)) = &mut self.view
             && *built_for == generation
+            && !self.reshaped
         {
             if !self.restyled.is_empty() {
                 let tree = Arc::make_mut(view);
@@ -492,16 +496,20 @@ impl Frames {
             // Every change of shape drops the kept tree, every other one is
             // patched in: a missed one shows here in any debug build (every
             // test).
-            debug_assert_eq!(*view, self.build_view(targets), "a stale frame tree");
+            debug_assert_eq!(*view, self.build_view(targets, None), "a stale frame tree");
             return view;
         }
         self.restyled.clear();
-        let view = Arc::new(self.build_view(targets));
+        self.reshaped = false;
+        let old = self.view.take();
+        let view = Arc::new(self.build_view(targets, old.as_ref().map(|(_, v)| &**v)));
         self.view = Some((generation, view.clone()));
         view
     }
 
-    fn build_view(&self, targets: &Targets) -> FrameTreeView {
+    /// Builds the tree; an entry of `old` whose frame did not change is
+    /// shared, not copied.
+    fn build_view(&self, targets: &Targets, old: Option<&FrameTreeView>) -> FrameTreeView {
         let mut view = FrameTreeView {
             truncated: self.dropped,
             ..Default::default()
@@ -517,108 +525,140 @@ impl Frames {
             url: top.url.clone(),
             origin: top.origin.clone(),
         });
-        let mut kids: HashMap<&FrameId, Vec<(&FrameId, &Frame)>> = HashMap::new();
-        for (id, f) in &self.frames {
-            if id == top_id {
-                continue;
-            }
-            // A frame whose parent we never learned hangs under the top.
-            let parent = f
-                .parent
-                .as_ref()
-                .filter(|p| self.frames.contains_key(*p))
-                .unwrap_or(top_id);
-            kids.entry(parent).or_default().push((id, f));
+        // Every frame below the top, in the order they became known, and
+        // its parent's place in that list: `None` for the top, and for a
+        // parent we never learned (the frame hangs under the top). Then
+        // only indices: ids are hashed once per frame, not per visit.
+        let mut nodes: Vec<(&FrameId, &Frame)> =
+            self.frames.iter().filter(|(id, _)| *id != top_id).collect();
+        nodes.sort_unstable_by_key(|(_, f)| f.seq);
+        let place: HashMap<&FrameId, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
+        let parent: Vec<Option<usize>> = nodes
+            .iter()
+            .map(|(_, f)| f.parent.as_ref().and_then(|p| place.get(p).copied()))
+            .collect();
+        // Children of each node (the top's at `n`), oldest first.
+        let n = nodes.len();
+        let slot = |p: Option<usize>| p.unwrap_or(n);
+        let mut start = vec![0usize; n + 2];
+        for p in &parent {
+            start[slot(*p) + 1] += 1;
         }
-        for v in kids.values_mut() {
-            v.sort_by_key(|(_, f)| f.seq);
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
         }
-        let mut order: Vec<&FrameId> = Vec::new();
-        let mut visited: HashSet<&FrameId> = HashSet::new();
-        let mut stack: Vec<(&FrameId, usize)> = vec![(top_id, 0)];
-        visited.insert(top_id);
-        while let Some((id, depth)) = stack.pop() {
-            // A leaf has no entry in `kids` but is listed all the same.
-            for (cid, c) in kids.get(id).into_iter().flatten().rev() {
-                let d = depth + usize::from(c.is_oopif);
+        let mut next = start.clone();
+        let mut kids = vec![0usize; n];
+        for (i, p) in parent.iter().enumerate() {
+            let at = &mut next[slot(*p)];
+            kids[*at] = i;
+            *at += 1;
+        }
+        let children_of = |p: usize| &kids[start[p]..start[p + 1]];
+        // Depth-first, parents before children, older siblings first.
+        let mut order: Vec<usize> = Vec::with_capacity(n);
+        let mut visited = vec![false; n];
+        let mut stack: Vec<(usize, usize)> = vec![(n, 0)];
+        while let Some((at, depth)) = stack.pop() {
+            for &c in children_of(at).iter().rev() {
+                let d = depth + usize::from(nodes[c].1.is_oopif);
                 if d > FRAME_TREE_MAX_OOPIF_DEPTH {
                     view.truncated = true;
                     continue;
                 }
-                if visited.insert(cid) {
-                    stack.push((cid, d));
+                if !visited[c] {
+                    visited[c] = true;
+                    stack.push((c, d));
                 }
             }
-            if id != top_id {
-                order.push(id);
+            if at != n {
+                order.push(at);
             }
         }
-        let keep: HashSet<&FrameId> = if order.len() <= FRAME_TREE_MAX_ENTRIES {
-            order.iter().copied().collect()
+        let keep: Vec<bool> = if order.len() <= FRAME_TREE_MAX_ENTRIES {
+            visited
         } else {
             view.truncated = true;
-            self.to_show(&order, top_id)
+            to_show(&order, &parent, &visited, |i| nodes[i].1.is_oopif)
         };
+        let old = old.map(|v| v.children.as_slice()).unwrap_or_default();
         view.children = order
             .into_iter()
-            .filter(|id| keep.contains(id))
-            .map(|id| Arc::new(self.child_view(id, &self.frames[id], top_id, targets)))
+            .filter(|i| keep[*i])
+            .enumerate()
+            .map(|(at, i)| {
+                let (id, f) = nodes[i];
+                let parent = parent[i].map(|p| nodes[p].0).unwrap_or(top_id);
+                let routable = f.is_oopif && targets.has_session(&f.session);
+                let session_id = routable.then_some(f.session.0.as_str());
+                // Mostly in the same place as before.
+                let same = |c: &&Arc<ChildFrame>| {
+                    c.frame_id == id.0
+                        && c.url == f.url
+                        && c.origin == f.origin
+                        && c.parent_frame_id == parent.0
+                        && c.is_oopif == f.is_oopif
+                        && c.session_id.as_deref() == session_id
+                };
+                match old.get(at).filter(same).or_else(|| old.iter().find(same)) {
+                    Some(c) => c.clone(),
+                    None => Arc::new(ChildFrame {
+                        frame_id: id.0.clone(),
+                        url: f.url.clone(),
+                        origin: f.origin.clone(),
+                        parent_frame_id: parent.0.clone(),
+                        is_oopif: f.is_oopif,
+                        session_id: session_id.map(str::to_owned),
+                    }),
+                }
+            })
             .collect();
         view
     }
+}
 
-    /// Which [`FRAME_TREE_MAX_ENTRIES`] of `order` (depth-first, parents
-    /// first) a capped tree shows: the OOPIFs first, with their ancestors,
-    /// since they are what `browser_cdp(frame_id)` can reach; then the rest
-    /// in document order. Every shown frame's parent is shown too.
-    fn to_show<'a>(&self, order: &[&'a FrameId], top_id: &FrameId) -> HashSet<&'a FrameId> {
-        let index: HashMap<&FrameId, &'a FrameId> = order.iter().map(|id| (*id, *id)).collect();
-        let mut keep: HashSet<&'a FrameId> = HashSet::new();
-        for id in order.iter().filter(|id| self.frames[**id].is_oopif) {
-            let mut chain = Vec::new();
-            let mut cur = Some(*id);
-            while let Some(c) = cur.filter(|c| *c != top_id && !keep.contains(c)) {
-                chain.push(c);
-                cur = self.frames[c]
-                    .parent
-                    .as_ref()
-                    .and_then(|p| index.get(p).copied());
-            }
-            if keep.len() + chain.len() <= FRAME_TREE_MAX_ENTRIES {
-                keep.extend(chain);
-            }
+/// Which [`FRAME_TREE_MAX_ENTRIES`] of `order` (node indices, depth-first,
+/// parents first) a capped tree shows: the OOPIFs first, with their
+/// ancestors, since they are what `browser_cdp(frame_id)` can reach; then
+/// the rest in document order. Every shown frame's parent is shown too.
+/// `parent[i]` is `None` for the top; `listed[i]` says whether `i` is in
+/// `order`.
+fn to_show(
+    order: &[usize],
+    parent: &[Option<usize>],
+    listed: &[bool],
+    is_oopif: impl Fn(usize) -> bool,
+) -> Vec<bool> {
+    let mut keep = vec![false; parent.len()];
+    let mut kept = 0;
+    for &id in order.iter().filter(|i| is_oopif(**i)) {
+        let mut chain = Vec::new();
+        let mut cur = Some(id);
+        while let Some(c) = cur.filter(|c| !keep[*c]) {
+            chain.push(c);
+            cur = parent[c].filter(|p| listed[*p]);
         }
-        for id in order {
-            if keep.len() == FRAME_TREE_MAX_ENTRIES {
-                break;
+        if kept + chain.len() <= FRAME_TREE_MAX_ENTRIES {
+            kept += chain.len();
+            for c in chain {
+                keep[c] = true;
             }
-            keep.insert(id);
-        }
-        keep
-    }
-
-    fn child_view(
-        &self,
-        id: &FrameId,
-        f: &Frame,
-        top_id: &FrameId,
-        targets: &Targets,
-    ) -> ChildFrame {
-        let parent = f
-            .parent
-            .as_ref()
-            .filter(|p| self.frames.contains_key(*p))
-            .unwrap_or(top_id);
-        let routable = f.is_oopif && targets.has_session(&f.session);
-        ChildFrame {
-            frame_id: id.0.clone(),
-            url: f.url.clone(),
-            origin: f.origin.clone(),
-            parent_frame_id: parent.0.clone(),
-            is_oopif: f.is_oopif,
-            session_id: routable.then(|| f.session.0.clone()),
         }
     }
+    for &id in order {
+        if kept == FRAME_TREE_MAX_ENTRIES {
+            break;
+        }
+        if !keep[id] {
+            keep[id] = true;
+            kept += 1;
+        }
+    }
+    keep
 }
 
 /// Whether Chromium's `securityOrigin` is a real one: it says `"://"` for
