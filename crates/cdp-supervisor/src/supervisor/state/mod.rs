@@ -694,17 +694,29 @@ impl State {
     /// tree, built once per change, is kept for the next one.
     pub fn snapshot(&mut self) -> Snapshot {
         Snapshot {
-            url: self.frames.top_url().to_owned(),
-            title: self.targets.title().to_owned(),
             pending_dialogs: self.dialogs.views().cloned().collect(),
             recent_dialogs: self.dialogs.recent().cloned().collect(),
+            blocked_navigations: self.blocked.entries(),
+            ..self.page_snapshot()
+        }
+    }
+
+    /// The snapshot of this page alone: its URL, title, frames, console and
+    /// `page_blocked`; the lists [`Tabs`] gathers from every tab (dialogs,
+    /// blocked navigations) and the tabs are left empty.
+    pub(super) fn page_snapshot(&mut self) -> Snapshot {
+        Snapshot {
+            url: self.frames.top_url().to_owned(),
+            title: self.targets.title().to_owned(),
             frame_tree: self.frames.view(&self.targets),
             console_errors: self.console.entries(),
             page_blocked: self.page_blocked,
+            pending_dialogs: Vec::new(),
+            recent_dialogs: Vec::new(),
+            blocked_navigations: Vec::new(),
             connection: Default::default(),
             tabs: Vec::new(),
             tabs_truncated: false,
-            blocked_navigations: self.blocked.entries(),
         }
     }
 }

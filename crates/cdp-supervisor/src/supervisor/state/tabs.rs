@@ -840,7 +840,7 @@ impl Tabs {
             .tabs
             .iter_mut()
             .find(|t| Some(t.key) == current)
-            .map(|t| t.state.snapshot())
+            .map(|t| t.state.page_snapshot())
             .unwrap_or_default();
         snap.pending_dialogs = self.pending_dialogs().cloned().collect();
         let mut recent: Vec<_> = self
