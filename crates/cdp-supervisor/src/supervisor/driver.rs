@@ -473,6 +473,7 @@ impl Supervisor {
             failures: 0,
             shown_url: shown_url.clone(),
             local: local.map(Box::new),
+            event_session: SessionId(String::new()),
         };
         driver.flush();
         let task_cancel = cancel.clone();
@@ -1364,6 +1365,9 @@ struct Driver {
     shown_url: String,
     /// A Chromium we launched: dropped (killed) with the driver.
     local: Option<Box<LocalChromium>>,
+    /// The session id of the event being handled: one buffer for every
+    /// event, since the core only borrows it (a flood allocates none).
+    event_session: SessionId,
 }
 
 async fn next_event(events: &mut Option<EventStream>) -> Option<Incoming> {
@@ -1501,8 +1505,14 @@ impl Driver {
     fn on_incoming(&mut self, incoming: Option<Incoming>, now: Now) -> bool {
         match incoming {
             Some(Incoming::Event(event)) => {
-                let session = event.session_id().map(|s| SessionId(s.to_owned()));
+                let mut buf = std::mem::replace(&mut self.event_session, SessionId(String::new()));
+                let session = event.session_id().map(|s| {
+                    buf.0.clear();
+                    buf.0.push_str(s);
+                    &buf
+                });
                 self.on_event(session, event.method(), event.params(), now);
+                self.event_session = buf;
             }
             Some(Incoming::Reply { id, result }) => {
                 let cmd = self.inflight.remove(&id);
@@ -1530,7 +1540,7 @@ impl Driver {
         true
     }
 
-    fn on_event(&mut self, session: Option<SessionId>, method: &str, params: &str, now: Now) {
+    fn on_event(&mut self, session: Option<&SessionId>, method: &str, params: &str, now: Now) {
         if method == "Fetch.requestPaused" {
             // Its body may be the dialog bridge's, secret and all.
             tracing::trace!(%method, session = ?session, "event");
@@ -1556,7 +1566,7 @@ impl Driver {
             Event::DetachedFromTarget(d) => Some(d.session_id.clone()),
             _ => None,
         };
-        self.state.on_event(session.as_ref(), event, now);
+        self.state.on_event(session, event, now);
         if let Some(gone) = detached {
             self.session_gone(&gone);
         }

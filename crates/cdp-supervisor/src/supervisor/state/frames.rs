@@ -352,16 +352,20 @@ impl Frames {
             return Vec::new();
         }
         let mut doomed = vec![root.clone()];
-        // `seen` ends the walk on a parent cycle (a frame naming itself or a
-        // descendant as its parent: never Chromium, but a proxy or mock may).
-        let mut seen: HashSet<FrameId> = HashSet::from([root.clone()]);
+        // `seen` (with `root`, every frame in `doomed`) ends the walk on a
+        // parent cycle (a frame naming itself or a descendant as its parent:
+        // never Chromium, but a proxy or mock may). A leaf, the usual case,
+        // allocates for neither.
+        let mut seen: HashSet<FrameId> = HashSet::new();
         let mut i = 0;
         while i < doomed.len() {
-            let p = doomed[i].clone();
+            let p = &doomed[i];
             let kids: Vec<FrameId> = self
                 .frames
                 .iter()
-                .filter(|(id, f)| f.parent.as_ref() == Some(&p) && !seen.contains(*id))
+                .filter(|(id, f)| {
+                    f.parent.as_ref() == Some(p) && *id != root && !seen.contains(*id)
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
             seen.extend(kids.iter().cloned());

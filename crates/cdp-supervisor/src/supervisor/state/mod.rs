@@ -386,26 +386,31 @@ impl State {
             }
             Event::DialogClosed(c) => self.on_dialog_closed(session_id, c, now),
             Event::FrameAttached(a) => {
-                if let Some(s) = known.cloned() {
+                if let Some(s) = known {
                     self.frames.upsert(
                         &a.frame_id,
                         Some(&a.parent_frame_id),
                         None,
-                        &s,
+                        s,
                         false,
                         &mut self.out,
                     );
                 }
             }
             Event::FrameNavigated(n) => {
-                if let Some(s) = known.cloned() {
-                    self.on_frame_navigated(&s, n.frame, now);
+                if let Some(s) = known {
+                    self.on_frame_navigated(s, n.frame, now);
                 }
             }
             Event::FrameDetached(d) => {
                 // "swap": the frame moved to another process; its OOPIF target takes it over.
                 if d.reason.as_deref() != Some("swap") && known.is_some() {
-                    let by = self.navs.closer(&self.frames.lineage(&d.frame_id));
+                    // The lineage only when it can matter: a detach flood walks none.
+                    let by = if self.navs.in_progress() {
+                        self.navs.closer(&self.frames.lineage(&d.frame_id))
+                    } else {
+                        None
+                    };
                     let gone = self.frames.remove_subtree(&d.frame_id, &mut self.out);
                     self.close_dialogs_in(&gone, by, now);
                 }

@@ -160,6 +160,12 @@ impl Navigations {
         }
     }
 
+    /// Whether a navigation we caused is in progress: without one,
+    /// [`Navigations::closer`] is `None` whatever the lineage.
+    pub fn in_progress(&self) -> bool {
+        !self.by_frame.is_empty()
+    }
+
     /// Who is navigating the first frame of `lineage` (a frame, then its
     /// ancestors) that one of ours navigates, if any.
     pub fn closer(&self, lineage: &[FrameId]) -> Option<ClosedBy> {
