@@ -406,18 +406,16 @@ impl ConsoleApiCalled {
     }
 }
 
-/// [`ConsoleApiCalled`] as it is on the wire, borrowed from the frame.
+/// The fields of `Runtime.consoleAPICalled` that [`ConsoleApiCalled`] reads.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ConsoleApiCalledWire<'a> {
-    #[serde(rename = "type", borrow)]
-    call_type: Cow<'a, str>,
-    #[serde(default, borrow)]
-    args: Vec<RemoteObjectWire<'a>>,
-    #[serde(default)]
-    timestamp: Option<f64>,
-    #[serde(default, borrow)]
-    stack_trace: Option<StackTraceWire<'a>>,
+#[serde(field_identifier, rename_all = "camelCase")]
+enum ConsoleField {
+    Type,
+    Args,
+    Timestamp,
+    StackTrace,
+    #[serde(other)]
+    Other,
 }
 
 /// [`RemoteObject`] borrowed from the frame; `value` left as JSON text.
@@ -438,11 +436,14 @@ impl RemoteObjectWire<'_> {
     /// Appends what [`RemoteObject::to_text`] gives for it.
     fn print(&self, out: &mut String) -> Result<(), serde_json::Error> {
         match (self.value, &self.unserializable_value, &self.description) {
+            // A string without escapes is its text between the quotes (the
+            // raw value is valid JSON): nothing to decode.
+            (Some(v), _, _) if v.get().starts_with('"') && !v.get().contains('\\') => {
+                let raw = v.get();
+                out.push_str(&raw[1..raw.len() - 1])
+            }
             (Some(v), _, _) if v.get().starts_with('"') => {
-                /// A string, borrowed unless it has escapes.
-                #[derive(Deserialize)]
-                struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-                out.push_str(&serde_json::from_str::<Text<'_>>(v.get())?.0)
+                out.push_str(&serde_json::from_str::<String>(v.get())?)
             }
             (Some(v), _, _) => out.push_str(&serde_json::from_str::<Value>(v.get())?.to_string()),
             (None, Some(u), _) => out.push_str(u),
@@ -453,12 +454,55 @@ impl RemoteObjectWire<'_> {
     }
 }
 
+/// A console call's `args` (each a [`RemoteObjectWire`]), read one by one
+/// in place: printed into one text, separated by spaces, when `print`,
+/// else only checked. No list of them is kept.
+struct Args {
+    print: bool,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Args {
+    type Value = String;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Args {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of Runtime.RemoteObject")
+    }
+
+    fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<String, S::Error> {
+        let mut text = String::new();
+        let mut first = true;
+        while let Some(arg) = seq.next_element::<RemoteObjectWire<'de>>()? {
+            if self.print {
+                if !first {
+                    text.push(' ');
+                }
+                first = false;
+                arg.print(&mut text).map_err(serde::de::Error::custom)?;
+            }
+        }
+        Ok(text)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct StackTraceWire<'a> {
     #[serde(default, borrow)]
-    call_frames: Vec<CallFrameWire<'a>>,
+    call_frames: FirstFrameUrl<'a>,
 }
+
+/// The URL of a stack's innermost frame (`callFrames[0].url`); the other
+/// frames are checked, not kept.
+#[derive(Default)]
+struct FirstFrameUrl<'a>(Option<Cow<'a, str>>);
 
 #[derive(Deserialize)]
 struct CallFrameWire<'a> {
@@ -466,30 +510,111 @@ struct CallFrameWire<'a> {
     url: Cow<'a, str>,
 }
 
+impl<'de: 'a, 'a> Deserialize<'de> for FirstFrameUrl<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Frames<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Frames<'a> {
+            type Value = FirstFrameUrl<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of Runtime.CallFrame")
+            }
+
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<FirstFrameUrl<'a>, S::Error> {
+                let first = seq.next_element::<CallFrameWire<'a>>()?.map(|f| f.url);
+                while seq.next_element::<CallFrameWire<'a>>()?.is_some() {}
+                Ok(FirstFrameUrl(first))
+            }
+        }
+        d.deserialize_seq(Frames(std::marker::PhantomData))
+    }
+}
+
+/// Read field by field: when `type` comes before `args` (as Chromium
+/// sends it) the arguments are printed as they are read, else they are
+/// kept as raw JSON until the type is known.
 impl<'de> Deserialize<'de> for ConsoleApiCalled {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = ConsoleApiCalledWire::deserialize(d)?;
-        let mut text = String::new();
-        let mut url = None;
-        if ConsoleApiCalled::is_error(&wire.call_type) {
-            for (i, arg) in wire.args.iter().enumerate() {
-                if i > 0 {
-                    text.push(' ');
-                }
-                arg.print(&mut text).map_err(serde::de::Error::custom)?;
+        use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, Visitor};
+        use serde_json::value::RawValue;
+
+        struct Wire;
+        impl<'de> Visitor<'de> for Wire {
+            type Value = ConsoleApiCalled;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("Runtime.consoleAPICalled params")
             }
-            url = wire
-                .stack_trace
-                .and_then(|s| s.call_frames.into_iter().next())
-                .map(|f| f.url.into_owned())
-                .filter(|u| !u.is_empty());
+
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ConsoleApiCalled, A::Error> {
+                let mut call_type: Option<Cow<'de, str>> = None;
+                let mut text: Option<String> = None;
+                let mut raw_args: Option<&'de RawValue> = None;
+                let mut timestamp: Option<Option<f64>> = None;
+                let mut stack: Option<Option<StackTraceWire<'de>>> = None;
+                while let Some(field) = map.next_key::<ConsoleField>()? {
+                    match field {
+                        ConsoleField::Type if call_type.is_some() => {
+                            return Err(A::Error::duplicate_field("type"));
+                        }
+                        ConsoleField::Type => call_type = Some(map.next_value()?),
+                        ConsoleField::Args if text.is_some() || raw_args.is_some() => {
+                            return Err(A::Error::duplicate_field("args"));
+                        }
+                        ConsoleField::Args => match &call_type {
+                            Some(t) => {
+                                let print = ConsoleApiCalled::is_error(t);
+                                text = Some(map.next_value_seed(Args { print })?);
+                            }
+                            None => raw_args = Some(map.next_value()?),
+                        },
+                        ConsoleField::Timestamp if timestamp.is_some() => {
+                            return Err(A::Error::duplicate_field("timestamp"));
+                        }
+                        ConsoleField::Timestamp => timestamp = Some(map.next_value()?),
+                        ConsoleField::StackTrace if stack.is_some() => {
+                            return Err(A::Error::duplicate_field("stackTrace"));
+                        }
+                        ConsoleField::StackTrace => stack = Some(map.next_value()?),
+                        ConsoleField::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let call_type = call_type.ok_or_else(|| A::Error::missing_field("type"))?;
+                let error = ConsoleApiCalled::is_error(&call_type);
+                if let Some(raw) = raw_args {
+                    let mut de = serde_json::Deserializer::from_str(raw.get());
+                    text = Some(
+                        Args { print: error }
+                            .deserialize(&mut de)
+                            .map_err(A::Error::custom)?,
+                    );
+                }
+                let url = stack
+                    .flatten()
+                    .and_then(|s| s.call_frames.0)
+                    .filter(|u| error && !u.is_empty())
+                    .map(Cow::into_owned);
+                Ok(ConsoleApiCalled {
+                    call_type: call_type.into_owned(),
+                    text: text.unwrap_or_default(),
+                    timestamp: timestamp.flatten(),
+                    url,
+                })
+            }
         }
-        Ok(ConsoleApiCalled {
-            call_type: wire.call_type.into_owned(),
-            text,
-            timestamp: wire.timestamp,
-            url,
-        })
+        d.deserialize_struct(
+            "ConsoleApiCalled",
+            &["type", "args", "timestamp", "stackTrace"],
+            Wire,
+        )
     }
 }
 
@@ -756,5 +881,30 @@ mod tests {
         // The type is required, as before.
         let e = Event::parse("Runtime.consoleAPICalled", r#"{"args":[]}"#);
         assert!(matches!(e, Event::Unparsed { .. }));
+    }
+
+    #[test]
+    fn console_arguments_read_before_the_type_print_the_same() {
+        let params = r#"{"args":[{"type":"string","value":"a\"b"},{"type":"number","value":2}],"stackTrace":{"callFrames":[{"url":"http://a.test/x.js"}]},"type":"error","timestamp":5}"#;
+        let Event::ConsoleApiCalled(c) = Event::parse("Runtime.consoleAPICalled", params) else {
+            panic!("parses");
+        };
+        assert_eq!(c.text, "a\"b 2");
+        assert_eq!(c.url.as_deref(), Some("http://a.test/x.js"));
+        assert_eq!(c.timestamp, Some(5.0));
+        let log = params.replace(r#""type":"error""#, r#""type":"log""#);
+        let Event::ConsoleApiCalled(c) = Event::parse("Runtime.consoleAPICalled", &log) else {
+            panic!("parses");
+        };
+        assert_eq!((c.text.as_str(), c.url), ("", None));
+        // Malformed arguments fail the event whichever order, as a field twice does.
+        for bad in [
+            r#"{"args":[{"type":3}],"type":"log"}"#,
+            r#"{"type":"log","args":[{"type":3}]}"#,
+            r#"{"type":"error","type":"log","args":[]}"#,
+        ] {
+            let e = Event::parse("Runtime.consoleAPICalled", bad);
+            assert!(matches!(e, Event::Unparsed { .. }), "{bad}");
+        }
     }
 }
