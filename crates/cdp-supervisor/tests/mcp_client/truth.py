@@ -27,6 +27,12 @@ the way an agent sees the product:
   snapshot_before_browser_has_note
                                 local launch: the first browser_snapshot is
                                 {url:"", title:"", note} and starts no Chromium
+  frame_tree_after_page_changes
+                                the frame tree the snapshot shows follows the
+                                page: a same-process iframe and an OOPIF that
+                                navigate show their new URLs (same ids), an
+                                iframe added shows, one removed is gone, in
+                                the next snapshot after the page did it
 
 Every scenario has its own server process, Chromium, user-data-dir, ports and
 fixture site, and cleans up (Chromium process groups killed, temp dirs
@@ -136,6 +142,14 @@ def site_pages(port: int) -> dict[str, str]:
             "<p>this page will show an alert</p>",
             'function openAlert() { alert("blocking alert"); }',
         ),
+        "/frames.html": page(
+            "frames page",
+            '<iframe id=same src="/child.html" width=200 height=100></iframe>'
+            f'<iframe id=oopif src="http://localhost:{port}/frame.html" width=200 height=100></iframe>',
+        ),
+        "/child.html": page("child page", "<p>a same-site child</p>"),
+        "/child2.html": page("child page 2", "<p>the same child, navigated</p>"),
+        "/frame2.html": page("oopif frame 2", "<p>the OOPIF, navigated</p>"),
         "/old.html": page(
             "old page",
             "<p>the page of the old supervisor</p>",
@@ -581,6 +595,130 @@ async def connect_to_dead_endpoint_keeps_old(sc: Scenario, binary: str) -> None:
 # --- 6. a snapshot before any browser ------------------------------------------------------
 
 
+def child_entry(snap: dict, frame_id: str) -> dict | None:
+    for f in snap.get("frame_tree", {}).get("children", []):
+        if f.get("frame_id") == frame_id:
+            return f
+    return None
+
+
+async def child_in_next_snapshot(
+    sc: Scenario, c: Client, frame_id: str, ok: Callable[[dict | None], bool], what: str
+) -> dict:
+    """The page has done it (the caller saw it in the page): the very next
+    browser_snapshot's entry for frame_id passes `ok` (no polling). When it
+    does not, polls 3 s more only to tell a late snapshot from a stale one."""
+    snap = await snapshot(c)
+    entry = child_entry(snap, frame_id)
+    if sc.expect(ok(entry), f"{what}: the next snapshot shows it ({entry})"):
+        return snap
+    t = time.monotonic()
+    while time.monotonic() - t < 3.0:
+        later = child_entry(await snapshot(c), frame_id)
+        if ok(later):
+            sc.log(f"  ({what}: shown only {1000 * (time.monotonic() - t):.0f} ms later)")
+            return snap
+        await anyio.sleep(0.1)
+    sc.log(f"  ({what}: still {later} 3 s later: the frame tree is stale)")
+    return snap
+
+
+async def frame_tree_after_page_changes(sc: Scenario, binary: str) -> None:
+    """The snapshot keeps its frame tree between changes and patches a
+    frame that only changed its URL (issue 11): what the agent reads must
+    still follow the page, change after change."""
+    port = await start_site(sc, site_pages)
+    chromium = await launch_chromium(sc, "1")
+    top = f"http://127.0.0.1:{port}/frames.html"
+    a = f"http://127.0.0.1:{port}"
+    b = f"http://localhost:{port}"
+    async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": top})
+        sc.check(nav.get("status") == "loaded", f"navigate to frames.html: {nav.get('status')}")
+        deadline = time.monotonic() + NAVIGATE_DEADLINE_S
+        while True:
+            snap = await snapshot(c)
+            kids = snap.get("frame_tree", {}).get("children", [])
+            same = [f for f in kids if f.get("url") == f"{a}/child.html" and not f.get("is_oopif")]
+            oopif = [f for f in kids if f.get("url") == f"{b}/frame.html" and f.get("is_oopif")]
+            if same and oopif:
+                break
+            if time.monotonic() > deadline:
+                raise Fail(f"frames.html: no same-process child and OOPIF in {snap.get('frame_tree')}")
+            await anyio.sleep(0.1)
+        same_id, oopif_id = same[0]["frame_id"], oopif[0]["frame_id"]
+        top_id = snap["frame_tree"]["top"]["frame_id"]
+        sc.check(len(kids) == 2, f"two children listed ({kids})")
+        sc.expect(
+            set(same[0]) == {"frame_id", "url", "origin", "parent_frame_id", "is_oopif"}
+            and set(oopif[0]) == {"frame_id", "url", "origin", "parent_frame_id", "is_oopif", "session_id"},
+            f"children entries keep their fields ({same[0]}, {oopif[0]})",
+        )
+        # Asked twice with nothing changed: the same tree.
+        again = await snapshot(c)
+        sc.expect(again["frame_tree"] == snap["frame_tree"], "an unchanged page shows the same frame tree")
+
+        # 1. The same-process iframe navigates: same frame, new URL.
+        real = await evaluate(
+            c,
+            "new Promise((done) => { const f = document.getElementById('same');"
+            " f.onload = () => done(f.contentWindow.location.href); f.src = '/child2.html'; })",
+            await_promise=True,
+        )
+        sc.check(real == f"{a}/child2.html", f"the page's iframe is at child2.html ({real!r})")
+        snap = await child_in_next_snapshot(
+            sc, c, same_id,
+            lambda e: e is not None and e.get("url") == f"{a}/child2.html" and e.get("origin") == a
+            and e.get("parent_frame_id") == top_id and e.get("is_oopif") is False,
+            "same-process iframe navigated",
+        )
+        o = child_entry(snap, oopif_id)
+        sc.expect(o is not None and o.get("url") == f"{b}/frame.html" and o.get("session_id"),
+                  f"the OOPIF is unchanged beside it ({o})")
+
+        # 2. The OOPIF navigates within its site: same frame, new URL. Its
+        # events come on its own session, so this one is polled.
+        await evaluate(c, f"setTimeout(() => {{ location.href = '{b}/frame2.html'; }}, 0); 1", frame_id=oopif_id)
+        deadline = time.monotonic() + NAVIGATE_DEADLINE_S
+        while True:
+            snap = await snapshot(c)
+            o = child_entry(snap, oopif_id)
+            if o is not None and o.get("url") == f"{b}/frame2.html":
+                break
+            if time.monotonic() > deadline:
+                raise Fail(f"the OOPIF's new URL never showed: {snap.get('frame_tree')}")
+            await anyio.sleep(0.1)
+        sc.expect(o.get("is_oopif") is True and bool(o.get("session_id")) and o.get("origin") == b,
+                  f"the navigated OOPIF is still routable ({o})")
+        where = await evaluate(c, "location.href", frame_id=oopif_id)
+        sc.expect(where == f"{b}/frame2.html", f"browser_cdp(frame_id) reaches the navigated OOPIF ({where!r})")
+
+        # 3. An iframe is added: shown in the next snapshot.
+        await evaluate(
+            c,
+            "new Promise((done) => { const f = document.createElement('iframe'); f.id = 'added';"
+            " f.onload = () => done(1); f.src = '/child.html'; document.body.appendChild(f); })",
+            await_promise=True,
+        )
+        snap = await snapshot(c)
+        added = [
+            f for f in snap["frame_tree"]["children"]
+            if f["frame_id"] not in (same_id, oopif_id)
+        ]
+        sc.expect(len(added) == 1 and added[0].get("url") == f"{a}/child.html",
+                  f"the added iframe shows in the next snapshot ({snap['frame_tree']['children']})")
+
+        # 4. The first iframe is removed: gone from the next snapshot.
+        await evaluate(c, "document.getElementById('same').remove(); 1")
+        snap = await child_in_next_snapshot(sc, c, same_id, lambda e: e is None, "removed iframe")
+        kids = snap["frame_tree"]["children"]
+        sc.expect(
+            child_entry(snap, oopif_id) is not None and len(kids) == 2,
+            f"the others stay ({kids})",
+        )
+
+
 async def snapshot_before_browser_has_note(sc: Scenario, binary: str) -> None:
     async with mcp_server(sc, binary, "s1", []) as srv:
         snap = await snapshot(srv.client)
@@ -650,12 +788,14 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "connect_to_dead_endpoint_keeps_old": connect_to_dead_endpoint_keeps_old,
     "snapshot_before_browser_has_note": snapshot_before_browser_has_note,
     "browser_gone_is_said_not_hidden": browser_gone_is_said_not_hidden,
+    "frame_tree_after_page_changes": frame_tree_after_page_changes,
 }
 # Run together within a phase; phases one after the other. The timing checks
 # (100 ms readers, the title right after an answer) run with little else on
 # the CPU: the stalled rebind alone.
 PHASES = [
-    ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old"],
+    ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old",
+     "frame_tree_after_page_changes"],
     ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden"],
     ["snapshot_during_stalled_rebind"],
 ]
