@@ -56,7 +56,7 @@ pub struct Frames {
     /// Shown frames whose URL or origin changed since `view` was built, and
     /// nothing else: their entries are patched in, the tree is not rebuilt.
     /// (A frame the capped tree leaves out can change its URL freely.)
-    restyled: Vec<FrameId>,
+    url_changed: Vec<FrameId>,
 }
 
 impl Frames {
@@ -130,26 +130,26 @@ impl Frames {
         {
             f.origin = origin_of(&url);
             f.url = url;
-            self.restyle(&top);
+            self.patch_url(&top);
         }
     }
 
     /// The tree's shape changed: the kept view is stale.
     fn reshape(&mut self) {
         self.reshaped = true;
-        self.restyled.clear();
+        self.url_changed.clear();
     }
 
     /// Frame `id`'s URL or origin changed, nothing else: if the kept view
     /// shows it, its entry is patched at the next [`Frames::view`].
-    fn restyle(&mut self, id: &FrameId) {
+    fn patch_url(&mut self, id: &FrameId) {
         let Some((_, view)) = self.view.as_ref().filter(|_| !self.reshaped) else {
             return;
         };
         let shown = view.top.as_ref().is_some_and(|t| t.frame_id == id.0)
             || view.children.iter().any(|c| c.frame_id == id.0);
-        if shown && !self.restyled.contains(id) {
-            self.restyled.push(id.clone());
+        if shown && !self.url_changed.contains(id) {
+            self.url_changed.push(id.clone());
         }
     }
 
@@ -212,7 +212,7 @@ impl Frames {
     ) {
         if let Some(f) = self.frames.get_mut(id) {
             let mut reshaped = false;
-            let mut restyled = false;
+            let mut url_changed = false;
             if f.parent.is_none() && Some(id) != self.top.as_ref() {
                 reshaped |= parent.is_some();
                 f.parent = parent.cloned();
@@ -222,7 +222,7 @@ impl Frames {
             {
                 f.url = u.to_owned();
                 f.origin = origin_of(u);
-                restyled = true;
+                url_changed = true;
             }
             if is_oopif {
                 reshaped |= !f.is_oopif || &f.session != session;
@@ -231,8 +231,8 @@ impl Frames {
             }
             if reshaped {
                 self.reshape();
-            } else if restyled {
-                self.restyle(id);
+            } else if url_changed {
+                self.patch_url(id);
             }
             return;
         }
@@ -318,7 +318,7 @@ impl Frames {
         );
         if let Some(f) = self.frames.get_mut(&frame.id) {
             let mut reshaped = false;
-            let mut restyled = false;
+            let mut url_changed = false;
             if &f.session != session && f.is_oopif && !own_target {
                 f.is_oopif = false;
                 f.session = session.clone();
@@ -328,12 +328,12 @@ impl Frames {
                 && f.origin != *origin
             {
                 f.origin = origin.clone();
-                restyled = true;
+                url_changed = true;
             }
             if reshaped {
                 self.reshape();
-            } else if restyled {
-                self.restyle(&frame.id);
+            } else if url_changed {
+                self.patch_url(&frame.id);
             }
         }
         let is_oopif = self.frames.get(&frame.id).is_some_and(|f| f.is_oopif);
@@ -423,7 +423,7 @@ impl Frames {
                 && f.origin != origin
             {
                 f.origin = origin;
-                self.restyle(&id);
+                self.patch_url(&id);
             }
             // Children in reverse so they pop (and are numbered) in document order.
             for c in child_frames.into_iter().rev() {
@@ -479,9 +479,9 @@ impl Frames {
             && *built_for == generation
             && !self.reshaped
         {
-            if !self.restyled.is_empty() {
+            if !self.url_changed.is_empty() {
                 let tree = Arc::make_mut(view);
-                for id in self.restyled.drain(..) {
+                for id in self.url_changed.drain(..) {
                     let Some(f) = self.frames.get(&id) else {
                         continue;
                     };
@@ -503,7 +503,7 @@ impl Frames {
             debug_assert_eq!(*view, self.build_view(targets, None), "a stale frame tree");
             return view;
         }
-        self.restyled.clear();
+        self.url_changed.clear();
         self.reshaped = false;
         let old = self.view.take();
         let view = Arc::new(self.build_view(targets, old.as_ref().map(|(_, v)| &**v)));
