@@ -171,6 +171,23 @@ fn watch_json(url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<Stri
     (child, rx)
 }
 
+/// Stops `watch` as a person does (Ctrl-C), so that it removes its
+/// Chromium's user-data-dir; SIGKILL, which leaves the directory behind,
+/// only if it has not ended 10 s later.
+fn interrupt(mut child: std::process::Child) {
+    // SAFETY: a plain syscall on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn watch_json_writes_one_object_per_line_with_an_event_field() {
     common::require_chromium();
@@ -178,7 +195,7 @@ fn watch_json_writes_one_object_per_line_with_an_event_field() {
     let site = rt
         .block_on(cdp_supervisor::demo_site::SiteServer::start())
         .unwrap();
-    let (mut child, rx) = watch_json(&site.url("a.test", "/alert-on-load"));
+    let (child, rx) = watch_json(&site.url("a.test", "/alert-on-load"));
     let mut events = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until && !events.iter().any(|e: &String| e == "dialog_closed") {
@@ -188,8 +205,7 @@ fn watch_json_writes_one_object_per_line_with_an_event_field() {
             events.push(v["event"].as_str().expect("event field").to_owned());
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    interrupt(child);
     for e in ["attached", "dialog_opened", "dialog_closed"] {
         assert!(events.iter().any(|x| x == e), "no {e} in {events:?}");
     }
@@ -205,7 +221,7 @@ fn watch_json_shows_a_popup_open_its_dialog_and_close() {
     let site = rt
         .block_on(cdp_supervisor::demo_site::SiteServer::start())
         .unwrap();
-    let (mut child, rx) = watch_json(&site.url("a.test", "/checkout?open=1"));
+    let (child, rx) = watch_json(&site.url("a.test", "/checkout?open=1"));
     let mut events: Vec<serde_json::Value> = Vec::new();
     let until = Instant::now() + Duration::from_secs(30);
     while Instant::now() < until && !events.iter().any(|e| e["event"] == "tab_closed") {
@@ -215,8 +231,7 @@ fn watch_json_shows_a_popup_open_its_dialog_and_close() {
             );
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    interrupt(child);
     let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     let opened = events
         .iter()
