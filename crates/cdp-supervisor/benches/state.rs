@@ -134,31 +134,40 @@ fn frame_churn(c: &mut Criterion) {
     g.finish();
 }
 
+/// Frame `F<i>` attached below `T1`, then committing `https://a.test/f<i>`.
+fn frame_events(i: usize) -> [Event; 2] {
+    let f = format!("F{i}");
+    [
+        Event::parse(
+            "Page.frameAttached",
+            &json!({"frameId": f, "parentFrameId": "T1"}).to_string(),
+        ),
+        Event::parse("Page.frameNavigated", &json!({"frame": {"id": f, "parentId": "T1", "url": format!("https://a.test/f{i}"), "securityOrigin": "https://a.test"}}).to_string()),
+    ]
+}
+
+/// Dialog number `i` opening in `T1`, then closing accepted.
+fn dialog_events(i: usize) -> [Event; 2] {
+    let o = json!({"url": "https://a.test/", "frameId": "T1", "message": format!("dialog number {i} with a message"), "type": "confirm"});
+    let c = json!({"frameId": "T1", "result": true, "userInput": ""});
+    [
+        Event::parse("Page.javascriptDialogOpening", &o.to_string()),
+        Event::parse("Page.javascriptDialogClosed", &c.to_string()),
+    ]
+}
+
 fn snapshot_serialize(c: &mut Criterion) {
     let (mut st, mut now, s1) = attached();
     for i in 0..30 {
-        let e = Event::parse(
-            "Page.frameAttached",
-            &json!({"frameId": format!("F{i}"), "parentFrameId": "T1"}).to_string(),
-        );
-        st.on_event(Some(&s1), e, now);
-        let e = Event::parse("Page.frameNavigated", &json!({"frame": {"id": format!("F{i}"), "parentId": "T1", "url": format!("https://a.test/f{i}")}}).to_string());
-        st.on_event(Some(&s1), e, now);
+        for e in frame_events(i) {
+            st.on_event(Some(&s1), e, now);
+        }
     }
     for i in 0..20 {
-        let o = json!({"url": "https://a.test/", "frameId": "T1", "message": format!("dialog number {i} with a message"), "type": "confirm"});
-        st.on_event(
-            Some(&s1),
-            Event::parse("Page.javascriptDialogOpening", &o.to_string()),
-            now,
-        );
+        let [open, close] = dialog_events(i);
+        st.on_event(Some(&s1), open, now);
         now = now.after(Duration::from_millis(10));
-        let c = json!({"frameId": "T1", "result": true, "userInput": ""});
-        st.on_event(
-            Some(&s1),
-            Event::parse("Page.javascriptDialogClosed", &c.to_string()),
-            now,
-        );
+        st.on_event(Some(&s1), close, now);
     }
     while st.poll_output().is_some() {}
     let snap = st.snapshot();
@@ -210,14 +219,9 @@ fn busy(frames: usize) -> (Tabs, Now, SessionId) {
     st.attach_page(TargetId::from("T1"), s1.clone(), "https://a.test/", "", now);
     settle(&mut st, now);
     for i in 0..frames {
-        let f = format!("F{i}");
-        let e = Event::parse(
-            "Page.frameAttached",
-            &json!({"frameId": f, "parentFrameId": "T1"}).to_string(),
-        );
-        st.on_event(Some(&s1), e, now);
-        let e = Event::parse("Page.frameNavigated", &json!({"frame": {"id": f, "parentId": "T1", "url": format!("https://a.test/f{i}"), "securityOrigin": "https://a.test"}}).to_string());
-        st.on_event(Some(&s1), e, now);
+        for e in frame_events(i) {
+            st.on_event(Some(&s1), e, now);
+        }
     }
     for i in 0..2 {
         let attach = Event::parse("Target.attachedToTarget", &json!({"sessionId": format!("SO{i}"), "targetInfo": {"targetId": format!("O{i}"), "type": "iframe", "url": "https://b.test/"}, "waitingForDebugger": true}).to_string());
@@ -236,19 +240,10 @@ fn busy(frames: usize) -> (Tabs, Now, SessionId) {
         settle(&mut st, now);
     }
     for i in 0..20 {
-        let o = json!({"url": "https://a.test/", "frameId": "T1", "message": format!("dialog number {i} with a message"), "type": "confirm"});
-        st.on_event(
-            Some(&s1),
-            Event::parse("Page.javascriptDialogOpening", &o.to_string()),
-            now,
-        );
+        let [open, close] = dialog_events(i);
+        st.on_event(Some(&s1), open, now);
         now = now.after(Duration::from_millis(10));
-        let c = json!({"frameId": "T1", "result": true, "userInput": ""});
-        st.on_event(
-            Some(&s1),
-            Event::parse("Page.javascriptDialogClosed", &c.to_string()),
-            now,
-        );
+        st.on_event(Some(&s1), close, now);
     }
     for i in 0..60 {
         st.on_event(Some(&s1), console_error(i), now);
