@@ -110,6 +110,10 @@ impl Tabs {
         self.tabs.iter().find(|t| t.key == key)
     }
 
+    fn tab_mut(&mut self, key: u32) -> Option<&mut Tab> {
+        self.tabs.iter_mut().find(|t| t.key == key)
+    }
+
     fn current_tab(&self) -> Option<&Tab> {
         self.current.and_then(|k| self.tab(k))
     }
@@ -632,7 +636,7 @@ impl Tabs {
     }
 
     fn crashed(&mut self, key: u32, now: Now) {
-        let Some(tab) = self.tabs.iter_mut().find(|t| t.key == key) else {
+        let Some(tab) = self.tab_mut(key) else {
             return;
         };
         if tab.crashed {
@@ -645,7 +649,7 @@ impl Tabs {
     }
 
     fn revived(&mut self, key: u32) {
-        if let Some(tab) = self.tabs.iter_mut().find(|t| t.key == key) {
+        if let Some(tab) = self.tab_mut(key) {
             tab.crashed = false;
         }
     }
@@ -835,11 +839,9 @@ impl Tabs {
     /// and console; every tab's dialogs; the tabs. Shares its entries with
     /// the tabs' states (see [`State::snapshot`]).
     pub fn snapshot(&mut self) -> Snapshot {
-        let current = self.current;
         let mut snap = self
-            .tabs
-            .iter_mut()
-            .find(|t| Some(t.key) == current)
+            .current
+            .and_then(|k| self.tab_mut(k))
             .map(|t| t.state.page_snapshot())
             .unwrap_or_default();
         snap.pending_dialogs = self.pending_dialogs().cloned().collect();
