@@ -93,7 +93,7 @@ pub struct ClosedDialog {
 }
 
 /// The top frame (`frame_tree.top`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopFrame {
     /// The main frame's id (the page target's id).
     pub frame_id: String,
@@ -105,7 +105,10 @@ pub struct TopFrame {
 }
 
 /// A frame below the top (`frame_tree.children[]`, flat, parents first).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// `Eq`, so that comparing two trees skips entries they share (`Arc`'s
+/// `PartialEq` compares addresses first only for `Eq` types).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildFrame {
     /// The frame's id (for an OOPIF, also its target id).
     pub frame_id: String,
@@ -123,7 +126,7 @@ pub struct ChildFrame {
 }
 
 /// `frame_tree`: at most 30 children and OOPIF depth 2; `truncated` when a cap cut.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameTreeView {
     /// The main frame; `None` before the page is attached.
     pub top: Option<TopFrame>,

@@ -4,18 +4,31 @@
 //! The rules a newcomer changes live in [`Frames::upsert`] (a frame becomes
 //! known), [`Frames::committed`] (a frame shows a new document) and
 //! [`Frames::on_tree`] (a session's `Page.getFrameTree` reply).
+//!
+//! Frames sit in a slab. Each keeps the slot of the parent it hangs under and
+//! its children's slots, oldest first, updated as frames come, go and learn
+//! their parent: the tree the snapshot shows is one walk over slots, with no
+//! id hashed.
 
 use super::targets::Targets;
 use super::{FRAME_TREE_MAX_ENTRIES, FRAME_TREE_MAX_OOPIF_DEPTH, FRAMES_TRACKED_MAX, Out};
 use super::{Notice, RouteError, origin_of};
 use crate::cdp::protocol::{FrameId, FrameInfo, FrameTree, SessionId};
 use crate::supervisor::snapshot::{ChildFrame, FrameTreeView, TopFrame};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 struct Frame {
+    id: FrameId,
+    /// The parent the frame was reported with (`None` for the top, or when
+    /// never reported).
     parent: Option<FrameId>,
+    /// The slot of the parent it hangs under: `None` when it hangs under the
+    /// top (its parent is the top, unknown, or was never reported).
+    up: Option<usize>,
+    /// The slots of the frames that hang under it, oldest (`seq`) first.
+    kids: Vec<usize>,
     url: String,
     origin: String,
     /// The session that reports this frame.
@@ -24,13 +37,25 @@ struct Frame {
     is_oopif: bool,
     /// Insertion order, for a stable tree.
     seq: u64,
+    /// The entry the snapshot last showed for it, while still true: dropped
+    /// when its URL, origin, parent, OOPIF flag or session changes.
+    entry: Option<Arc<ChildFrame>>,
 }
 
 /// The frames of the supervised page, merged from every session.
 #[derive(Clone, Debug, Default)]
 pub struct Frames {
     top: Option<FrameId>,
-    frames: HashMap<FrameId, Frame>,
+    /// Every frame known, by slot; a free slot is `None` (see `free`).
+    slots: Vec<Option<Frame>>,
+    /// The slot of each known frame.
+    index: HashMap<FrameId, usize>,
+    free: Vec<usize>,
+    /// The slots that hang under the top, oldest first.
+    roots: Vec<usize>,
+    /// How many frames name a parent that is not known (not the top): they
+    /// hang under the top until it comes.
+    orphans: usize,
     seq: u64,
     /// Frames were not tracked ([`FRAMES_TRACKED_MAX`], or sessions past their bound).
     dropped: bool,
@@ -68,15 +93,23 @@ impl Frames {
             ..Frames::default()
         };
         self.top = Some(top.clone());
+        // Most pages never hold another frame: room for the top alone.
+        self.slots.reserve_exact(1);
         self.insert(&top, None, url, session);
     }
 
-    /// The page is gone: every frame goes. Returns them.
+    /// The page is gone: every frame goes. Returns them, oldest first.
     pub fn clear(&mut self) -> Vec<FrameId> {
         self.reshape();
         self.top_loader = None;
         self.doc_loader = None;
-        self.frames.drain().map(|(id, _)| id).collect()
+        self.index.clear();
+        self.free.clear();
+        self.roots.clear();
+        self.orphans = 0;
+        let mut gone: Vec<Frame> = self.slots.drain(..).flatten().collect();
+        gone.sort_unstable_by_key(|f| f.seq);
+        gone.into_iter().map(|f| f.id).collect()
     }
 
     /// The top frame's id, once attached.
@@ -116,7 +149,7 @@ impl Frames {
     pub fn top_url(&self) -> &str {
         self.top
             .as_ref()
-            .and_then(|f| self.frames.get(f))
+            .and_then(|f| self.get(f))
             .map(|f| f.url.as_str())
             .unwrap_or("")
     }
@@ -124,7 +157,7 @@ impl Frames {
     /// Sets the top frame's URL (as the browser reports it after a load).
     pub fn set_top_url(&mut self, url: String) {
         if let Some(top) = self.top.clone()
-            && let Some(f) = self.frames.get_mut(&top)
+            && let Some(f) = self.get_mut(&top)
             && f.url != url
             && !url.is_empty()
         {
@@ -155,18 +188,18 @@ impl Frames {
 
     /// A known frame's URL.
     pub fn url_of(&self, frame: &FrameId) -> Option<String> {
-        self.frames.get(frame).map(|f| f.url.clone())
+        self.get(frame).map(|f| f.url.clone())
     }
 
     /// `frame` and its ancestors, nearest first.
     pub fn lineage(&self, frame: &FrameId) -> Vec<FrameId> {
         let mut out = vec![frame.clone()];
-        let mut cur = self.frames.get(frame).and_then(|f| f.parent.clone());
+        let mut cur = self.get(frame).and_then(|f| f.parent.clone());
         while let Some(p) = cur {
             if out.contains(&p) {
                 break;
             }
-            cur = self.frames.get(&p).and_then(|f| f.parent.clone());
+            cur = self.get(&p).and_then(|f| f.parent.clone());
             out.push(p);
         }
         out
@@ -174,28 +207,170 @@ impl Frames {
 
     /// The frames `session` reports.
     pub fn of_session(&self, session: &SessionId) -> Vec<FrameId> {
-        self.frames
+        self.slots
             .iter()
-            .filter(|(_, f)| &f.session == session)
-            .map(|(id, _)| id.clone())
+            .flatten()
+            .filter(|f| &f.session == session)
+            .map(|f| f.id.clone())
             .collect()
+    }
+
+    fn get(&self, id: &FrameId) -> Option<&Frame> {
+        self.index.get(id).and_then(|&i| self.at(i))
+    }
+
+    fn get_mut(&mut self, id: &FrameId) -> Option<&mut Frame> {
+        let i = *self.index.get(id)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    fn at(&self, i: usize) -> Option<&Frame> {
+        self.slots.get(i)?.as_ref()
+    }
+
+    /// The slots that hang under `up`'s frame (the top's for `None`).
+    fn kids(&self, up: Option<usize>) -> &[usize] {
+        match up {
+            None => &self.roots,
+            Some(p) => self.at(p).map(|f| f.kids.as_slice()).unwrap_or_default(),
+        }
+    }
+
+    fn kids_mut(&mut self, up: Option<usize>) -> Option<&mut Vec<usize>> {
+        match up {
+            None => Some(&mut self.roots),
+            Some(p) => self.slots.get_mut(p)?.as_mut().map(|f| &mut f.kids),
+        }
+    }
+
+    /// Whether `f` names a parent that is not known (nor the top).
+    fn is_orphan(&self, f: &Frame) -> bool {
+        f.up.is_none()
+            && f.parent
+                .as_ref()
+                .is_some_and(|p| Some(p) != self.top.as_ref())
+    }
+
+    /// Hangs slot `i` under the parent it names (under the top when that is
+    /// not known), among its siblings by age.
+    fn hang(&mut self, i: usize) {
+        let Some(f) = self.at(i) else {
+            return;
+        };
+        let up = f
+            .parent
+            .as_ref()
+            .filter(|p| Some(*p) != self.top.as_ref())
+            .and_then(|p| self.index.get(p).copied());
+        let seq = f.seq;
+        let at = self
+            .kids(up)
+            .partition_point(|&k| self.at(k).is_some_and(|k| k.seq < seq));
+        if let Some(list) = self.kids_mut(up) {
+            list.insert(at, i);
+        }
+        if let Some(f) = self.slots[i].as_mut() {
+            f.up = up;
+            f.entry = None;
+        }
+        if self.at(i).is_some_and(|f| self.is_orphan(f)) {
+            self.orphans += 1;
+        }
+    }
+
+    /// Takes slot `i` from under its parent.
+    fn unhang(&mut self, i: usize) {
+        let Some(f) = self.at(i) else {
+            return;
+        };
+        let up = f.up;
+        if self.is_orphan(f) {
+            self.orphans = self.orphans.saturating_sub(1);
+        }
+        if let Some(list) = self.kids_mut(up)
+            && let Some(at) = list.iter().position(|&k| k == i)
+        {
+            list.remove(at);
+        }
+        if let Some(f) = self.slots[i].as_mut() {
+            f.up = None;
+            f.entry = None;
+        }
+    }
+
+    /// Slot `i`'s frame now names `parent` as its parent.
+    fn reparent(&mut self, i: usize, parent: FrameId) {
+        self.reshape();
+        self.unhang(i);
+        if let Some(f) = self.slots[i].as_mut() {
+            f.parent = Some(parent);
+        }
+        self.hang(i);
+    }
+
+    /// Frames that named slot `i`'s frame as their parent before it was
+    /// known (they hung under the top) now hang under it.
+    fn adopt(&mut self, i: usize) {
+        if self.orphans == 0 {
+            return;
+        }
+        let Some(id) = self.at(i).map(|f| &f.id) else {
+            return;
+        };
+        let waiting: Vec<usize> = self
+            .roots
+            .iter()
+            .copied()
+            .filter(|&k| self.at(k).is_some_and(|f| f.parent.as_ref() == Some(id)))
+            .collect();
+        for k in waiting {
+            self.unhang(k);
+            self.hang(k);
+        }
     }
 
     fn insert(&mut self, id: &FrameId, parent: Option<&FrameId>, url: &str, session: &SessionId) {
         self.reshape();
         self.seq += 1;
         let is_top = Some(id) == self.top.as_ref();
-        self.frames.insert(
-            id.clone(),
-            Frame {
-                parent: if is_top { None } else { parent.cloned() },
-                origin: origin_of(url),
-                url: url.to_owned(),
-                session: session.clone(),
-                is_oopif: false,
-                seq: self.seq,
-            },
-        );
+        let frame = Frame {
+            id: id.clone(),
+            parent: if is_top { None } else { parent.cloned() },
+            up: None,
+            kids: Vec::new(),
+            origin: origin_of(url),
+            url: url.to_owned(),
+            session: session.clone(),
+            is_oopif: false,
+            seq: self.seq,
+            entry: None,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(frame);
+                i
+            }
+            None => {
+                self.slots.push(Some(frame));
+                self.slots.len() - 1
+            }
+        };
+        self.index.insert(id.clone(), i);
+        if !is_top {
+            self.hang(i);
+            self.adopt(i);
+        }
+    }
+
+    /// Forgets slot `i`'s frame. Its children keep pointing at the slot:
+    /// callers remove whole subtrees.
+    fn remove(&mut self, i: usize) -> Option<Frame> {
+        self.reshape();
+        self.unhang(i);
+        let f = self.slots.get_mut(i)?.take()?;
+        self.index.remove(&f.id);
+        self.free.push(i);
+        Some(f)
     }
 
     /// A frame becomes known (or is seen again): a parent is learned once
@@ -210,24 +385,32 @@ impl Frames {
         is_oopif: bool,
         out: &mut Out,
     ) {
-        if let Some(f) = self.frames.get_mut(id) {
+        if let Some(&i) = self.index.get(id) {
+            let is_top = Some(id) == self.top.as_ref();
+            if let Some(p) = parent
+                && !is_top
+                && self.at(i).is_some_and(|f| f.parent.is_none())
+            {
+                self.reparent(i, p.clone());
+            }
+            let Some(f) = self.slots[i].as_mut() else {
+                return;
+            };
             let mut reshaped = false;
             let mut url_changed = false;
-            if f.parent.is_none() && Some(id) != self.top.as_ref() {
-                reshaped |= parent.is_some();
-                f.parent = parent.cloned();
-            }
             if let Some(u) = url
                 && f.url != u
             {
                 f.url = u.to_owned();
                 f.origin = origin_of(u);
+                f.entry = None;
                 url_changed = true;
             }
-            if is_oopif {
-                reshaped |= !f.is_oopif || &f.session != session;
+            if is_oopif && (!f.is_oopif || &f.session != session) {
                 f.is_oopif = true;
                 f.session = session.clone();
+                f.entry = None;
+                reshaped = true;
             }
             if reshaped {
                 self.reshape();
@@ -236,13 +419,13 @@ impl Frames {
             }
             return;
         }
-        if self.frames.len() >= FRAMES_TRACKED_MAX {
+        if self.index.len() >= FRAMES_TRACKED_MAX {
             self.dropped = true;
             self.reshape();
             return;
         }
         self.insert(id, parent, url.unwrap_or(""), session);
-        if let Some(f) = self.frames.get_mut(id) {
+        if let Some(f) = self.get_mut(id) {
             f.is_oopif = is_oopif;
         }
         if Some(id) != self.top.as_ref() {
@@ -261,11 +444,12 @@ impl Frames {
         if Some(id) == self.top.as_ref() || id == parent {
             return;
         }
-        if let Some(f) = self.frames.get_mut(id)
-            && f.parent.as_ref() != Some(parent)
+        if let Some(&i) = self.index.get(id)
+            && self
+                .at(i)
+                .is_some_and(|f| f.parent.as_ref() != Some(parent))
         {
-            f.parent = Some(parent.clone());
-            self.reshape();
+            self.reparent(i, parent.clone());
         }
     }
 
@@ -287,14 +471,7 @@ impl Frames {
         if is_top {
             let same_document = frame.loader_id.is_some() && frame.loader_id == self.doc_loader;
             if !same_document {
-                let old: Vec<FrameId> = self
-                    .frames
-                    .keys()
-                    .filter(|id| Some(*id) != self.top.as_ref())
-                    .cloned()
-                    .collect();
-                for id in old {
-                    self.frames.remove(&id);
+                for id in self.remove_all_but_top() {
                     out.notice(Notice::FrameDetached {
                         frame_id: id.0.clone(),
                     });
@@ -316,18 +493,20 @@ impl Frames {
             own_target && !is_top,
             out,
         );
-        if let Some(f) = self.frames.get_mut(&frame.id) {
+        if let Some(f) = self.get_mut(&frame.id) {
             let mut reshaped = false;
             let mut url_changed = false;
             if &f.session != session && f.is_oopif && !own_target {
                 f.is_oopif = false;
                 f.session = session.clone();
+                f.entry = None;
                 reshaped = true;
             }
             if let Some(origin) = frame.security_origin.as_ref().filter(|o| is_origin(o))
                 && f.origin != *origin
             {
                 f.origin = origin.clone();
+                f.entry = None;
                 url_changed = true;
             }
             if reshaped {
@@ -336,7 +515,7 @@ impl Frames {
                 self.patch_url(&frame.id);
             }
         }
-        let is_oopif = self.frames.get(&frame.id).is_some_and(|f| f.is_oopif);
+        let is_oopif = self.get(&frame.id).is_some_and(|f| f.is_oopif);
         out.notice(Notice::FrameNavigated {
             frame_id: frame.id.0.clone(),
             url,
@@ -345,42 +524,77 @@ impl Frames {
         dropped
     }
 
+    /// Forgets every frame but the top. Returns them, oldest first.
+    fn remove_all_but_top(&mut self) -> Vec<FrameId> {
+        let top = self.top.clone();
+        self.roots.clear();
+        self.orphans = 0;
+        let mut gone = Vec::new();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(f) = slot.take_if(|f| Some(&f.id) != top.as_ref()) {
+                self.free.push(i);
+                gone.push(f);
+            }
+        }
+        for f in &gone {
+            self.index.remove(&f.id);
+        }
+        gone.sort_unstable_by_key(|f| f.seq);
+        gone.into_iter().map(|f| f.id).collect()
+    }
+
     /// Removes `root` and everything below it (never the top). Returns the
-    /// frames removed, announced as detached.
+    /// frames removed, announced as detached, `root` first (even when it was
+    /// not known: frames that named it as their parent go).
     pub fn remove_subtree(&mut self, root: &FrameId, out: &mut Out) -> Vec<FrameId> {
         if Some(root) == self.top.as_ref() {
             return Vec::new();
         }
-        let mut doomed = vec![root.clone()];
-        // `seen` (with `root`, every frame in `doomed`) ends the walk on a
-        // parent cycle (a frame naming itself or a descendant as its parent:
-        // never Chromium, but a proxy or mock may). A leaf, the usual case,
-        // allocates for neither.
-        let mut seen: HashSet<FrameId> = HashSet::new();
+        let known = self.index.get(root).copied();
+        let mut doomed: Vec<usize> = match known {
+            Some(r) => vec![r],
+            None => self
+                .roots
+                .iter()
+                .copied()
+                .filter(|&k| self.at(k).is_some_and(|f| f.parent.as_ref() == Some(root)))
+                .collect(),
+        };
+        // Down the children's lists. `seen` ends the walk on a parent cycle
+        // (a frame naming itself or a descendant as its parent: never
+        // Chromium, but a proxy or mock may); a leaf, the usual case,
+        // allocates none.
+        let mut seen: Vec<bool> = Vec::new();
         let mut i = 0;
         while i < doomed.len() {
-            let p = &doomed[i];
-            let kids: Vec<FrameId> = self
-                .frames
-                .iter()
-                .filter(|(id, f)| {
-                    f.parent.as_ref() == Some(p) && *id != root && !seen.contains(*id)
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            seen.extend(kids.iter().cloned());
-            doomed.extend(kids);
+            let kids = self.kids(Some(doomed[i]));
+            if !kids.is_empty() && seen.is_empty() {
+                seen = vec![false; self.slots.len()];
+                for &d in &doomed {
+                    seen[d] = true;
+                }
+            }
+            for &k in kids {
+                if !seen[k] {
+                    seen[k] = true;
+                    doomed.push(k);
+                }
+            }
             i += 1;
         }
-        for f in &doomed {
-            if self.frames.remove(f).is_some() {
-                self.reshape();
+        let mut gone = Vec::with_capacity(doomed.len() + 1);
+        if known.is_none() {
+            gone.push(root.clone());
+        }
+        for d in doomed {
+            if let Some(f) = self.remove(d) {
                 out.notice(Notice::FrameDetached {
-                    frame_id: f.0.clone(),
+                    frame_id: f.id.0.clone(),
                 });
+                gone.push(f.id);
             }
         }
-        doomed
+        gone
     }
 
     /// A session's `Page.getFrameTree` reply. Replies come in wire order
@@ -417,12 +631,13 @@ impl Frames {
             if oopif_root && let Some(p) = &parent {
                 self.set_parent(&id, p);
             }
-            if let Some(f) = self.frames.get_mut(&id)
+            if let Some(f) = self.get_mut(&id)
                 && url.is_some()
                 && let Some(origin) = frame.security_origin.filter(|o| is_origin(o))
                 && f.origin != origin
             {
                 f.origin = origin;
+                f.entry = None;
                 self.patch_url(&id);
             }
             // Children in reverse so they pop (and are numbered) in document order.
@@ -440,11 +655,12 @@ impl Frames {
         if Some(&fid) == self.top.as_ref() {
             return Ok(top);
         }
-        let Some(f) = self.frames.get(&fid) else {
+        let Some(f) = self.get(&fid) else {
             let mut known: Vec<(u64, String)> = self
-                .frames
+                .slots
                 .iter()
-                .map(|(id, f)| (f.seq, id.0.clone()))
+                .flatten()
+                .map(|f| (f.seq, f.id.0.clone()))
                 .collect();
             known.sort();
             return Err(RouteError::UnknownFrame {
@@ -475,53 +691,68 @@ impl Frames {
     /// then shared.
     pub fn view(&mut self, targets: &Targets) -> Arc<FrameTreeView> {
         let generation = targets.generation();
-        if let Some((built_for, view)) = &mut self.view
-            && *built_for == generation
-            && !self.reshaped
-        {
-            if !self.url_changed.is_empty() {
-                let tree = Arc::make_mut(view);
-                for id in self.url_changed.drain(..) {
-                    let Some(f) = self.frames.get(&id) else {
-                        continue;
-                    };
-                    if let Some(top) = tree.top.as_mut().filter(|t| t.frame_id == id.0) {
-                        top.url.clone_from(&f.url);
-                        top.origin.clone_from(&f.origin);
-                    }
-                    if let Some(c) = tree.children.iter_mut().find(|c| c.frame_id == id.0) {
-                        let c = Arc::make_mut(c);
-                        c.url.clone_from(&f.url);
-                        c.origin.clone_from(&f.origin);
-                    }
-                }
-            }
-            let view = view.clone();
-            // Every change of shape drops the kept tree, every other one is
-            // patched in: a missed one shows here in any debug build (every
-            // test).
-            debug_assert_eq!(*view, self.build_view(targets, None), "a stale frame tree");
-            return view;
+        let kept = !self.reshaped && self.view.as_ref().is_some_and(|(g, _)| *g == generation);
+        if !kept {
+            self.url_changed.clear();
+            self.reshaped = false;
+            let view = Arc::new(self.build_view(targets));
+            self.view = Some((generation, view));
+        } else if !self.url_changed.is_empty() {
+            self.patch_urls();
         }
-        self.url_changed.clear();
-        self.reshaped = false;
-        let old = self.view.take();
-        let view = Arc::new(self.build_view(targets, old.as_ref().map(|(_, v)| &**v)));
-        self.view = Some((generation, view.clone()));
+        let view = self
+            .view
+            .as_ref()
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        // The kept tree and its entries against a tree built from the ids
+        // alone: a missed change shows here in any debug build (every test).
+        #[cfg(debug_assertions)]
+        assert_eq!(*view, self.reference_view(targets), "a stale frame tree");
         view
     }
 
-    /// Builds the tree; an entry of `old` whose frame did not change is
-    /// shared, not copied.
-    fn build_view(&self, targets: &Targets, old: Option<&FrameTreeView>) -> FrameTreeView {
+    /// Patches the URLs and origins of `url_changed` into the kept tree.
+    fn patch_urls(&mut self) {
+        let Some((_, view)) = self.view.as_mut() else {
+            return;
+        };
+        let tree = Arc::make_mut(view);
+        for id in self.url_changed.drain(..) {
+            let Some(f) = self
+                .index
+                .get(&id)
+                .and_then(|&i| self.slots.get_mut(i))
+                .and_then(Option::as_mut)
+            else {
+                continue;
+            };
+            if let Some(top) = tree.top.as_mut().filter(|t| t.frame_id == id.0) {
+                top.url.clone_from(&f.url);
+                top.origin.clone_from(&f.origin);
+            }
+            if let Some(c) = tree.children.iter_mut().find(|c| c.frame_id == id.0) {
+                let mut patched = ChildFrame::clone(c);
+                patched.url.clone_from(&f.url);
+                patched.origin.clone_from(&f.origin);
+                let patched = Arc::new(patched);
+                f.entry = Some(patched.clone());
+                *c = patched;
+            }
+        }
+    }
+
+    /// Builds the tree: one walk down the children's lists. A frame whose
+    /// entry is still true shares it.
+    fn build_view(&mut self, targets: &Targets) -> FrameTreeView {
         let mut view = FrameTreeView {
             truncated: self.dropped,
             ..Default::default()
         };
-        let Some(top_id) = self.top.as_ref() else {
+        let Some(top_id) = self.top.clone() else {
             return view;
         };
-        let Some(top) = self.frames.get(top_id) else {
+        let Some(top) = self.get(&top_id) else {
             return view;
         };
         view.top = Some(TopFrame {
@@ -529,96 +760,148 @@ impl Frames {
             url: top.url.clone(),
             origin: top.origin.clone(),
         });
-        // Every frame below the top, in the order they became known, and
-        // its parent's place in that list: `None` for the top, and for a
-        // parent we never learned (the frame hangs under the top). Then
-        // only indices: ids are hashed once per frame, not per visit.
-        let mut nodes: Vec<(&FrameId, &Frame)> =
-            self.frames.iter().filter(|(id, _)| *id != top_id).collect();
-        nodes.sort_unstable_by_key(|(_, f)| f.seq);
-        let place: HashMap<&FrameId, usize> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _))| (*id, i))
-            .collect();
-        let parent: Vec<Option<usize>> = nodes
-            .iter()
-            .map(|(_, f)| f.parent.as_ref().and_then(|p| place.get(p).copied()))
-            .collect();
-        // Children of each node (the top's at `n`), oldest first.
-        let n = nodes.len();
-        let slot = |p: Option<usize>| p.unwrap_or(n);
-        let mut start = vec![0usize; n + 2];
-        for p in &parent {
-            start[slot(*p) + 1] += 1;
-        }
-        for i in 1..start.len() {
-            start[i] += start[i - 1];
-        }
-        let mut next = start.clone();
-        let mut kids = vec![0usize; n];
-        for (i, p) in parent.iter().enumerate() {
-            let at = &mut next[slot(*p)];
-            kids[*at] = i;
-            *at += 1;
-        }
-        let children_of = |p: usize| &kids[start[p]..start[p + 1]];
         // Depth-first, parents before children, older siblings first.
-        let mut order: Vec<usize> = Vec::with_capacity(n);
-        let mut visited = vec![false; n];
-        let mut stack: Vec<(usize, usize)> = vec![(n, 0)];
+        let mut order: Vec<usize> = Vec::with_capacity(self.index.len());
+        let mut listed = vec![false; self.slots.len()];
+        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
         while let Some((at, depth)) = stack.pop() {
-            for &c in children_of(at).iter().rev() {
-                let d = depth + usize::from(nodes[c].1.is_oopif);
+            for &c in self.kids(at).iter().rev() {
+                let Some(f) = self.at(c) else {
+                    continue;
+                };
+                let d = depth + usize::from(f.is_oopif);
                 if d > FRAME_TREE_MAX_OOPIF_DEPTH {
                     view.truncated = true;
                     continue;
                 }
-                if !visited[c] {
-                    visited[c] = true;
-                    stack.push((c, d));
+                if !listed[c] {
+                    listed[c] = true;
+                    stack.push((Some(c), d));
                 }
             }
-            if at != n {
-                order.push(at);
+            if let Some(i) = at {
+                order.push(i);
             }
         }
         let keep: Vec<bool> = if order.len() <= FRAME_TREE_MAX_ENTRIES {
-            visited
+            listed
         } else {
             view.truncated = true;
-            to_show(&order, &parent, &visited, |i| nodes[i].1.is_oopif)
+            to_show(
+                &order,
+                |i| self.at(i).and_then(|f| f.up),
+                &listed,
+                |i| self.at(i).is_some_and(|f| f.is_oopif),
+            )
         };
-        let old = old.map(|v| v.children.as_slice()).unwrap_or_default();
         view.children = order
             .into_iter()
             .filter(|i| keep[*i])
-            .enumerate()
-            .map(|(at, i)| {
-                let (id, f) = nodes[i];
-                let parent = parent[i].map(|p| nodes[p].0).unwrap_or(top_id);
-                let routable = f.is_oopif && targets.has_session(&f.session);
-                let session_id = routable.then_some(f.session.0.as_str());
-                // Mostly in the same place as before.
-                let same = |c: &&Arc<ChildFrame>| {
-                    c.frame_id == id.0
-                        && c.url == f.url
-                        && c.origin == f.origin
-                        && c.parent_frame_id == parent.0
-                        && c.is_oopif == f.is_oopif
-                        && c.session_id.as_deref() == session_id
-                };
-                match old.get(at).filter(same).or_else(|| old.iter().find(same)) {
-                    Some(c) => c.clone(),
-                    None => Arc::new(ChildFrame {
-                        frame_id: id.0.clone(),
-                        url: f.url.clone(),
-                        origin: f.origin.clone(),
-                        parent_frame_id: parent.0.clone(),
-                        is_oopif: f.is_oopif,
-                        session_id: session_id.map(str::to_owned),
-                    }),
+            .filter_map(|i| self.entry(i, &top_id, targets))
+            .collect();
+        view
+    }
+
+    /// Slot `i`'s entry in the tree: the one shown before while still true,
+    /// else a new one, kept for next time.
+    fn entry(&mut self, i: usize, top_id: &FrameId, targets: &Targets) -> Option<Arc<ChildFrame>> {
+        let f = self.at(i)?;
+        let routable = f.is_oopif && targets.has_session(&f.session);
+        let session_id = routable.then_some(f.session.0.as_str());
+        if let Some(e) = f
+            .entry
+            .as_ref()
+            .filter(|e| e.session_id.as_deref() == session_id)
+        {
+            return Some(e.clone());
+        }
+        let parent = f.up.and_then(|p| self.at(p)).map_or(top_id, |p| &p.id);
+        let e = Arc::new(ChildFrame {
+            frame_id: f.id.0.clone(),
+            url: f.url.clone(),
+            origin: f.origin.clone(),
+            parent_frame_id: parent.0.clone(),
+            is_oopif: f.is_oopif,
+            session_id: session_id.map(str::to_owned),
+        });
+        self.slots[i].as_mut()?.entry = Some(e.clone());
+        Some(e)
+    }
+
+    /// The tree built from the frames' ids and parents alone, hashing ids,
+    /// without the slab's lists or kept entries: what [`Frames::view`]
+    /// must equal.
+    #[cfg(debug_assertions)]
+    fn reference_view(&self, targets: &Targets) -> FrameTreeView {
+        let mut view = FrameTreeView {
+            truncated: self.dropped,
+            ..Default::default()
+        };
+        let Some(top_id) = self.top.as_ref() else {
+            return view;
+        };
+        let Some(top) = self.get(top_id) else {
+            return view;
+        };
+        view.top = Some(TopFrame {
+            frame_id: top_id.0.clone(),
+            url: top.url.clone(),
+            origin: top.origin.clone(),
+        });
+        let mut nodes: Vec<&Frame> = self
+            .slots
+            .iter()
+            .flatten()
+            .filter(|f| &f.id != top_id)
+            .collect();
+        nodes.sort_unstable_by_key(|f| f.seq);
+        let place: HashMap<&FrameId, usize> =
+            nodes.iter().enumerate().map(|(i, f)| (&f.id, i)).collect();
+        let parent: Vec<Option<usize>> = nodes
+            .iter()
+            .map(|f| f.parent.as_ref().and_then(|p| place.get(p).copied()))
+            .collect();
+        let n = nodes.len();
+        // Children of each node (the top's at `n`), oldest first.
+        let mut kids: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+        for (i, p) in parent.iter().enumerate() {
+            kids[p.unwrap_or(n)].push(i);
+        }
+        let mut order = Vec::new();
+        let mut listed = vec![false; n];
+        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
+        while let Some((at, depth)) = stack.pop() {
+            for &c in kids[at.unwrap_or(n)].iter().rev() {
+                let d = depth + usize::from(nodes[c].is_oopif);
+                if d > FRAME_TREE_MAX_OOPIF_DEPTH {
+                    view.truncated = true;
+                } else if !listed[c] {
+                    listed[c] = true;
+                    stack.push((Some(c), d));
                 }
+            }
+            order.extend(at);
+        }
+        let keep = if order.len() <= FRAME_TREE_MAX_ENTRIES {
+            listed
+        } else {
+            view.truncated = true;
+            to_show(&order, |i| parent[i], &listed, |i| nodes[i].is_oopif)
+        };
+        view.children = order
+            .into_iter()
+            .filter(|i| keep[*i])
+            .map(|i| {
+                let f = nodes[i];
+                let routable = f.is_oopif && targets.has_session(&f.session);
+                Arc::new(ChildFrame {
+                    frame_id: f.id.0.clone(),
+                    url: f.url.clone(),
+                    origin: f.origin.clone(),
+                    parent_frame_id: parent[i].map_or(top_id, |p| &nodes[p].id).0.clone(),
+                    is_oopif: f.is_oopif,
+                    session_id: routable.then(|| f.session.0.clone()),
+                })
             })
             .collect();
         view
@@ -629,22 +912,22 @@ impl Frames {
 /// parents first) a capped tree shows: the OOPIFs first, with their
 /// ancestors, since they are what `browser_cdp(frame_id)` can reach; then
 /// the rest in document order. Every shown frame's parent is shown too.
-/// `parent[i]` is `None` for the top; `listed[i]` says whether `i` is in
-/// `order`.
+/// `up(i)` is `i`'s parent (`None` for the top); `listed[i]` says whether
+/// `i` is in `order`.
 fn to_show(
     order: &[usize],
-    parent: &[Option<usize>],
+    up: impl Fn(usize) -> Option<usize>,
     listed: &[bool],
     is_oopif: impl Fn(usize) -> bool,
 ) -> Vec<bool> {
-    let mut keep = vec![false; parent.len()];
+    let mut keep = vec![false; listed.len()];
     let mut kept = 0;
     for &id in order.iter().filter(|i| is_oopif(**i)) {
         let mut chain = Vec::new();
         let mut cur = Some(id);
         while let Some(c) = cur.filter(|c| !keep[*c]) {
             chain.push(c);
-            cur = parent[c].filter(|p| listed[*p]);
+            cur = up(c).filter(|p| listed[*p]);
         }
         if kept + chain.len() <= FRAME_TREE_MAX_ENTRIES {
             kept += chain.len();
@@ -669,4 +952,204 @@ fn to_show(
 /// frames with no committed document (`about:blank`, `about:srcdoc` children).
 fn is_origin(o: &str) -> bool {
     !o.is_empty() && o != "://"
+}
+
+#[cfg(test)]
+mod tests {
+    //! Random sequences of every change the core makes to [`Frames`], with
+    //! enough frames for the caps: after each, [`Frames::view`] checks the
+    //! kept tree against [`Frames::reference_view`] (a debug build), and
+    //! [`links_hold`] checks the slab's lists against the parents named.
+    use super::*;
+    use crate::cdp::TargetId;
+    use crate::supervisor::state::targets::Intercept;
+    use proptest::prelude::*;
+
+    /// Ids `F0`..`F79`; `F0` is the top.
+    const IDS: usize = 80;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Upsert {
+            f: usize,
+            parent: Option<usize>,
+            url: u8,
+            session: u8,
+            oopif: bool,
+        },
+        SetParent {
+            f: usize,
+            parent: usize,
+        },
+        Commit {
+            f: usize,
+            parent: Option<usize>,
+            url: u8,
+            session: u8,
+            own: bool,
+            loader: u8,
+        },
+        /// Many frames at once (frame, parent, OOPIF), past the caps.
+        Burst(Vec<(usize, Option<usize>, bool)>),
+        Remove {
+            f: usize,
+        },
+        Tree {
+            root: usize,
+            kids: Vec<usize>,
+            session: u8,
+        },
+        OfSession {
+            session: u8,
+        },
+        Clear,
+        Dropped,
+        Sessions,
+        View,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let f = 0..IDS;
+        let parent = proptest::option::weighted(0.9, 0..IDS);
+        prop_oneof![
+            8 => (f.clone(), parent.clone(), 0u8..3, 0u8..3, proptest::bool::weighted(0.15))
+                .prop_map(|(f, parent, url, session, oopif)| Op::Upsert { f, parent, url, session, oopif }),
+            1 => (f.clone(), f.clone()).prop_map(|(f, parent)| Op::SetParent { f, parent }),
+            3 => (f.clone(), parent.clone(), 0u8..3, 0u8..3, any::<bool>(), 0u8..3)
+                .prop_map(|(f, parent, url, session, own, loader)| Op::Commit { f, parent, url, session, own, loader }),
+            1 => proptest::collection::vec((f.clone(), parent.clone(), proptest::bool::weighted(0.1)), 10..40).prop_map(Op::Burst),
+            2 => f.clone().prop_map(|f| Op::Remove { f }),
+            1 => (f.clone(), proptest::collection::vec(0..IDS, 0..4), 0u8..3)
+                .prop_map(|(root, kids, session)| Op::Tree { root, kids, session }),
+            1 => (0u8..3).prop_map(|session| Op::OfSession { session }),
+            1 => Just(Op::Clear),
+            1 => Just(Op::Dropped),
+            1 => Just(Op::Sessions),
+            4 => Just(Op::View),
+        ]
+    }
+
+    fn id(i: usize) -> FrameId {
+        FrameId(format!("F{i}"))
+    }
+
+    fn session(i: u8) -> SessionId {
+        SessionId(format!("S{i}"))
+    }
+
+    fn info(f: usize, parent: Option<usize>, url: u8, loader: Option<u8>) -> FrameInfo {
+        FrameInfo {
+            id: id(f),
+            parent_id: parent.map(id),
+            url: format!("https://{url}.test/"),
+            url_fragment: None,
+            security_origin: Some(format!("https://{url}.test")),
+            loader_id: loader.map(|l| format!("L{l}")),
+            unreachable_url: None,
+        }
+    }
+
+    /// Every live frame hangs in exactly one list, the one its named parent
+    /// gives, in age order; `orphans` counts those whose parent is unknown.
+    fn links_hold(fr: &Frames) -> Result<(), TestCaseError> {
+        let mut seen = vec![0usize; fr.slots.len()];
+        let mut orphans = 0;
+        for (i, f) in fr.slots.iter().enumerate() {
+            let Some(f) = f else { continue };
+            prop_assert_eq!(fr.index.get(&f.id), Some(&i));
+            if Some(&f.id) == fr.top.as_ref() {
+                prop_assert!(f.up.is_none());
+                continue;
+            }
+            let named = f
+                .parent
+                .as_ref()
+                .filter(|p| Some(*p) != fr.top.as_ref())
+                .and_then(|p| fr.index.get(p).copied());
+            prop_assert_eq!(f.up, named, "frame {} hangs under the wrong parent", f.id.0);
+            orphans += usize::from(fr.is_orphan(f));
+            let list = fr.kids(f.up);
+            prop_assert_eq!(list.iter().filter(|k| **k == i).count(), 1);
+            seen[i] += 1;
+        }
+        for list in std::iter::once(&fr.roots).chain(fr.slots.iter().flatten().map(|f| &f.kids)) {
+            let seqs: Vec<u64> = list
+                .iter()
+                .map(|&k| fr.at(k).map_or(0, |f| f.seq))
+                .collect();
+            prop_assert!(
+                seqs.windows(2).all(|w| w[0] < w[1]),
+                "a list out of age order"
+            );
+            prop_assert!(
+                list.iter().all(|&k| fr.at(k).is_some()),
+                "a list names a free slot"
+            );
+        }
+        prop_assert_eq!(fr.orphans, orphans);
+        prop_assert_eq!(fr.index.len(), fr.slots.iter().flatten().count());
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn kept_tree_is_the_tree(ops in proptest::collection::vec(op(), 1..250)) {
+            let mut out = Out::default();
+            let mut targets = Targets::default();
+            let intercept = || Intercept { bridge: None, documents: None };
+            targets.attach_page(TargetId::from("F0"), session(0), "", false, &mut out, intercept());
+            let mut fr = Frames::default();
+            fr.reset(id(0), "https://0.test/", &session(0));
+            for op in &ops {
+                match op.clone() {
+                    Op::Upsert { f, parent, url, session: s, oopif } => {
+                        let url = format!("https://{url}.test/");
+                        fr.upsert(&id(f), parent.map(id).as_ref(), Some(&url), &session(s), oopif, &mut out);
+                    }
+                    Op::SetParent { f, parent } => fr.set_parent(&id(f), &id(parent)),
+                    Op::Commit { f, parent, url, session: s, own, loader } => {
+                        fr.committed(&session(s), own, &info(f, parent, url, Some(loader)), &mut out);
+                    }
+                    Op::Burst(frames) => {
+                        for (f, parent, oopif) in frames {
+                            fr.upsert(&id(f), parent.map(id).as_ref(), None, &session(1), oopif, &mut out);
+                        }
+                    }
+                    Op::Remove { f } => {
+                        fr.remove_subtree(&id(f), &mut out);
+                    }
+                    Op::Tree { root, kids, session: s } => {
+                        let tree = FrameTree {
+                            frame: info(root, None, 1, None),
+                            child_frames: kids
+                                .into_iter()
+                                .map(|k| FrameTree { frame: info(k, None, 2, None), child_frames: Vec::new() })
+                                .collect(),
+                        };
+                        fr.on_tree(&session(s), &id(root), tree, &mut out);
+                    }
+                    Op::OfSession { session: s } => {
+                        for f in fr.of_session(&session(s)) {
+                            fr.remove_subtree(&f, &mut out);
+                        }
+                    }
+                    Op::Clear => {
+                        fr.clear();
+                    }
+                    Op::Dropped => fr.mark_dropped(),
+                    Op::Sessions => {
+                        targets.connection_lost();
+                        targets.attach_page(TargetId::from("F0"), session(0), "", false, &mut out, intercept());
+                    }
+                    Op::View => {
+                        fr.view(&targets);
+                    }
+                }
+                links_hold(&fr)?;
+                out = Out::default();
+            }
+            fr.view(&targets);
+        }
+    }
 }
