@@ -53,6 +53,8 @@ pub struct Frames {
     free: Vec<usize>,
     /// The slots that hang under the top, oldest first.
     roots: Vec<usize>,
+    /// The slots of the frames that are OOPIFs, in no order.
+    oopifs: Vec<usize>,
     /// How many frames name a parent that is not known (not the top): they
     /// hang under the top until it comes.
     orphans: usize,
@@ -95,7 +97,7 @@ impl Frames {
         self.top = Some(top.clone());
         // Most pages never hold another frame: room for the top alone.
         self.slots.reserve_exact(1);
-        self.insert(&top, None, url, session);
+        self.insert(&top, None, url, session, false);
     }
 
     /// The page is gone: every frame goes. Returns them, oldest first.
@@ -106,6 +108,7 @@ impl Frames {
         self.index.clear();
         self.free.clear();
         self.roots.clear();
+        self.oopifs.clear();
         self.orphans = 0;
         let mut gone: Vec<Frame> = self.slots.drain(..).flatten().collect();
         gone.sort_unstable_by_key(|f| f.seq);
@@ -329,7 +332,14 @@ impl Frames {
         }
     }
 
-    fn insert(&mut self, id: &FrameId, parent: Option<&FrameId>, url: &str, session: &SessionId) {
+    fn insert(
+        &mut self,
+        id: &FrameId,
+        parent: Option<&FrameId>,
+        url: &str,
+        session: &SessionId,
+        is_oopif: bool,
+    ) {
         self.reshape();
         self.seq += 1;
         let is_top = Some(id) == self.top.as_ref();
@@ -341,7 +351,7 @@ impl Frames {
             origin: origin_of(url),
             url: url.to_owned(),
             session: session.clone(),
-            is_oopif: false,
+            is_oopif,
             seq: self.seq,
             entry: None,
         };
@@ -356,6 +366,7 @@ impl Frames {
             }
         };
         self.index.insert(id.clone(), i);
+        self.track_oopif(i);
         if !is_top {
             self.hang(i);
             self.adopt(i);
@@ -370,7 +381,20 @@ impl Frames {
         let f = self.slots.get_mut(i)?.take()?;
         self.index.remove(&f.id);
         self.free.push(i);
+        self.track_oopif(i);
         Some(f)
+    }
+
+    /// Keeps `oopifs` true to slot `i` (its frame is an OOPIF, or not, or gone).
+    fn track_oopif(&mut self, i: usize) {
+        let is_oopif = self.at(i).is_some_and(|f| f.is_oopif);
+        match self.oopifs.iter().position(|&o| o == i) {
+            None if is_oopif => self.oopifs.push(i),
+            Some(at) if !is_oopif => {
+                self.oopifs.swap_remove(at);
+            }
+            _ => {}
+        }
     }
 
     /// A frame becomes known (or is seen again): a parent is learned once
@@ -414,6 +438,7 @@ impl Frames {
             }
             if reshaped {
                 self.reshape();
+                self.track_oopif(i);
             } else if url_changed {
                 self.patch_url(id);
             }
@@ -424,10 +449,7 @@ impl Frames {
             self.reshape();
             return;
         }
-        self.insert(id, parent, url.unwrap_or(""), session);
-        if let Some(f) = self.get_mut(id) {
-            f.is_oopif = is_oopif;
-        }
+        self.insert(id, parent, url.unwrap_or(""), session, is_oopif);
         if Some(id) != self.top.as_ref() {
             out.notice(Notice::FrameAttached {
                 frame_id: id.0.clone(),
@@ -511,6 +533,9 @@ impl Frames {
             }
             if reshaped {
                 self.reshape();
+                if let Some(&i) = self.index.get(&frame.id) {
+                    self.track_oopif(i);
+                }
             } else if url_changed {
                 self.patch_url(&frame.id);
             }
@@ -539,6 +564,7 @@ impl Frames {
         for f in &gone {
             self.index.remove(&f.id);
         }
+        self.oopifs.retain(|&o| self.slots[o].is_some());
         gone.sort_unstable_by_key(|f| f.seq);
         gone.into_iter().map(|f| f.id).collect()
     }
@@ -760,46 +786,145 @@ impl Frames {
             url: top.url.clone(),
             origin: top.origin.clone(),
         });
-        // Depth-first, parents before children, older siblings first.
-        let mut order: Vec<usize> = Vec::with_capacity(self.index.len());
-        let mut listed = vec![false; self.slots.len()];
-        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
-        while let Some((at, depth)) = stack.pop() {
-            for &c in self.kids(at).iter().rev() {
-                let Some(f) = self.at(c) else {
-                    continue;
-                };
-                let d = depth + usize::from(f.is_oopif);
-                if d > FRAME_TREE_MAX_OOPIF_DEPTH {
-                    view.truncated = true;
-                    continue;
-                }
-                if !listed[c] {
-                    listed[c] = true;
-                    stack.push((Some(c), d));
-                }
+        let mut keep = vec![false; self.slots.len()];
+        let mut kept = self.force_oopifs(&mut keep, &mut view.truncated);
+        // The first frames in document order (depth-first, parents before
+        // children, older siblings first), one more than the cap: that many
+        // say the tree is capped, and the cap fills from these.
+        let mut first: Vec<usize> = Vec::with_capacity(FRAME_TREE_MAX_ENTRIES + 1);
+        let mut stack: Vec<(Option<usize>, usize, usize)> = vec![(None, 0, 0)];
+        while let Some((at, next, depth)) = stack.last_mut() {
+            let Some(&c) = self.kids(*at).get(*next) else {
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let Some(f) = self.at(c) else {
+                continue;
+            };
+            // Too deep: `force_oopifs` said so.
+            let d = *depth + usize::from(f.is_oopif);
+            if d > FRAME_TREE_MAX_OOPIF_DEPTH {
+                continue;
             }
-            if let Some(i) = at {
-                order.push(i);
+            first.push(c);
+            if first.len() > FRAME_TREE_MAX_ENTRIES {
+                break;
             }
+            stack.push((Some(c), 0, d));
         }
-        let keep: Vec<bool> = if order.len() <= FRAME_TREE_MAX_ENTRIES {
-            listed
+        let shown = if first.len() <= FRAME_TREE_MAX_ENTRIES {
+            // Every frame is shown, and `first` has them in order.
+            first
         } else {
             view.truncated = true;
-            to_show(
-                &order,
-                |i| self.at(i).and_then(|f| f.up),
-                &listed,
-                |i| self.at(i).is_some_and(|f| f.is_oopif),
-            )
+            for &c in &first {
+                if kept == FRAME_TREE_MAX_ENTRIES {
+                    break;
+                }
+                if !keep[c] {
+                    keep[c] = true;
+                    kept += 1;
+                }
+            }
+            self.in_order(&keep, kept)
         };
-        view.children = order
+        view.children = shown
             .into_iter()
-            .filter(|i| keep[*i])
             .filter_map(|i| self.entry(i, &top_id, targets))
             .collect();
         view
+    }
+
+    /// Marks the OOPIFs a capped tree shows first, with their ancestors,
+    /// since they are what `browser_cdp(frame_id)` can reach: in document
+    /// order, each whose chain still fits [`FRAME_TREE_MAX_ENTRIES`].
+    /// Returns how many it marked; sets `truncated` when an OOPIF is deeper
+    /// than [`FRAME_TREE_MAX_OOPIF_DEPTH`].
+    fn force_oopifs(&self, keep: &mut [bool], truncated: &mut bool) -> usize {
+        // Each OOPIF under the top, and its ancestors, nearest first.
+        let mut chains: Vec<Vec<usize>> = Vec::new();
+        for &o in &self.oopifs {
+            if Some(o) == self.top.as_ref().and_then(|t| self.index.get(t).copied()) {
+                continue;
+            }
+            let mut chain = Vec::new();
+            let mut depth = 0;
+            let mut cur = Some(o);
+            while let Some(c) = cur {
+                let Some(f) = self.at(c).filter(|_| chain.len() <= self.index.len()) else {
+                    // A parent cycle: not under the top.
+                    chain.clear();
+                    break;
+                };
+                chain.push(c);
+                depth += usize::from(f.is_oopif);
+                cur = f.up;
+            }
+            if chain.is_empty() {
+                continue;
+            }
+            if depth > FRAME_TREE_MAX_OOPIF_DEPTH {
+                *truncated = true;
+            } else {
+                chains.push(chain);
+            }
+        }
+        let mut kept = 0;
+        for c in chains.iter().flatten() {
+            if !keep[*c] {
+                keep[*c] = true;
+                kept += 1;
+            }
+        }
+        if kept <= FRAME_TREE_MAX_ENTRIES {
+            return kept;
+        }
+        // They do not all fit: first come, first kept, in document order
+        // (the path of ages from the top).
+        keep.fill(false);
+        let path = |chain: &Vec<usize>| -> Vec<u64> {
+            chain
+                .iter()
+                .rev()
+                .filter_map(|&c| self.at(c))
+                .map(|f| f.seq)
+                .collect()
+        };
+        chains.sort_by_cached_key(path);
+        kept = 0;
+        for chain in &chains {
+            let new = chain.iter().take_while(|c| !keep[**c]).count();
+            if kept + new <= FRAME_TREE_MAX_ENTRIES {
+                kept += new;
+                for &c in &chain[..new] {
+                    keep[c] = true;
+                }
+            }
+        }
+        kept
+    }
+
+    /// The `count` frames `keep` marks, in document order. Every marked
+    /// frame's parent is marked, so the walk enters marked frames only.
+    fn in_order(&self, keep: &[bool], count: usize) -> Vec<usize> {
+        let mut order = Vec::with_capacity(count);
+        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
+        while let Some((at, next)) = stack.last_mut() {
+            let kids = self.kids(*at);
+            match kids[*next..].iter().position(|&k| keep[k]) {
+                Some(skip) => {
+                    let c = kids[*next + skip];
+                    *next += skip + 1;
+                    order.push(c);
+                    stack.push((Some(c), 0));
+                }
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+        order
     }
 
     /// Slot `i`'s entry in the tree: the one shown before while still true,
@@ -913,7 +1038,9 @@ impl Frames {
 /// ancestors, since they are what `browser_cdp(frame_id)` can reach; then
 /// the rest in document order. Every shown frame's parent is shown too.
 /// `up(i)` is `i`'s parent (`None` for the top); `listed[i]` says whether
-/// `i` is in `order`.
+/// `i` is in `order`. ([`Frames::reference_view`]'s; [`Frames::view`]
+/// marks the same frames walking up from the OOPIFs.)
+#[cfg(debug_assertions)]
 fn to_show(
     order: &[usize],
     up: impl Fn(usize) -> Option<usize>,
@@ -1087,6 +1214,12 @@ mod tests {
             );
         }
         prop_assert_eq!(fr.orphans, orphans);
+        let mut oopifs = fr.oopifs.clone();
+        oopifs.sort_unstable();
+        let live: Vec<usize> = (0..fr.slots.len())
+            .filter(|&i| fr.at(i).is_some_and(|f| f.is_oopif))
+            .collect();
+        prop_assert_eq!(oopifs, live, "oopifs lists the OOPIFs");
         prop_assert_eq!(fr.index.len(), fr.slots.iter().flatten().count());
         Ok(())
     }
