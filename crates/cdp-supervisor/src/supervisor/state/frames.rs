@@ -489,6 +489,18 @@ impl Frames {
     ) -> Vec<FrameId> {
         let url = frame.full_url();
         let is_top = Some(&frame.id) == self.top.as_ref();
+        let origin = frame.security_origin.as_deref().filter(|o| is_origin(o));
+        // A known frame's new URL, with the origin Chromium gives (`upsert`
+        // would parse the URL for it).
+        if let Some(origin) = origin
+            && let Some(f) = self.get_mut(&frame.id)
+            && f.url != url
+        {
+            f.url.clone_from(&url);
+            f.origin = origin.to_owned();
+            f.entry = None;
+            self.patch_url(&frame.id);
+        }
         let mut dropped = Vec::new();
         if is_top {
             let same_document = frame.loader_id.is_some() && frame.loader_id == self.doc_loader;
@@ -524,10 +536,10 @@ impl Frames {
                 f.entry = None;
                 reshaped = true;
             }
-            if let Some(origin) = frame.security_origin.as_ref().filter(|o| is_origin(o))
-                && f.origin != *origin
+            if let Some(origin) = origin
+                && f.origin != origin
             {
-                f.origin = origin.clone();
+                f.origin = origin.to_owned();
                 f.entry = None;
                 url_changed = true;
             }
@@ -775,14 +787,11 @@ impl Frames {
             truncated: self.dropped,
             ..Default::default()
         };
-        let Some(top_id) = self.top.clone() else {
-            return view;
-        };
-        let Some(top) = self.get(&top_id) else {
+        let Some(top) = self.top.as_ref().and_then(|t| self.get(t)) else {
             return view;
         };
         view.top = Some(TopFrame {
-            frame_id: top_id.0.clone(),
+            frame_id: top.id.0.clone(),
             url: top.url.clone(),
             origin: top.origin.clone(),
         });
@@ -831,7 +840,7 @@ impl Frames {
         };
         view.children = shown
             .into_iter()
-            .filter_map(|i| self.entry(i, &top_id, targets))
+            .filter_map(|i| self.entry(i, targets))
             .collect();
         view
     }
@@ -842,39 +851,28 @@ impl Frames {
     /// Returns how many it marked; sets `truncated` when an OOPIF is deeper
     /// than [`FRAME_TREE_MAX_OOPIF_DEPTH`].
     fn force_oopifs(&self, keep: &mut [bool], truncated: &mut bool) -> usize {
-        // Each OOPIF under the top, and its ancestors, nearest first.
-        let mut chains: Vec<Vec<usize>> = Vec::new();
-        for &o in &self.oopifs {
-            if Some(o) == self.top.as_ref().and_then(|t| self.index.get(t).copied()) {
-                continue;
-            }
-            let mut chain = Vec::new();
-            let mut depth = 0;
-            let mut cur = Some(o);
-            while let Some(c) = cur {
-                let Some(f) = self.at(c).filter(|_| chain.len() <= self.index.len()) else {
-                    // A parent cycle: not under the top.
-                    chain.clear();
-                    break;
-                };
-                chain.push(c);
-                depth += usize::from(f.is_oopif);
-                cur = f.up;
-            }
-            if chain.is_empty() {
-                continue;
-            }
-            if depth > FRAME_TREE_MAX_OOPIF_DEPTH {
-                *truncated = true;
-            } else {
-                chains.push(chain);
-            }
-        }
+        let top = self.top.as_ref().and_then(|t| self.index.get(t).copied());
+        // The OOPIFs under the top (not in a parent cycle), within the depth.
+        let showable = |o: &&usize| {
+            Some(**o) != top
+                && self
+                    .oopif_depth(**o)
+                    .is_some_and(|d| d <= FRAME_TREE_MAX_OOPIF_DEPTH)
+        };
+        *truncated |= self.oopifs.iter().any(|&o| {
+            Some(o) != top
+                && self
+                    .oopif_depth(o)
+                    .is_some_and(|d| d > FRAME_TREE_MAX_OOPIF_DEPTH)
+        });
+        // Each with its ancestors: usually they all fit.
         let mut kept = 0;
-        for c in chains.iter().flatten() {
-            if !keep[*c] {
-                keep[*c] = true;
+        for &o in self.oopifs.iter().filter(showable) {
+            let mut cur = Some(o);
+            while let Some(c) = cur.filter(|c| !keep[*c]) {
+                keep[c] = true;
                 kept += 1;
+                cur = self.at(c).and_then(|f| f.up);
             }
         }
         if kept <= FRAME_TREE_MAX_ENTRIES {
@@ -883,6 +881,18 @@ impl Frames {
         // They do not all fit: first come, first kept, in document order
         // (the path of ages from the top).
         keep.fill(false);
+        let mut chains: Vec<Vec<usize>> = self
+            .oopifs
+            .iter()
+            .filter(showable)
+            .map(|&o| {
+                let mut chain = vec![o];
+                while let Some(up) = chain.last().and_then(|&c| self.at(c)).and_then(|f| f.up) {
+                    chain.push(up);
+                }
+                chain
+            })
+            .collect();
         let path = |chain: &Vec<usize>| -> Vec<u64> {
             chain
                 .iter()
@@ -903,6 +913,22 @@ impl Frames {
             }
         }
         kept
+    }
+
+    /// How many OOPIFs frame `o` and its ancestors count (`o` included);
+    /// `None` when `o` does not hang under the top (a parent cycle).
+    fn oopif_depth(&self, o: usize) -> Option<usize> {
+        let mut depth = 0;
+        let mut cur = Some(o);
+        for _ in 0..=self.index.len() {
+            let Some(c) = cur else {
+                return Some(depth);
+            };
+            let f = self.at(c)?;
+            depth += usize::from(f.is_oopif);
+            cur = f.up;
+        }
+        None
     }
 
     /// The `count` frames `keep` marks, in document order. Every marked
@@ -929,7 +955,7 @@ impl Frames {
 
     /// Slot `i`'s entry in the tree: the one shown before while still true,
     /// else a new one, kept for next time.
-    fn entry(&mut self, i: usize, top_id: &FrameId, targets: &Targets) -> Option<Arc<ChildFrame>> {
+    fn entry(&mut self, i: usize, targets: &Targets) -> Option<Arc<ChildFrame>> {
         let f = self.at(i)?;
         let routable = f.is_oopif && targets.has_session(&f.session);
         let session_id = routable.then_some(f.session.0.as_str());
@@ -940,12 +966,15 @@ impl Frames {
         {
             return Some(e.clone());
         }
-        let parent = f.up.and_then(|p| self.at(p)).map_or(top_id, |p| &p.id);
+        let parent = match f.up {
+            Some(p) => self.at(p).map(|p| &p.id),
+            None => self.top.as_ref(),
+        };
         let e = Arc::new(ChildFrame {
             frame_id: f.id.0.clone(),
             url: f.url.clone(),
             origin: f.origin.clone(),
-            parent_frame_id: parent.0.clone(),
+            parent_frame_id: parent.map(|p| p.0.clone()).unwrap_or_default(),
             is_oopif: f.is_oopif,
             session_id: session_id.map(str::to_owned),
         });

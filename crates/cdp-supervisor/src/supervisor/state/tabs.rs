@@ -852,8 +852,8 @@ impl Tabs {
             .flat_map(|t| t.state.recent_dialogs().cloned())
             .collect();
         recent.sort_by(|a, b| a.closed_at.total_cmp(&b.closed_at));
-        let skip = recent.len().saturating_sub(RECENT_DIALOGS_MAX);
-        snap.recent_dialogs = recent.split_off(skip);
+        recent.drain(..recent.len().saturating_sub(RECENT_DIALOGS_MAX));
+        snap.recent_dialogs = recent;
         // The policy holds in every tab: a popup's blocked document shows too.
         let mut blocked: Vec<_> = self
             .tabs
@@ -862,8 +862,8 @@ impl Tabs {
             .flat_map(|t| t.state.blocked_navigations())
             .collect();
         blocked.sort_by(|a, b| a.at.total_cmp(&b.at));
-        let skip = blocked.len().saturating_sub(super::BLOCKED_NAVIGATIONS_MAX);
-        snap.blocked_navigations = blocked.split_off(skip);
+        blocked.drain(..blocked.len().saturating_sub(super::BLOCKED_NAVIGATIONS_MAX));
+        snap.blocked_navigations = blocked;
         snap.tabs = self.views();
         snap.tabs_truncated = self.truncated;
         snap
