@@ -5,7 +5,8 @@
 //!
 //! A snapshot shares its entries with the supervisor's state and with the
 //! snapshot published before it: dialogs, console errors and blocked
-//! navigations are `Arc`s made once when they happen, and the frame tree is
+//! navigations are `Arc`s made once when they happen, a tab's entry is
+//! made again only when something it shows changed, and the frame tree is
 //! one `Arc` rebuilt only when a frame changes. Publishing one costs a few
 //! reference counts, not a copy of every string; `Arc<T>` serializes as `T`.
 
@@ -192,7 +193,7 @@ pub struct Snapshot {
     /// The last 10 documents the navigation policy stopped, oldest first.
     pub blocked_navigations: Vec<Arc<BlockedNavigation>>,
     /// The supervised tabs, oldest first.
-    pub tabs: Vec<TabView>,
+    pub tabs: Vec<Arc<TabView>>,
     /// More pages were opened than `max_tabs`: the extra ones are not supervised.
     pub tabs_truncated: bool,
 }
@@ -223,7 +224,7 @@ impl PartialEq for Snapshot {
             && same(console_errors, &other.console_errors)
             && same(blocked_navigations, &other.blocked_navigations)
             && (Arc::ptr_eq(frame_tree, &other.frame_tree) || *frame_tree == other.frame_tree)
-            && *tabs == other.tabs
+            && same(tabs, &other.tabs)
     }
 }
 

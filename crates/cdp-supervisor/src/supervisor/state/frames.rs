@@ -150,11 +150,7 @@ impl Frames {
 
     /// The top frame's URL (empty before it is known).
     pub fn top_url(&self) -> &str {
-        self.top
-            .as_ref()
-            .and_then(|f| self.get(f))
-            .map(|f| f.url.as_str())
-            .unwrap_or("")
+        self.top_frame().map(|f| f.url.as_str()).unwrap_or("")
     }
 
     /// Sets the top frame's URL (as the browser reports it after a load).
@@ -216,6 +212,16 @@ impl Frames {
             .filter(|f| &f.session == session)
             .map(|f| f.id.clone())
             .collect()
+    }
+
+    /// The top frame, when known. [`Frames::reset`] puts it in the first
+    /// slot, where its id is compared, not hashed (every snapshot asks).
+    fn top_frame(&self) -> Option<&Frame> {
+        let top = self.top.as_ref()?;
+        match self.slots.first() {
+            Some(Some(f)) if &f.id == top => Some(f),
+            _ => self.get(top),
+        }
     }
 
     fn get(&self, id: &FrameId) -> Option<&Frame> {
@@ -787,7 +793,7 @@ impl Frames {
             truncated: self.dropped,
             ..Default::default()
         };
-        let Some(top) = self.top.as_ref().and_then(|t| self.get(t)) else {
+        let Some(top) = self.top_frame() else {
             return view;
         };
         view.top = Some(TopFrame {

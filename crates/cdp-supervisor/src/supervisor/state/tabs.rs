@@ -49,6 +49,8 @@ struct Tab {
     opener: Option<TargetId>,
     state: State,
     crashed: bool,
+    /// The entry the snapshot last showed for it, shared while still true.
+    view: Option<Arc<TabView>>,
 }
 
 /// Every supervised tab of one task; see the module doc.
@@ -260,6 +262,7 @@ impl Tabs {
             opener,
             state: State::new(self.opts.clone()),
             crashed: false,
+            view: None,
         });
         key
     }
@@ -819,18 +822,39 @@ impl Tabs {
         }
     }
 
-    /// The supervised tabs, oldest first, as the snapshot's `tabs` shows them.
-    pub fn views(&self) -> Vec<TabView> {
+    /// The supervised tabs, oldest first, as the snapshot's `tabs` shows
+    /// them: a tab's entry is shared with the last snapshot while it is
+    /// still true.
+    pub fn views(&mut self) -> Vec<Arc<TabView>> {
+        let current = self.current;
         self.tabs
-            .iter()
-            .map(|t| TabView {
-                target_id: t.target_id.0.clone(),
-                url: t.state.top_url().to_owned(),
-                title: t.state.title().to_owned(),
-                opener_target_id: t.opener.as_ref().map(|o| o.0.clone()),
-                current: Some(t.key) == self.current,
-                pending_dialogs: t.state.pending_dialogs().count(),
-                crashed: t.crashed,
+            .iter_mut()
+            .map(|t| {
+                let url = t.state.top_url();
+                let title = t.state.title();
+                let is_current = Some(t.key) == current;
+                let pending = t.state.pending_dialogs().count();
+                let still = |v: &&Arc<TabView>| {
+                    v.url == url
+                        && v.title == title
+                        && v.current == is_current
+                        && v.pending_dialogs == pending
+                        && v.crashed == t.crashed
+                };
+                if let Some(v) = t.view.as_ref().filter(still) {
+                    return v.clone();
+                }
+                let v = Arc::new(TabView {
+                    target_id: t.target_id.0.clone(),
+                    url: url.to_owned(),
+                    title: title.to_owned(),
+                    opener_target_id: t.opener.as_ref().map(|o| o.0.clone()),
+                    current: is_current,
+                    pending_dialogs: pending,
+                    crashed: t.crashed,
+                });
+                t.view = Some(v.clone());
+                v
             })
             .collect()
     }
