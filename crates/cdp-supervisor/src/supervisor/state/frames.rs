@@ -569,20 +569,27 @@ impl Frames {
 
     /// Forgets every frame but the top. Returns them, oldest first.
     fn remove_all_but_top(&mut self) -> Vec<FrameId> {
-        let top = self.top.clone();
-        self.roots.clear();
-        self.orphans = 0;
+        let mut top = None;
         let mut gone = Vec::new();
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            if let Some(f) = slot.take_if(|f| Some(&f.id) != top.as_ref()) {
-                self.free.push(i);
+        for f in std::mem::take(&mut self.slots).into_iter().flatten() {
+            if Some(&f.id) == self.top.as_ref() {
+                top = Some(f);
+            } else {
                 gone.push(f);
             }
         }
-        for f in &gone {
-            self.index.remove(&f.id);
+        // The slab starts again with the top alone, in the first slot: a
+        // page that held many frames keeps no room for them.
+        self.index = HashMap::new();
+        self.free = Vec::new();
+        self.roots = Vec::new();
+        self.oopifs = Vec::new();
+        self.orphans = 0;
+        if let Some(f) = top {
+            self.index.insert(f.id.clone(), 0);
+            self.slots = vec![Some(f)];
+            self.track_oopif(0);
         }
-        self.oopifs.retain(|&o| self.slots[o].is_some());
         gone.sort_unstable_by_key(|f| f.seq);
         gone.into_iter().map(|f| f.id).collect()
     }
