@@ -2,6 +2,7 @@
 //! endpoint resolution and the connection (request/response correlation,
 //! flatten-session multiplexing, deadlines, disconnect handling).
 
+pub mod compact;
 pub mod connection;
 pub mod endpoint;
 pub mod message;

@@ -7,6 +7,7 @@
 //! connection. Chromium adds fields every release; a supervisor must not die
 //! on a new one.
 
+use crate::cdp::compact::Compact;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -387,8 +388,9 @@ impl RemoteObject {
 /// nothing for its arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConsoleApiCalled {
-    /// `log`, `error`, `assert`, `warning`…
-    pub call_type: String,
+    /// `log`, `error`, `assert`, `warning`… (borrowed from a static list
+    /// for the types Chromium sends: a flood allocates no name).
+    pub call_type: Cow<'static, str>,
     /// For `error` and `assert`: the arguments as the console prints them
     /// ([`RemoteObject::to_text`]), separated by spaces. Empty for other calls.
     pub text: String,
@@ -399,11 +401,251 @@ pub struct ConsoleApiCalled {
     pub url: Option<String>,
 }
 
+/// `Runtime.consoleAPICalled.type`'s values (CDP 1.3, Chromium 156).
+const CONSOLE_CALL_TYPES: [&str; 18] = [
+    "log",
+    "debug",
+    "info",
+    "error",
+    "warning",
+    "dir",
+    "dirxml",
+    "table",
+    "trace",
+    "clear",
+    "startGroup",
+    "startGroupCollapsed",
+    "endGroup",
+    "assert",
+    "profile",
+    "profileEnd",
+    "count",
+    "timeEnd",
+];
+
 impl ConsoleApiCalled {
     /// Whether a call of this type is an error: `error` and `assert`.
     pub fn is_error(call_type: &str) -> bool {
         matches!(call_type, "error" | "assert")
     }
+
+    /// `call_type` as kept: a known type borrowed, any other copied.
+    fn call_type_of(call_type: &str) -> Cow<'static, str> {
+        match CONSOLE_CALL_TYPES.iter().find(|t| **t == call_type) {
+            Some(t) => Cow::Borrowed(t),
+            None => Cow::Owned(call_type.to_owned()),
+        }
+    }
+
+    /// The params read in place when they have the compact shape Chromium
+    /// sends (`type` before `args`, no escapes in the strings it keeps);
+    /// `None` for anything else, which [`Event::parse`] then reads with
+    /// serde. Where it gives `Some`, it is what serde gives.
+    fn read_compact(params: &str) -> Option<ConsoleApiCalled> {
+        let mut r = Compact::new(params);
+        r.expect(b'{')?;
+        r.enter()?;
+        let mut call_type: Option<&str> = None;
+        let mut text: Option<String> = None;
+        let mut timestamp: Option<Option<f64>> = None;
+        // The stack's innermost URL: absent, `null`, or given (maybe none).
+        let mut stack: Option<Option<Option<&str>>> = None;
+        if !r.eat(b'}') {
+            loop {
+                let key = r.plain_str()?;
+                r.expect(b':')?;
+                match key {
+                    "type" if call_type.is_none() => call_type = Some(r.plain_str()?),
+                    "args" if text.is_none() => {
+                        text = Some(read_args(&mut r, ConsoleApiCalled::is_error(call_type?))?)
+                    }
+                    "timestamp" if timestamp.is_none() => {
+                        let raw = r.raw_value()?;
+                        timestamp = Some(serde_json::from_str::<Option<f64>>(raw).ok()?);
+                    }
+                    "stackTrace" if stack.is_none() => {
+                        stack = Some(if r.eat_null() {
+                            None
+                        } else {
+                            Some(read_stack_url(&mut r)?)
+                        });
+                    }
+                    // A field twice: serde's error.
+                    "type" | "args" | "timestamp" | "stackTrace" => return None,
+                    _ => r.skip_value()?,
+                }
+                match r.byte()? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        if !r.at_end() {
+            return None;
+        }
+        let call_type = call_type?;
+        let error = ConsoleApiCalled::is_error(call_type);
+        Some(ConsoleApiCalled {
+            call_type: ConsoleApiCalled::call_type_of(call_type),
+            text: text.unwrap_or_default(),
+            timestamp: timestamp.flatten(),
+            url: stack
+                .flatten()
+                .flatten()
+                .filter(|u| error && !u.is_empty())
+                .map(str::to_owned),
+        })
+    }
+}
+
+/// [`Args`] read in place: the arguments printed (when `print`) as
+/// [`RemoteObjectWire::print`] prints them, else only checked.
+fn read_args(r: &mut Compact<'_>, print: bool) -> Option<String> {
+    r.expect(b'[')?;
+    r.enter()?;
+    let mut text = String::new();
+    if !r.eat(b']') {
+        let mut first = true;
+        loop {
+            let arg = read_remote_object(r)?;
+            if print {
+                if !first {
+                    text.push(' ');
+                }
+                first = false;
+                arg.print(&mut text).ok()?;
+            }
+            match r.byte()? {
+                b',' => {}
+                b']' => break,
+                _ => return None,
+            }
+        }
+    }
+    r.leave();
+    Some(text)
+}
+
+/// A [`RemoteObjectWire`] read in place (its strings plain).
+fn read_remote_object<'a>(r: &mut Compact<'a>) -> Option<RemoteParts<'a>> {
+    r.expect(b'{')?;
+    r.enter()?;
+    let (mut object_type, mut value, mut unserializable_value, mut description) =
+        (None, None, None, None);
+    // `Option<_>` fields: `null` is none; each may come once.
+    fn optional<'a>(r: &mut Compact<'a>, slot: &mut Option<Option<&'a str>>) -> Option<()> {
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(if r.eat_null() {
+            None
+        } else {
+            Some(r.plain_str()?)
+        });
+        Some(())
+    }
+    if !r.eat(b'}') {
+        loop {
+            let key = r.plain_str()?;
+            r.expect(b':')?;
+            match key {
+                "type" if object_type.is_none() => object_type = Some(r.plain_str()?),
+                "value" if value.is_none() => {
+                    value = Some(if r.eat_null() {
+                        None
+                    } else {
+                        Some(r.raw_value()?)
+                    })
+                }
+                "unserializableValue" => optional(r, &mut unserializable_value)?,
+                "description" => optional(r, &mut description)?,
+                "type" | "value" => return None,
+                _ => r.skip_value()?,
+            }
+            match r.byte()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    r.leave();
+    Some(RemoteParts {
+        object_type: object_type.unwrap_or_default(),
+        value: value.flatten(),
+        unserializable_value: unserializable_value.flatten(),
+        description: description.flatten(),
+    })
+}
+
+/// A `stackTrace` object read in place: its innermost frame's URL
+/// (`None` when it has no frame); every frame is checked.
+fn read_stack_url<'a>(r: &mut Compact<'a>) -> Option<Option<&'a str>> {
+    r.expect(b'{')?;
+    r.enter()?;
+    let mut first_url: Option<Option<&'a str>> = None;
+    if !r.eat(b'}') {
+        loop {
+            let key = r.plain_str()?;
+            r.expect(b':')?;
+            match key {
+                "callFrames" if first_url.is_none() => {
+                    r.expect(b'[')?;
+                    r.enter()?;
+                    let mut first = None;
+                    if !r.eat(b']') {
+                        loop {
+                            let url = read_call_frame_url(r)?;
+                            // A frame without one has `""` (serde's default).
+                            first.get_or_insert(url.unwrap_or_default());
+                            match r.byte()? {
+                                b',' => {}
+                                b']' => break,
+                                _ => return None,
+                            }
+                        }
+                    }
+                    r.leave();
+                    first_url = Some(first);
+                }
+                "callFrames" => return None,
+                _ => r.skip_value()?,
+            }
+            match r.byte()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    r.leave();
+    Some(first_url.flatten())
+}
+
+/// One `Runtime.CallFrame` read in place: its `url`, if it has one.
+fn read_call_frame_url<'a>(r: &mut Compact<'a>) -> Option<Option<&'a str>> {
+    r.expect(b'{')?;
+    r.enter()?;
+    let mut url = None;
+    if !r.eat(b'}') {
+        loop {
+            let key = r.plain_str()?;
+            r.expect(b':')?;
+            match key {
+                "url" if url.is_none() => url = Some(r.plain_str()?),
+                "url" => return None,
+                _ => r.skip_value()?,
+            }
+            match r.byte()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    r.leave();
+    Some(url)
 }
 
 /// The fields of `Runtime.consoleAPICalled` that [`ConsoleApiCalled`] reads.
@@ -435,20 +677,40 @@ struct RemoteObjectWire<'a> {
 impl RemoteObjectWire<'_> {
     /// Appends what [`RemoteObject::to_text`] gives for it.
     fn print(&self, out: &mut String) -> Result<(), serde_json::Error> {
-        match (self.value, &self.unserializable_value, &self.description) {
+        RemoteParts {
+            object_type: &self.object_type,
+            value: self.value.map(serde_json::value::RawValue::get),
+            unserializable_value: self.unserializable_value.as_deref(),
+            description: self.description.as_deref(),
+        }
+        .print(out)
+    }
+}
+
+/// A `Runtime.RemoteObject`'s printed fields, borrowed (`value` as JSON text).
+struct RemoteParts<'a> {
+    object_type: &'a str,
+    value: Option<&'a str>,
+    unserializable_value: Option<&'a str>,
+    description: Option<&'a str>,
+}
+
+impl RemoteParts<'_> {
+    /// Appends what [`RemoteObject::to_text`] gives for it.
+    fn print(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        match (self.value, self.unserializable_value, self.description) {
             // A string without escapes is its text between the quotes (the
             // raw value is valid JSON): nothing to decode.
-            (Some(v), _, _) if v.get().starts_with('"') && !v.get().contains('\\') => {
-                let raw = v.get();
-                out.push_str(&raw[1..raw.len() - 1])
+            (Some(v), _, _) if v.starts_with('"') && !v.contains('\\') => {
+                out.push_str(&v[1..v.len() - 1])
             }
-            (Some(v), _, _) if v.get().starts_with('"') => {
-                out.push_str(&serde_json::from_str::<String>(v.get())?)
+            (Some(v), _, _) if v.starts_with('"') => {
+                out.push_str(&serde_json::from_str::<String>(v)?)
             }
-            (Some(v), _, _) => out.push_str(&serde_json::from_str::<Value>(v.get())?.to_string()),
+            (Some(v), _, _) => out.push_str(&serde_json::from_str::<Value>(v)?.to_string()),
             (None, Some(u), _) => out.push_str(u),
             (None, None, Some(d)) => out.push_str(d),
-            (None, None, None) => out.push_str(&self.object_type),
+            (None, None, None) => out.push_str(self.object_type),
         }
         Ok(())
     }
@@ -603,7 +865,7 @@ impl<'de> Deserialize<'de> for ConsoleApiCalled {
                     .filter(|u| error && !u.is_empty())
                     .map(Cow::into_owned);
                 Ok(ConsoleApiCalled {
-                    call_type: call_type.into_owned(),
+                    call_type: ConsoleApiCalled::call_type_of(&call_type),
                     text: text.unwrap_or_default(),
                     timestamp: timestamp.flatten(),
                     url,
@@ -785,7 +1047,10 @@ impl Event {
             "Inspector.detached" => Event::InspectorDetached,
             "Page.fileChooserOpened" => p(method, params, Event::FileChooserOpened),
             "Inspector.targetCrashed" => Event::InspectorTargetCrashed,
-            "Runtime.consoleAPICalled" => p(method, params, Event::ConsoleApiCalled),
+            "Runtime.consoleAPICalled" => match ConsoleApiCalled::read_compact(params) {
+                Some(c) => Event::ConsoleApiCalled(c),
+                None => p(method, params, Event::ConsoleApiCalled),
+            },
             "Runtime.exceptionThrown" => p(method, params, Event::ExceptionThrown),
             "Page.frameRequestedNavigation"
             | "Page.frameStartedNavigating"
@@ -881,6 +1146,122 @@ mod tests {
         // The type is required, as before.
         let e = Event::parse("Runtime.consoleAPICalled", r#"{"args":[]}"#);
         assert!(matches!(e, Event::Unparsed { .. }));
+    }
+
+    /// `read_compact` against the serde reading of the same params: where
+    /// the fast path reads them, it reads what serde reads.
+    fn agrees_with_serde(params: &str) -> bool {
+        let fast = ConsoleApiCalled::read_compact(params);
+        let slow = serde_json::from_str::<ConsoleApiCalled>(params).ok();
+        if let Some(f) = &fast {
+            assert_eq!(Some(f), slow.as_ref(), "{params}");
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn console_params_read_in_place_are_what_serde_reads() {
+        let args = r#"[{"type":"string","value":"boom 1"},{"type":"number","value":1.5e3,"description":"1500"},{"type":"object","className":"Error","description":"Error: x","objectId":"1.2","preview":{"type":"object","properties":[{"name":"a","type":"number","value":"1"}]}},{"type":"number","unserializableValue":"-0","description":"-0"},{"type":"undefined"},{"type":"object","subtype":"null","value":null},{"type":"string","value":"esc \"q\" \u00e9\n"},{"type":"boolean","value":false},{"type":"object","value":{"b":[1,null]}}]"#;
+        let fields = [
+            r#""type":"error""#.to_owned(),
+            format!(r#""args":{args}"#),
+            r#""executionContextId":1"#.to_owned(),
+            r#""timestamp":1733080000123.456"#.to_owned(),
+            r#""stackTrace":{"callFrames":[{"functionName":"f","scriptId":"9","url":"http://a.test/app.js","lineNumber":1,"columnNumber":2},{"url":"x"}],"parentId":{"id":"1"}}"#.to_owned(),
+            r#""context":"top""#.to_owned(),
+        ];
+        // Every order of the fields: read in place whenever `type` comes
+        // before `args` (as Chromium sends them), always as serde reads them.
+        let mut order: Vec<usize> = (0..fields.len()).collect();
+        let mut read = 0;
+        loop {
+            let parts: Vec<&str> = order.iter().map(|&i| fields[i].as_str()).collect();
+            let params = format!("{{{}}}", parts.join(","));
+            let at = |field| order.iter().position(|&i| i == field);
+            let type_first = at(0) < at(1);
+            assert_eq!(agrees_with_serde(&params), type_first, "{params}");
+            read += usize::from(type_first);
+            // The next permutation (lexicographic), until the last.
+            let Some(i) = (1..order.len()).rev().find(|&i| order[i - 1] < order[i]) else {
+                break;
+            };
+            let j = (i..order.len())
+                .rev()
+                .find(|&j| order[j] > order[i - 1])
+                .expect("a larger one follows");
+            order.swap(i - 1, j);
+            order[i..].reverse();
+        }
+        assert_eq!(read, 360, "half of the 720 orders put type first");
+        // Each kind of call type, a stack without frames or URL, null
+        // stack and timestamp, no args, an integer timestamp.
+        for ok in [
+            r#"{"type":"log","args":[{"type":"string","value":"a"}],"stackTrace":{"callFrames":[]}}"#,
+            r#"{"type":"assert","args":[],"stackTrace":{"callFrames":[{"lineNumber":3}]}}"#,
+            r#"{"type":"error","args":[],"stackTrace":null,"timestamp":null}"#,
+            r#"{"type":"error","stackTrace":{}}"#,
+            r#"{"type":"warning","args":[{"type":"string","value":"w"}],"timestamp":5}"#,
+            r#"{"type":"someday","args":[]}"#,
+            r#"{"type":"error","args":[{"type":"string","value":"x","description":null,"unserializableValue":null}]}"#,
+            r#"{"type":"error","args":[{"value":"no type"},{}]}"#,
+        ] {
+            assert!(agrees_with_serde(ok), "read in place: {ok}");
+        }
+        // Not the compact shape, or not valid: serde decides.
+        for other in [
+            r#" {"type":"error","args":[]}"#,
+            r#"{"type":"error","args":[]} "#,
+            r#"{"type": "error","args":[]}"#,
+            r#"{"ty\u0070e":"error","args":[]}"#,
+            r#"{"type":"err\u006fr","args":[]}"#,
+            r#"{"type":"error","type":"log","args":[]}"#,
+            r#"{"type":"error","args":[],"args":[]}"#,
+            r#"{"type":"error","args":[{"type":"string","value":"a","value":"b"}]}"#,
+            r#"{"type":"error","args":[{"type":3}]}"#,
+            r#"{"type":"error","args":[{"type":"string","description":"d\"q"}]}"#,
+            r#"{"type":"error","args":[{"type":"number","value":1e400}]}"#,
+            r#"{"type":"error","args":[1]}"#,
+            r#"{"type":"error","args":null}"#,
+            r#"{"type":"error","timestamp":"5"}"#,
+            r#"{"type":"error","stackTrace":{"callFrames":[{"url":"a","url":"b"}]}}"#,
+            r#"{"type":"error","stackTrace":{"callFrames":[{"url":"a\/b"}]}}"#,
+            r#"{"type":"error","stackTrace":{"callFrames":null}}"#,
+            r#"{"type":"error","executionContextId":01}"#,
+            r#"{"type":"error","x":tru}"#,
+            r#"{"type":"error","x":"\q"}"#,
+            "{\"type\":\"error\",\"x\":\"a\u{1}\"}",
+            r#"{"args":[],"type":"error"}"#,
+            r#"{"args":[]}"#,
+            "{}",
+            "",
+            "[]",
+        ] {
+            assert!(!agrees_with_serde(other), "left to serde: {other}");
+        }
+        // Broken anywhere: never read otherwise than serde reads it.
+        let base = format!(
+            r#"{{"type":"error","args":{args},"executionContextId":1,"timestamp":1.7e12,"stackTrace":{{"callFrames":[{{"url":"http://a.test/a.js"}}]}}}}"#
+        );
+        assert!(agrees_with_serde(&base));
+        for (i, _) in base.char_indices() {
+            agrees_with_serde(&base[..i]);
+            let rest: String = base[i..].chars().skip(1).collect();
+            agrees_with_serde(&format!("{}{rest}", &base[..i]));
+            for c in ['"', '\\', ',', '}', ']', '0', 'n', ' ', '\u{1}'] {
+                agrees_with_serde(&format!("{}{c}{}", &base[..i], &base[i..]));
+            }
+        }
+    }
+
+    #[test]
+    fn known_console_call_types_are_not_copied() {
+        for t in CONSOLE_CALL_TYPES {
+            assert!(matches!(
+                ConsoleApiCalled::call_type_of(t),
+                Cow::Borrowed(_)
+            ));
+        }
+        assert_eq!(ConsoleApiCalled::call_type_of("someday"), "someday");
     }
 
     #[test]

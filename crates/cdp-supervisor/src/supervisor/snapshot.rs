@@ -140,8 +140,8 @@ pub struct FrameTreeView {
 /// One `console.error` / `console.assert` call or uncaught exception (`console_errors[]`, the last 50).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsoleError {
-    /// `error`, `assert` or `exception`.
-    pub level: String,
+    /// `error`, `assert` or `exception` (static: a flood allocates no level).
+    pub level: std::borrow::Cow<'static, str>,
     /// The call's arguments joined by spaces, or the exception's
     /// description; cut at 4 096 chars.
     pub text: String,

@@ -5,6 +5,7 @@
 use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now, cut};
 use crate::cdp::protocol::{ConsoleApiCalled, ExceptionThrown};
 use crate::supervisor::snapshot::ConsoleError;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -44,7 +45,7 @@ impl Console {
 
     fn push(
         &mut self,
-        level: String,
+        level: Cow<'static, str>,
         text: String,
         url: Option<String>,
         at: f64,
