@@ -1735,7 +1735,8 @@ impl Driver {
     fn flush(&mut self) {
         // Notices and answers go out after the snapshot is published, so
         // whoever they wake reads a snapshot that already shows them.
-        let mut deliver = Vec::new();
+        // Sized once: a burst's notices would grow it seven times.
+        let mut deliver = Vec::with_capacity(self.state.outputs_waiting());
         while let Some(out) = self.state.poll_output() {
             match out {
                 Output::Send(cmd) => {

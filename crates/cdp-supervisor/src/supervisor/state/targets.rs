@@ -100,7 +100,9 @@ impl Targets {
 
     /// Whether `session` is a live one we supervise.
     pub fn has_session(&self, session: &SessionId) -> bool {
-        self.sessions.contains_key(session)
+        // Most events come on the page's own session (always in `sessions`
+        // while set): one compare instead of hashing it, twice per event.
+        self.top_session.as_ref() == Some(session) || self.sessions.contains_key(session)
     }
 
     /// The live sessions.
