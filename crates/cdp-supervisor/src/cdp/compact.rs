@@ -69,6 +69,37 @@ impl<'a> Compact<'a> {
         self.text.as_bytes()
     }
 
+    /// Reads all of `text` with `read`; `None` unless it reads it to the end.
+    pub fn whole<T>(text: &'a str, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        let mut r = Compact::new(text);
+        let value = read(&mut r)?;
+        r.at_end().then_some(value)
+    }
+
+    /// Reads the object at the cursor: `field` gets each key (plain) with
+    /// the cursor on its value, and must read or skip that value.
+    pub fn fields(
+        &mut self,
+        mut field: impl FnMut(&'a str, &mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.expect(b'{')?;
+        self.enter()?;
+        if !self.eat(b'}') {
+            loop {
+                let key = self.plain_str()?;
+                self.expect(b':')?;
+                field(key, self)?;
+                match self.byte()? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.leave();
+        Some(())
+    }
+
     /// Where the cursor is (a byte offset into the text).
     pub fn pos(&self) -> usize {
         self.i

@@ -263,8 +263,67 @@ pub struct FrameDetached {
     /// The detached frame.
     pub frame_id: FrameId,
     #[serde(default)]
-    /// `"remove"` or `"swap"`.
-    pub reason: Option<String>,
+    /// `"remove"` or `"swap"` (static when read in place: a detach flood
+    /// allocates no reason).
+    pub reason: Option<Cow<'static, str>>,
+}
+
+impl FrameAttached {
+    /// The params read in place when compact; `None` for anything else,
+    /// which [`Event::parse`] then reads with serde (as
+    /// [`ConsoleApiCalled`]'s fast path).
+    fn read_compact(params: &str) -> Option<FrameAttached> {
+        let (mut frame_id, mut parent) = (None, None);
+        Compact::whole(params, |r| {
+            r.fields(|key, r| {
+                let slot = match key {
+                    "frameId" => &mut frame_id,
+                    "parentFrameId" => &mut parent,
+                    _ => return r.skip_value(),
+                };
+                // A field twice is serde's error.
+                slot.is_none().then_some(())?;
+                *slot = Some(r.plain_str()?);
+                Some(())
+            })
+        })?;
+        Some(FrameAttached {
+            frame_id: FrameId::from(frame_id?),
+            parent_frame_id: FrameId::from(parent?),
+        })
+    }
+}
+
+impl FrameDetached {
+    /// The params read in place when compact (see [`FrameAttached::read_compact`]).
+    fn read_compact(params: &str) -> Option<FrameDetached> {
+        let (mut frame_id, mut reason) = (None, None);
+        Compact::whole(params, |r| {
+            r.fields(|key, r| {
+                match key {
+                    "frameId" if frame_id.is_none() => frame_id = Some(r.plain_str()?),
+                    "reason" if reason.is_none() => {
+                        reason = Some(if r.eat_null() {
+                            None
+                        } else {
+                            Some(r.plain_str()?)
+                        })
+                    }
+                    "frameId" | "reason" => return None,
+                    _ => r.skip_value()?,
+                }
+                Some(())
+            })
+        })?;
+        Some(FrameDetached {
+            frame_id: FrameId::from(frame_id?),
+            reason: reason.flatten().map(|r| match r {
+                "remove" => Cow::Borrowed("remove"),
+                "swap" => Cow::Borrowed("swap"),
+                other => Cow::Owned(other.to_owned()),
+            }),
+        })
+    }
 }
 
 /// `Page.lifecycleEvent` (after `Page.setLifecycleEventsEnabled`): `name` is
@@ -1034,9 +1093,15 @@ impl Event {
         match method {
             "Page.javascriptDialogOpening" => p(method, params, Event::DialogOpening),
             "Page.javascriptDialogClosed" => p(method, params, Event::DialogClosed),
-            "Page.frameAttached" => p(method, params, Event::FrameAttached),
+            "Page.frameAttached" => match FrameAttached::read_compact(params) {
+                Some(a) => Event::FrameAttached(a),
+                None => p(method, params, Event::FrameAttached),
+            },
             "Page.frameNavigated" => p(method, params, Event::FrameNavigated),
-            "Page.frameDetached" => p(method, params, Event::FrameDetached),
+            "Page.frameDetached" => match FrameDetached::read_compact(params) {
+                Some(d) => Event::FrameDetached(d),
+                None => p(method, params, Event::FrameDetached),
+            },
             "Page.loadEventFired" => Event::LoadEventFired,
             "Page.lifecycleEvent" => p(method, params, Event::Lifecycle),
             "Target.attachedToTarget" => p(method, params, Event::AttachedToTarget),
@@ -1146,6 +1211,95 @@ mod tests {
         // The type is required, as before.
         let e = Event::parse("Runtime.consoleAPICalled", r#"{"args":[]}"#);
         assert!(matches!(e, Event::Unparsed { .. }));
+    }
+
+    /// A fast path against serde on `params`: where it reads them, it reads
+    /// what serde reads. Whether it read them.
+    fn fast_agrees<T>(fast: fn(&str) -> Option<T>, params: &str) -> bool
+    where
+        T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let got = fast(params);
+        if let Some(f) = &got {
+            assert_eq!(
+                Some(f),
+                serde_json::from_str::<T>(params).ok().as_ref(),
+                "{params}"
+            );
+        }
+        got.is_some()
+    }
+
+    #[test]
+    fn frame_attach_and_detach_params_read_in_place_are_what_serde_reads() {
+        let attached = FrameAttached::read_compact;
+        let detached = FrameDetached::read_compact;
+        for ok in [
+            r#"{"frameId":"F1","parentFrameId":"T1"}"#,
+            r#"{"parentFrameId":"T1","frameId":"F1"}"#,
+            r#"{"frameId":"F1","parentFrameId":"T1","stack":{"callFrames":[{"url":"a","lineNumber":1}]}}"#,
+        ] {
+            assert!(fast_agrees(attached, ok), "{ok}");
+        }
+        for ok in [
+            r#"{"frameId":"F1","reason":"remove"}"#,
+            r#"{"reason":"swap","frameId":"F1"}"#,
+            r#"{"frameId":"F1"}"#,
+            r#"{"frameId":"F1","reason":null}"#,
+            r#"{"frameId":"F1","reason":"someday","x":[1,{"y":null}]}"#,
+        ] {
+            assert!(fast_agrees(detached, ok), "{ok}");
+        }
+        assert!(matches!(
+            FrameDetached::read_compact(r#"{"frameId":"F1","reason":"remove"}"#),
+            Some(FrameDetached {
+                reason: Some(Cow::Borrowed("remove")),
+                ..
+            })
+        ));
+        // Left to serde: other shapes, escapes, a field twice or missing,
+        // wrong types, broken JSON.
+        for other in [
+            r#"{"frameId":"F\u0031","parentFrameId":"T1"}"#,
+            r#"{"frameId":"F1","frameId":"F2","parentFrameId":"T1"}"#,
+            r#"{"frameId":"F1"}"#,
+            r#"{"frameId":3,"parentFrameId":"T1"}"#,
+            r#"{"frameId":null,"parentFrameId":"T1"}"#,
+            r#"{"frameId":"F1", "parentFrameId":"T1"}"#,
+            r#"["F1","T1"]"#,
+            r#"{"frameId":"F1","parentFrameId":"T1","x":tru}"#,
+            r#"{"frameId":"F1","parentFrameId":"T1"} "#,
+        ] {
+            assert!(!fast_agrees(attached, other), "{other}");
+        }
+        for other in [
+            r#"{"frameId":"F1","reason":"remove","reason":"swap"}"#,
+            r#"{"frameId":"F1","reason":5}"#,
+            r#"{"reason":"remove"}"#,
+            r#"{"frameId":"F1","reason":"re\"move"}"#,
+        ] {
+            assert!(!fast_agrees(detached, other), "{other}");
+        }
+        // Broken anywhere: never read otherwise than serde reads it.
+        for base in [
+            r#"{"frameId":"F1","parentFrameId":"T1","extra":{"a":[1,-2.5e3,true,null,"s\n"]}}"#,
+            r#"{"frameId":"F1","reason":"remove","extra":{"a":[1,-2.5e3,true,null,"s\n"]}}"#,
+        ] {
+            for (i, _) in base.char_indices() {
+                let rest: String = base[i..].chars().skip(1).collect();
+                for text in [
+                    base[..i].to_owned(),
+                    format!("{}{rest}", &base[..i]),
+                    format!("{}\"{}", &base[..i], &base[i..]),
+                    format!("{},{}", &base[..i], &base[i..]),
+                    format!("{}}}{}", &base[..i], &base[i..]),
+                    format!("{}\\{}", &base[..i], &base[i..]),
+                ] {
+                    fast_agrees(attached, &text);
+                    fast_agrees(detached, &text);
+                }
+            }
+        }
     }
 
     /// `read_compact` against the serde reading of the same params: where
