@@ -15,6 +15,7 @@ use super::{FRAME_TREE_MAX_ENTRIES, FRAME_TREE_MAX_OOPIF_DEPTH, FRAMES_TRACKED_M
 use super::{Notice, RouteError, origin_of};
 use crate::cdp::protocol::{FrameId, FrameInfo, FrameTree, SessionId};
 use crate::supervisor::snapshot::{ChildFrame, FrameTreeView, TopFrame};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -97,7 +98,7 @@ impl Frames {
         self.top = Some(top.clone());
         // Most pages never hold another frame: room for the top alone.
         self.slots.reserve_exact(1);
-        self.insert(&top, None, url, session, false);
+        self.insert(top, None, url, session, false);
     }
 
     /// The page is gone: every frame goes. Returns them, oldest first.
@@ -340,18 +341,19 @@ impl Frames {
 
     fn insert(
         &mut self,
-        id: &FrameId,
-        parent: Option<&FrameId>,
+        id: FrameId,
+        parent: Option<FrameId>,
         url: &str,
         session: &SessionId,
         is_oopif: bool,
     ) {
         self.reshape();
         self.seq += 1;
-        let is_top = Some(id) == self.top.as_ref();
+        let is_top = Some(&id) == self.top.as_ref();
+        let key = id.clone();
         let frame = Frame {
-            id: id.clone(),
-            parent: if is_top { None } else { parent.cloned() },
+            id,
+            parent: if is_top { None } else { parent },
             up: None,
             kids: Vec::new(),
             origin: origin_of(url),
@@ -371,7 +373,7 @@ impl Frames {
                 self.slots.len() - 1
             }
         };
-        self.index.insert(id.clone(), i);
+        self.index.insert(key, i);
         self.track_oopif(i);
         if !is_top {
             self.hang(i);
@@ -406,22 +408,24 @@ impl Frames {
     /// A frame becomes known (or is seen again): a parent is learned once
     /// (never changed by a later report, except by [`Frames::set_parent`]),
     /// a URL replaces the old one. Announces a new frame below the top.
+    /// Ids given owned are kept as they are (a frame flood copies fewer),
+    /// borrowed ones are copied when kept.
     pub fn upsert(
         &mut self,
-        id: &FrameId,
-        parent: Option<&FrameId>,
+        id: Cow<'_, FrameId>,
+        parent: Option<Cow<'_, FrameId>>,
         url: Option<&str>,
         session: &SessionId,
         is_oopif: bool,
         out: &mut Out,
     ) {
-        if let Some(&i) = self.index.get(id) {
-            let is_top = Some(id) == self.top.as_ref();
+        if let Some(&i) = self.index.get(&*id) {
+            let is_top = Some(&*id) == self.top.as_ref();
             if let Some(p) = parent
                 && !is_top
                 && self.at(i).is_some_and(|f| f.parent.is_none())
             {
-                self.reparent(i, p.clone());
+                self.reparent(i, p.into_owned());
             }
             let Some(f) = self.slots[i].as_mut() else {
                 return;
@@ -446,7 +450,7 @@ impl Frames {
                 self.reshape();
                 self.track_oopif(i);
             } else if url_changed {
-                self.patch_url(id);
+                self.patch_url(&id);
             }
             return;
         }
@@ -455,14 +459,21 @@ impl Frames {
             self.reshape();
             return;
         }
-        self.insert(id, parent, url.unwrap_or(""), session, is_oopif);
-        if Some(id) != self.top.as_ref() {
+        if Some(&*id) != self.top.as_ref() {
             out.notice(Notice::FrameAttached {
                 frame_id: id.0.clone(),
-                parent_frame_id: parent.map(|p| p.0.clone()),
+                parent_frame_id: parent.as_ref().map(|p| p.0.clone()),
                 is_oopif,
             });
         }
+        let parent = parent.map(Cow::into_owned);
+        self.insert(
+            id.into_owned(),
+            parent,
+            url.unwrap_or(""),
+            session,
+            is_oopif,
+        );
     }
 
     /// What the frame's own OOPIF target says of its parent (its
@@ -526,8 +537,8 @@ impl Frames {
             }
         }
         self.upsert(
-            &frame.id,
-            frame.parent_id.as_ref(),
+            Cow::Borrowed(&frame.id),
+            frame.parent_id.as_ref().map(Cow::Borrowed),
             Some(&url),
             session,
             own_target && !is_top,
@@ -678,7 +689,8 @@ impl Frames {
             // blanks one that frame events reported, nor its origin.
             let url = Some(url.as_str()).filter(|u| !u.is_empty());
             let oopif_root = is_own_root && Some(&id) != self.top.as_ref();
-            self.upsert(&id, parent.as_ref(), url, session, oopif_root, out);
+            let kin = parent.as_ref().map(Cow::Borrowed);
+            self.upsert(Cow::Borrowed(&id), kin, url, session, oopif_root, out);
             if oopif_root && let Some(p) = &parent {
                 self.set_parent(&id, p);
             }
@@ -1280,7 +1292,7 @@ mod tests {
                 match op.clone() {
                     Op::Upsert { f, parent, url, session: s, oopif } => {
                         let url = format!("https://{url}.test/");
-                        fr.upsert(&id(f), parent.map(id).as_ref(), Some(&url), &session(s), oopif, &mut out);
+                        fr.upsert(Cow::Owned(id(f)), parent.map(|p| Cow::Owned(id(p))), Some(&url), &session(s), oopif, &mut out);
                     }
                     Op::SetParent { f, parent } => fr.set_parent(&id(f), &id(parent)),
                     Op::Commit { f, parent, url, session: s, own, loader } => {
@@ -1288,7 +1300,7 @@ mod tests {
                     }
                     Op::Burst(frames) => {
                         for (f, parent, oopif) in frames {
-                            fr.upsert(&id(f), parent.map(id).as_ref(), None, &session(1), oopif, &mut out);
+                            fr.upsert(Cow::Borrowed(&id(f)), parent.map(|p| Cow::Owned(id(p))), None, &session(1), oopif, &mut out);
                         }
                     }
                     Op::Remove { f } => {

@@ -78,6 +78,7 @@ use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{ClosedBy, PendingDialog, Snapshot};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -388,8 +389,8 @@ impl State {
             Event::FrameAttached(a) => {
                 if let Some(s) = known {
                     self.frames.upsert(
-                        &a.frame_id,
-                        Some(&a.parent_frame_id),
+                        Cow::Owned(a.frame_id),
+                        Some(Cow::Owned(a.parent_frame_id)),
                         None,
                         s,
                         false,
@@ -504,8 +505,8 @@ impl State {
                 let guess = parent.and_then(|p| self.targets.frame_of(p));
                 let parent_frame = a.target_info.parent_frame_id.clone().or(guess);
                 self.frames.upsert(
-                    &frame_id,
-                    parent_frame.as_ref(),
+                    Cow::Borrowed(&frame_id),
+                    parent_frame.map(Cow::Owned),
                     Some(&a.target_info.url),
                     &a.session_id,
                     true,
