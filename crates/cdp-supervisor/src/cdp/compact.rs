@@ -82,16 +82,35 @@ impl<'a> Compact<'a> {
         &mut self,
         mut field: impl FnMut(&'a str, &mut Self) -> Option<()>,
     ) -> Option<()> {
-        self.expect(b'{')?;
+        self.members(b'{', b'}', |r| {
+            let key = r.plain_str()?;
+            r.expect(b':')?;
+            field(key, r)
+        })
+    }
+
+    /// Reads the array at the cursor: `item` reads each element, the
+    /// cursor on it.
+    pub fn items(&mut self, item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.members(b'[', b']', item)
+    }
+
+    /// Reads the object or array at the cursor (`open` … `close`, members
+    /// separated by commas): `member` reads each.
+    fn members(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut member: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.expect(open)?;
         self.enter()?;
-        if !self.eat(b'}') {
+        if !self.eat(close) {
             loop {
-                let key = self.plain_str()?;
-                self.expect(b':')?;
-                field(key, self)?;
+                member(self)?;
                 match self.byte()? {
                     b',' => {}
-                    b'}' => break,
+                    b if b == close => break,
                     _ => return None,
                 }
             }
@@ -240,40 +259,12 @@ impl<'a> Compact<'a> {
         let b = self.bytes();
         match *b.get(self.i)? {
             b'"' => self.skip_str(),
-            b'{' => {
-                self.i += 1;
-                self.enter()?;
-                if !self.eat(b'}') {
-                    loop {
-                        self.skip_str_key()?;
-                        self.expect(b':')?;
-                        self.skip_value()?;
-                        match self.byte()? {
-                            b',' => {}
-                            b'}' => break,
-                            _ => return None,
-                        }
-                    }
-                }
-                self.leave();
-                Some(())
-            }
-            b'[' => {
-                self.i += 1;
-                self.enter()?;
-                if !self.eat(b']') {
-                    loop {
-                        self.skip_value()?;
-                        match self.byte()? {
-                            b',' => {}
-                            b']' => break,
-                            _ => return None,
-                        }
-                    }
-                }
-                self.leave();
-                Some(())
-            }
+            b'{' => self.members(b'{', b'}', |r| {
+                r.skip_str_key()?;
+                r.expect(b':')?;
+                r.skip_value()
+            }),
+            b'[' => self.items(Self::skip_value),
             b't' | b'f' | b'n' => {
                 let rest = &b[self.i..];
                 let len = [&b"true"[..], b"false", b"null"]

@@ -253,6 +253,11 @@ pub struct FrameAttached {
 pub struct FrameNavigated {
     /// The frame and its new document's URL.
     pub frame: FrameInfo,
+    /// `"Navigation"`, or `"BackForwardCacheRestore"` when the document
+    /// came back from the back-forward cache: its subframes are then not
+    /// reported again (no `frameAttached`).
+    #[serde(default, rename = "type")]
+    pub navigation_type: Option<String>,
 }
 
 /// `Page.frameDetached`. `reason` is `"remove"` or `"swap"` (the frame moved
@@ -501,22 +506,17 @@ impl ConsoleApiCalled {
     /// `None` for anything else, which [`Event::parse`] then reads with
     /// serde. Where it gives `Some`, it is what serde gives.
     fn read_compact(params: &str) -> Option<ConsoleApiCalled> {
-        let mut r = Compact::new(params);
-        r.expect(b'{')?;
-        r.enter()?;
         let mut call_type: Option<&str> = None;
         let mut text: Option<String> = None;
         let mut timestamp: Option<Option<f64>> = None;
         // The stack's innermost URL: absent, `null`, or given (maybe none).
         let mut stack: Option<Option<Option<&str>>> = None;
-        if !r.eat(b'}') {
-            loop {
-                let key = r.plain_str()?;
-                r.expect(b':')?;
+        Compact::whole(params, |r| {
+            r.fields(|key, r| {
                 match key {
                     "type" if call_type.is_none() => call_type = Some(r.plain_str()?),
                     "args" if text.is_none() => {
-                        text = Some(read_args(&mut r, ConsoleApiCalled::is_error(call_type?))?)
+                        text = Some(read_args(r, ConsoleApiCalled::is_error(call_type?))?)
                     }
                     "timestamp" if timestamp.is_none() => {
                         let raw = r.raw_value()?;
@@ -526,23 +526,16 @@ impl ConsoleApiCalled {
                         stack = Some(if r.eat_null() {
                             None
                         } else {
-                            Some(read_stack_url(&mut r)?)
+                            Some(read_stack_url(r)?)
                         });
                     }
                     // A field twice: serde's error.
                     "type" | "args" | "timestamp" | "stackTrace" => return None,
                     _ => r.skip_value()?,
                 }
-                match r.byte()? {
-                    b',' => {}
-                    b'}' => break,
-                    _ => return None,
-                }
-            }
-        }
-        if !r.at_end() {
-            return None;
-        }
+                Some(())
+            })
+        })?;
         let call_type = call_type?;
         let error = ConsoleApiCalled::is_error(call_type);
         Some(ConsoleApiCalled {
@@ -561,35 +554,24 @@ impl ConsoleApiCalled {
 /// [`Args`] read in place: the arguments printed (when `print`) as
 /// [`RemoteObjectWire::print`] prints them, else only checked.
 fn read_args(r: &mut Compact<'_>, print: bool) -> Option<String> {
-    r.expect(b'[')?;
-    r.enter()?;
     let mut text = String::new();
-    if !r.eat(b']') {
-        let mut first = true;
-        loop {
-            let arg = read_remote_object(r)?;
-            if print {
-                if !first {
-                    text.push(' ');
-                }
-                first = false;
-                arg.print(&mut text).ok()?;
+    let mut first = true;
+    r.items(|r| {
+        let arg = read_remote_object(r)?;
+        if print {
+            if !first {
+                text.push(' ');
             }
-            match r.byte()? {
-                b',' => {}
-                b']' => break,
-                _ => return None,
-            }
+            first = false;
+            arg.print(&mut text).ok()?;
         }
-    }
-    r.leave();
+        Some(())
+    })?;
     Some(text)
 }
 
 /// A [`RemoteObjectWire`] read in place (its strings plain).
 fn read_remote_object<'a>(r: &mut Compact<'a>) -> Option<RemoteParts<'a>> {
-    r.expect(b'{')?;
-    r.enter()?;
     let (mut object_type, mut value, mut unserializable_value, mut description) =
         (None, None, None, None);
     // `Option<_>` fields: `null` is none; each may come once.
@@ -604,32 +586,23 @@ fn read_remote_object<'a>(r: &mut Compact<'a>) -> Option<RemoteParts<'a>> {
         });
         Some(())
     }
-    if !r.eat(b'}') {
-        loop {
-            let key = r.plain_str()?;
-            r.expect(b':')?;
-            match key {
-                "type" if object_type.is_none() => object_type = Some(r.plain_str()?),
-                "value" if value.is_none() => {
-                    value = Some(if r.eat_null() {
-                        None
-                    } else {
-                        Some(r.raw_value()?)
-                    })
-                }
-                "unserializableValue" => optional(r, &mut unserializable_value)?,
-                "description" => optional(r, &mut description)?,
-                "type" | "value" => return None,
-                _ => r.skip_value()?,
+    r.fields(|key, r| {
+        match key {
+            "type" if object_type.is_none() => object_type = Some(r.plain_str()?),
+            "value" if value.is_none() => {
+                value = Some(if r.eat_null() {
+                    None
+                } else {
+                    Some(r.raw_value()?)
+                })
             }
-            match r.byte()? {
-                b',' => {}
-                b'}' => break,
-                _ => return None,
-            }
+            "unserializableValue" => optional(r, &mut unserializable_value)?,
+            "description" => optional(r, &mut description)?,
+            "type" | "value" => return None,
+            _ => r.skip_value()?,
         }
-    }
-    r.leave();
+        Some(())
+    })?;
     Some(RemoteParts {
         object_type: object_type.unwrap_or_default(),
         value: value.flatten(),
@@ -641,69 +614,38 @@ fn read_remote_object<'a>(r: &mut Compact<'a>) -> Option<RemoteParts<'a>> {
 /// A `stackTrace` object read in place: its innermost frame's URL
 /// (`None` when it has no frame); every frame is checked.
 fn read_stack_url<'a>(r: &mut Compact<'a>) -> Option<Option<&'a str>> {
-    r.expect(b'{')?;
-    r.enter()?;
     let mut first_url: Option<Option<&'a str>> = None;
-    if !r.eat(b'}') {
-        loop {
-            let key = r.plain_str()?;
-            r.expect(b':')?;
-            match key {
-                "callFrames" if first_url.is_none() => {
-                    r.expect(b'[')?;
-                    r.enter()?;
-                    let mut first = None;
-                    if !r.eat(b']') {
-                        loop {
-                            let url = read_call_frame_url(r)?;
-                            // A frame without one has `""` (serde's default).
-                            first.get_or_insert(url.unwrap_or_default());
-                            match r.byte()? {
-                                b',' => {}
-                                b']' => break,
-                                _ => return None,
-                            }
-                        }
-                    }
-                    r.leave();
-                    first_url = Some(first);
-                }
-                "callFrames" => return None,
-                _ => r.skip_value()?,
+    r.fields(|key, r| {
+        match key {
+            "callFrames" if first_url.is_none() => {
+                let mut first = None;
+                r.items(|r| {
+                    let url = read_call_frame_url(r)?;
+                    // A frame without one has `""` (serde's default).
+                    first.get_or_insert(url.unwrap_or_default());
+                    Some(())
+                })?;
+                first_url = Some(first);
             }
-            match r.byte()? {
-                b',' => {}
-                b'}' => break,
-                _ => return None,
-            }
+            "callFrames" => return None,
+            _ => r.skip_value()?,
         }
-    }
-    r.leave();
+        Some(())
+    })?;
     Some(first_url.flatten())
 }
 
 /// One `Runtime.CallFrame` read in place: its `url`, if it has one.
 fn read_call_frame_url<'a>(r: &mut Compact<'a>) -> Option<Option<&'a str>> {
-    r.expect(b'{')?;
-    r.enter()?;
     let mut url = None;
-    if !r.eat(b'}') {
-        loop {
-            let key = r.plain_str()?;
-            r.expect(b':')?;
-            match key {
-                "url" if url.is_none() => url = Some(r.plain_str()?),
-                "url" => return None,
-                _ => r.skip_value()?,
-            }
-            match r.byte()? {
-                b',' => {}
-                b'}' => break,
-                _ => return None,
-            }
+    r.fields(|key, r| {
+        match key {
+            "url" if url.is_none() => url = Some(r.plain_str()?),
+            "url" => return None,
+            _ => r.skip_value()?,
         }
-    }
-    r.leave();
+        Some(())
+    })?;
     Some(url)
 }
 
