@@ -138,6 +138,52 @@ fn oopif_frame_attached_notice_says_oopif() {
     );
 }
 
+/// Back from the back-forward cache, the top document shows its frames
+/// again, but Chromium announces none of them (the review of stop 20 saw
+/// `frame_tree` lose them, and `browser_cdp(frame_id)` lose the OOPIFs).
+#[test]
+fn top_back_from_the_bfcache_asks_every_session_for_its_tree() {
+    let mut h = H::attached(MustRespond);
+    h.frame_attached("S1", "F2", "T1");
+    h.frame_navigated("S1", "F2", Some("T1"), "https://a.test/same");
+    h.attach_oopif("S1", "F3", "S3", "https://b.test/");
+    assert_eq!(h.child_ids(), ["F2", "F3"]);
+    // The page leaves: a new document, every frame goes.
+    let mut away = frame("T1", None, "https://a.test/other");
+    away["loaderId"] = json!("L-other");
+    let p = json!({"frame": away, "type": "Navigation"});
+    h.ev(Some("S1"), "Page.frameNavigated", &p.to_string());
+    assert!(h.child_ids().is_empty());
+    h.drain();
+    // It comes back from the cache: its old loader, no frameAttached.
+    let p = json!({"frame": frame("T1", None, PAGE_URL), "type": "BackForwardCacheRestore"});
+    h.ev(Some("S1"), "Page.frameNavigated", &p.to_string());
+    let asked: Vec<_> = h
+        .sends()
+        .into_iter()
+        .filter(|c| c.method == "Page.getFrameTree")
+        .map(|c| (c.target, c.purpose))
+        .collect();
+    assert!(asked.contains(&(on("S1"), Purpose::FrameTree)), "{asked:?}");
+    assert!(asked.contains(&(on("S3"), Purpose::FrameTree)), "{asked:?}");
+    // The page's tree lists both (the OOPIF too); the OOPIF's own names its parent.
+    let tree = json!({"frameTree": {"frame": frame("T1", None, PAGE_URL), "childFrames": [
+        {"frame": frame("F2", Some("T1"), "https://a.test/same")},
+        {"frame": frame("F3", Some("T1"), "https://b.test/")}]}});
+    h.reply_ok("S1", Purpose::FrameTree, tree);
+    let own = json!({"frameTree": {"frame": frame("F3", Some("T1"), "https://b.test/")}});
+    h.reply_ok("S3", Purpose::FrameTree, own);
+    assert_eq!(h.child_ids(), ["F2", "F3"]);
+    let kids = h.snap().frame_tree.children.clone();
+    assert!(!kids[0].is_oopif);
+    assert!(kids[1].is_oopif);
+    assert_eq!(kids[1].session_id.as_deref(), Some("S3"));
+    assert_eq!(h.st.route_frame("F3"), Ok(sid("S3")));
+    // A plain navigation asks for no tree.
+    h.frame_navigated("S1", "T1", None, "https://a.test/again");
+    assert!(h.sends().iter().all(|c| c.method != "Page.getFrameTree"));
+}
+
 #[test]
 fn regression_9_swap_before_attach_keeps_the_oopif_once() {
     let mut h = H::attached(MustRespond);

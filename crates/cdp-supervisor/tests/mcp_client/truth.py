@@ -719,6 +719,65 @@ async def frame_tree_after_page_changes(sc: Scenario, binary: str) -> None:
         )
 
 
+async def frame_tree_after_back_forward_cache(sc: Scenario, binary: str) -> None:
+    """The agent leaves a page with an iframe and an OOPIF, then goes back.
+    Chromium may restore the page from its back-forward cache, and then
+    announces none of its frames again: the next snapshot must still list
+    both, and the OOPIF must still be reachable (the review of stop 20 saw
+    them lost)."""
+    port = await start_site(sc, site_pages)
+    chromium = await launch_chromium(sc, "1")
+    top = f"http://127.0.0.1:{port}/frames.html"
+    a = f"http://127.0.0.1:{port}"
+    b = f"http://localhost:{port}"
+    async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as srv:
+        c = srv.client
+
+        async def both_frames(what: str) -> tuple[dict, dict]:
+            """Once the page itself has both frames loaded, the snapshot lists
+            both (polled 3 s only to tell a race from a lost frame)."""
+            deadline = time.monotonic() + NAVIGATE_DEADLINE_S
+            while await evaluate(c, "[...document.querySelectorAll('iframe')].filter((f) => {"
+                                 " try { return f.contentWindow.location.href !== 'about:blank'; }"
+                                 " catch (e) { return true; } }).length") != 2:
+                if time.monotonic() > deadline:
+                    raise Fail(f"{what}: the page never had its two iframes")
+                await anyio.sleep(0.1)
+            t = time.monotonic()
+            while True:
+                kids = (await snapshot(c)).get("frame_tree", {}).get("children", [])
+                same = [f for f in kids if f.get("url") == f"{a}/child.html" and not f.get("is_oopif")]
+                oopif = [f for f in kids if f.get("url") == f"{b}/frame.html" and f.get("is_oopif")]
+                if same and oopif and len(kids) == 2:
+                    break
+                if time.monotonic() - t > 3:
+                    raise Fail(f"{what}: the snapshot does not list the page's two frames: {kids}")
+                await anyio.sleep(0.1)
+            sc.expect(time.monotonic() - t < 0.5, f"{what}: both frames listed ({time.monotonic() - t:.2f} s after the page had them)")
+            sc.expect(bool(oopif[0].get("session_id")), f"{what}: the OOPIF has its session ({oopif[0]})")
+            where = await evaluate(c, "location.href", frame_id=oopif[0]["frame_id"])
+            sc.expect(where == f"{b}/frame.html", f"{what}: browser_cdp(frame_id) reaches the OOPIF ({where!r})")
+            return same[0], oopif[0]
+
+        nav = await call(c, "browser_navigate", {"url": top})
+        sc.check(nav.get("status") == "loaded", f"navigate to frames.html: {nav.get('status')}")
+        await both_frames("frames.html loaded")
+        await evaluate(c, "window.before_leaving = 1; 1")
+        nav = await call(c, "browser_navigate", {"url": f"{a}/after.html"})
+        sc.check(nav.get("status") == "loaded", f"navigate to after.html: {nav.get('status')}")
+        kids = (await snapshot(c)).get("frame_tree", {}).get("children", [])
+        sc.expect(kids == [], f"after.html has no frames ({kids})")
+        await evaluate(c, "setTimeout(() => history.back(), 0); 1")
+        deadline = time.monotonic() + NAVIGATE_DEADLINE_S
+        while (await evaluate(c, "location.href")) != top:
+            if time.monotonic() > deadline:
+                raise Fail("history.back() never reached frames.html")
+            await anyio.sleep(0.1)
+        restored = await evaluate(c, "window.before_leaving === 1")
+        sc.log(f"back on frames.html: {'restored from the back-forward cache' if restored else 'loaded again'}")
+        await both_frames("back on frames.html")
+
+
 async def snapshot_before_browser_has_note(sc: Scenario, binary: str) -> None:
     async with mcp_server(sc, binary, "s1", []) as srv:
         snap = await snapshot(srv.client)
@@ -789,6 +848,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "snapshot_before_browser_has_note": snapshot_before_browser_has_note,
     "browser_gone_is_said_not_hidden": browser_gone_is_said_not_hidden,
     "frame_tree_after_page_changes": frame_tree_after_page_changes,
+    "frame_tree_after_back_forward_cache": frame_tree_after_back_forward_cache,
 }
 # Run together within a phase; phases one after the other. The timing checks
 # (100 ms readers, the title right after an answer) run with little else on
@@ -796,7 +856,8 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
 PHASES = [
     ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old",
      "frame_tree_after_page_changes"],
-    ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden"],
+    ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden",
+     "frame_tree_after_back_forward_cache"],
     ["snapshot_during_stalled_rebind"],
 ]
 

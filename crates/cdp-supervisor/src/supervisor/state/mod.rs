@@ -400,7 +400,21 @@ impl State {
             }
             Event::FrameNavigated(n) => {
                 if let Some(s) = known {
+                    let top = Some(&n.frame.id) == self.frames.top();
                     self.on_frame_navigated(s, n.frame, now);
+                    // A top document back from the back-forward cache keeps
+                    // its frames, but Chromium does not announce them again:
+                    // every session is asked for its tree.
+                    if top && n.navigation_type.as_deref() == Some("BackForwardCacheRestore") {
+                        for s in self.targets.session_ids() {
+                            self.out.send(
+                                Target::Session(s.clone()),
+                                "Page.getFrameTree",
+                                serde_json::json!({}),
+                                Purpose::FrameTree,
+                            );
+                        }
+                    }
                 }
             }
             Event::FrameDetached(d) => {
