@@ -65,7 +65,7 @@ pub struct Frames {
     /// The top document's loader (`Page.Frame.loaderId`), as the latest
     /// event says (lifecycle events included).
     top_loader: Option<String>,
-    /// The loader of the top document whose frames `frames` holds: set only
+    /// The loader of the top document whose frames the slab holds: set only
     /// by a commit or a tree reply, so a lifecycle event of a new document
     /// arriving before its commit cannot pass the old frames off as its own.
     doc_loader: Option<String>,
