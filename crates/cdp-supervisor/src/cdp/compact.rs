@@ -164,6 +164,16 @@ impl<'a> Compact<'a> {
         here
     }
 
+    /// A value that may be `null`: `Some(None)` for `null` (taken), else
+    /// what `read` reads, `None` when it fails.
+    pub fn or_null<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.eat_null() {
+            Some(None)
+        } else {
+            read(self).map(Some)
+        }
+    }
+
     /// Opens an object or array (`{` or `[`, already taken): one level deeper.
     pub fn enter(&mut self) -> Option<()> {
         self.depth += 1;

@@ -307,13 +307,7 @@ impl FrameDetached {
             r.fields(|key, r| {
                 match key {
                     "frameId" if frame_id.is_none() => frame_id = Some(r.plain_str()?),
-                    "reason" if reason.is_none() => {
-                        reason = Some(if r.eat_null() {
-                            None
-                        } else {
-                            Some(r.plain_str()?)
-                        })
-                    }
+                    "reason" if reason.is_none() => reason = Some(r.or_null(|r| r.plain_str())?),
                     "frameId" | "reason" => return None,
                     _ => r.skip_value()?,
                 }
@@ -522,13 +516,7 @@ impl ConsoleApiCalled {
                         let raw = r.raw_value()?;
                         timestamp = Some(serde_json::from_str::<Option<f64>>(raw).ok()?);
                     }
-                    "stackTrace" if stack.is_none() => {
-                        stack = Some(if r.eat_null() {
-                            None
-                        } else {
-                            Some(read_stack_url(r)?)
-                        });
-                    }
+                    "stackTrace" if stack.is_none() => stack = Some(r.or_null(read_stack_url)?),
                     // A field twice: serde's error.
                     "type" | "args" | "timestamp" | "stackTrace" => return None,
                     _ => r.skip_value()?,
@@ -579,23 +567,13 @@ fn read_remote_object<'a>(r: &mut Compact<'a>) -> Option<RemoteParts<'a>> {
         if slot.is_some() {
             return None;
         }
-        *slot = Some(if r.eat_null() {
-            None
-        } else {
-            Some(r.plain_str()?)
-        });
+        *slot = Some(r.or_null(|r| r.plain_str())?);
         Some(())
     }
     r.fields(|key, r| {
         match key {
             "type" if object_type.is_none() => object_type = Some(r.plain_str()?),
-            "value" if value.is_none() => {
-                value = Some(if r.eat_null() {
-                    None
-                } else {
-                    Some(r.raw_value()?)
-                })
-            }
+            "value" if value.is_none() => value = Some(r.or_null(|r| r.raw_value())?),
             "unserializableValue" => optional(r, &mut unserializable_value)?,
             "description" => optional(r, &mut description)?,
             "type" | "value" => return None,
