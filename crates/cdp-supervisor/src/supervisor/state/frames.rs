@@ -267,11 +267,7 @@ impl Frames {
         let Some(f) = self.at(i) else {
             return;
         };
-        let up = f
-            .parent
-            .as_ref()
-            .filter(|p| Some(*p) != self.top.as_ref())
-            .and_then(|p| self.index.get(p).copied());
+        let up = self.named_parent(f);
         let seq = f.seq;
         let at = self
             .kids(up)
@@ -286,6 +282,14 @@ impl Frames {
         if self.at(i).is_some_and(|f| self.is_orphan(f)) {
             self.orphans += 1;
         }
+    }
+
+    /// The slot of the parent `f` names, when known and not the top.
+    fn named_parent(&self, f: &Frame) -> Option<usize> {
+        f.parent
+            .as_ref()
+            .filter(|p| Some(*p) != self.top.as_ref())
+            .and_then(|p| self.index.get(p).copied())
     }
 
     /// Takes slot `i` from under its parent.
@@ -1242,12 +1246,12 @@ mod tests {
                 prop_assert!(f.up.is_none());
                 continue;
             }
-            let named = f
-                .parent
-                .as_ref()
-                .filter(|p| Some(*p) != fr.top.as_ref())
-                .and_then(|p| fr.index.get(p).copied());
-            prop_assert_eq!(f.up, named, "frame {} hangs under the wrong parent", f.id.0);
+            prop_assert_eq!(
+                f.up,
+                fr.named_parent(f),
+                "frame {} hangs under the wrong parent",
+                f.id.0
+            );
             orphans += usize::from(fr.is_orphan(f));
             let list = fr.kids(f.up);
             prop_assert_eq!(list.iter().filter(|k| **k == i).count(), 1);
