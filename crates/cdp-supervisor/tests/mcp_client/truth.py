@@ -602,6 +602,14 @@ def child_entry(snap: dict, frame_id: str) -> dict | None:
     return None
 
 
+def frames_html_children(kids: list[dict], a: str, b: str) -> tuple[list[dict], list[dict]]:
+    """frames.html's entries among `kids`: its same-process child (on `a`)
+    and its OOPIF (on `b`)."""
+    same = [f for f in kids if f.get("url") == f"{a}/child.html" and not f.get("is_oopif")]
+    oopif = [f for f in kids if f.get("url") == f"{b}/frame.html" and f.get("is_oopif")]
+    return same, oopif
+
+
 async def child_in_next_snapshot(
     sc: Scenario, c: Client, frame_id: str, ok: Callable[[dict | None], bool], what: str
 ) -> dict:
@@ -640,8 +648,7 @@ async def frame_tree_after_page_changes(sc: Scenario, binary: str) -> None:
         while True:
             snap = await snapshot(c)
             kids = snap.get("frame_tree", {}).get("children", [])
-            same = [f for f in kids if f.get("url") == f"{a}/child.html" and not f.get("is_oopif")]
-            oopif = [f for f in kids if f.get("url") == f"{b}/frame.html" and f.get("is_oopif")]
+            same, oopif = frames_html_children(kids, a, b)
             if same and oopif:
                 break
             if time.monotonic() > deadline:
@@ -746,8 +753,7 @@ async def frame_tree_after_back_forward_cache(sc: Scenario, binary: str) -> None
             t = time.monotonic()
             while True:
                 kids = (await snapshot(c)).get("frame_tree", {}).get("children", [])
-                same = [f for f in kids if f.get("url") == f"{a}/child.html" and not f.get("is_oopif")]
-                oopif = [f for f in kids if f.get("url") == f"{b}/frame.html" and f.get("is_oopif")]
+                same, oopif = frames_html_children(kids, a, b)
                 if same and oopif and len(kids) == 2:
                     break
                 if time.monotonic() - t > 3:
