@@ -881,22 +881,19 @@ impl Frames {
     /// than [`FRAME_TREE_MAX_OOPIF_DEPTH`].
     fn force_oopifs(&self, keep: &mut [bool], truncated: &mut bool) -> usize {
         let top = self.top.as_ref().and_then(|t| self.index.get(t).copied());
-        // The OOPIFs under the top (not in a parent cycle), within the depth.
-        let showable = |o: &&usize| {
-            Some(**o) != top
-                && self
-                    .oopif_depth(**o)
-                    .is_some_and(|d| d <= FRAME_TREE_MAX_OOPIF_DEPTH)
-        };
-        *truncated |= self.oopifs.iter().any(|&o| {
-            Some(o) != top
-                && self
-                    .oopif_depth(o)
-                    .is_some_and(|d| d > FRAME_TREE_MAX_OOPIF_DEPTH)
-        });
+        // The OOPIFs under the top (not in a parent cycle), within the depth;
+        // one deeper cuts the tree.
+        let mut showable = Vec::new();
+        for &o in self.oopifs.iter().filter(|o| Some(**o) != top) {
+            match self.oopif_depth(o) {
+                Some(d) if d > FRAME_TREE_MAX_OOPIF_DEPTH => *truncated = true,
+                Some(_) => showable.push(o),
+                None => {}
+            }
+        }
         // Each with its ancestors: usually they all fit.
         let mut kept = 0;
-        for &o in self.oopifs.iter().filter(showable) {
+        for &o in &showable {
             let mut cur = Some(o);
             while let Some(c) = cur.filter(|c| !keep[*c]) {
                 keep[c] = true;
@@ -910,11 +907,9 @@ impl Frames {
         // They do not all fit: first come, first kept, in document order
         // (the path of ages from the top).
         keep.fill(false);
-        let mut chains: Vec<Vec<usize>> = self
-            .oopifs
-            .iter()
-            .filter(showable)
-            .map(|&o| {
+        let mut chains: Vec<Vec<usize>> = showable
+            .into_iter()
+            .map(|o| {
                 let mut chain = vec![o];
                 while let Some(up) = chain.last().and_then(|&c| self.at(c)).and_then(|f| f.up) {
                     chain.push(up);
