@@ -25,7 +25,7 @@ use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::page;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
-use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, PendingDialog, Snapshot};
+use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -1121,7 +1121,7 @@ impl AgentSession {
                 Some("the page did not finish loading within 30 s"),
             ),
         };
-        let pending: Vec<Arc<PendingDialog>> = match outcome {
+        let pending: List<PendingDialog> = match outcome {
             NavigateOutcome::DialogPending(d) => d,
             _ => snap.pending_dialogs.clone(),
         };
@@ -1301,7 +1301,7 @@ impl AgentSession {
                         known: pending.iter().map(|d| d.id.clone()).collect(),
                     })
             }
-            None => match pending.as_slice() {
+            None => match &pending[..] {
                 [] => Err(DialogError::NoDialog),
                 [one] => Ok(one),
                 many => Err(DialogError::Ambiguous {
@@ -1803,7 +1803,7 @@ async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
 /// The tool error of a call a dialog interrupted (DESIGN: "Calls a dialog
 /// interrupts"): it must say that the command is queued, not lost, and
 /// must not be resent.
-fn interrupted(method: &str, call_id: &str, pending_dialogs: Vec<Arc<PendingDialog>>) -> ToolError {
+fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>) -> ToolError {
     let structured = json!({
         "interrupted_by_dialog": true,
         "call_id": call_id,

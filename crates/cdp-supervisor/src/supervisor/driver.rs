@@ -27,7 +27,7 @@ use crate::supervisor::events::{EventKind, EventLog};
 use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::policy::{DialogPolicies, DialogPolicy};
 use crate::supervisor::snapshot::{
-    ClosedBy, ClosedDialog, ConnectionStatus, PendingDialog, Snapshot,
+    ClosedBy, ClosedDialog, ConnectionStatus, List, PendingDialog, Snapshot,
 };
 use crate::supervisor::state::{
     self, DialogError, DialogRequest, Notice, Now, Output, Purpose, ReplyError, RouteError, Tabs,
@@ -200,7 +200,7 @@ pub enum CallOutcome {
         /// The id its completion will carry (`c-N`).
         call_id: String,
         /// The dialogs pending when the call returned.
-        pending_dialogs: Vec<Arc<PendingDialog>>,
+        pending_dialogs: List<PendingDialog>,
     },
 }
 
@@ -221,7 +221,7 @@ pub enum NavigateOutcome {
     /// The page loaded (`Page.loadEventFired`).
     Loaded,
     /// A dialog opened first (during load, or a `beforeunload` on the page being left).
-    DialogPending(Vec<Arc<PendingDialog>>),
+    DialogPending(List<PendingDialog>),
     /// The navigation committed but the load event did not come by the deadline.
     LoadTimeout,
 }
@@ -1142,7 +1142,7 @@ impl Supervisor {
         &self,
         fut: F,
         existing_block: bool,
-    ) -> Result<T, Vec<Arc<PendingDialog>>>
+    ) -> Result<T, List<PendingDialog>>
     where
         F: Future<Output = T>,
     {

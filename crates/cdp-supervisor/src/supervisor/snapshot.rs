@@ -178,22 +178,22 @@ pub struct Snapshot {
     /// The page's title (`Target.targetInfoChanged`).
     pub title: String,
     /// The dialogs open now, oldest first.
-    pub pending_dialogs: Vec<Arc<PendingDialog>>,
+    pub pending_dialogs: List<PendingDialog>,
     /// The last 20 closed dialogs, oldest first.
-    pub recent_dialogs: Vec<Arc<ClosedDialog>>,
+    pub recent_dialogs: List<ClosedDialog>,
     /// The frames, capped at 30 children and OOPIF depth 2.
     pub frame_tree: Arc<FrameTreeView>,
     /// The last 50 console errors and uncaught exceptions, oldest first.
-    pub console_errors: Vec<Arc<ConsoleError>>,
+    pub console_errors: List<ConsoleError>,
     /// The page was already blocked by a dialog we never saw (it opened
     /// before we attached): only navigating the page releases it.
     pub page_blocked: bool,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
     /// The last 10 documents the navigation policy stopped, oldest first.
-    pub blocked_navigations: Vec<Arc<BlockedNavigation>>,
+    pub blocked_navigations: List<BlockedNavigation>,
     /// The supervised tabs, oldest first.
-    pub tabs: Vec<Arc<TabView>>,
+    pub tabs: List<TabView>,
     /// More pages were opened than `max_tabs`: the extra ones are not supervised.
     pub tabs_truncated: bool,
 }
@@ -229,12 +229,82 @@ impl PartialEq for Snapshot {
 }
 
 /// Whether two lists of shared entries are equal, reading only the entries
-/// that are not the same `Arc`.
-fn same<T: PartialEq>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| Arc::ptr_eq(x, y) || **x == **y)
+/// that are not the same `Arc` (and nothing when the lists are one).
+fn same<T: PartialEq>(a: &List<T>, b: &List<T>) -> bool {
+    Arc::ptr_eq(&a.0, &b.0)
+        || a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| Arc::ptr_eq(x, y) || **x == **y)
+}
+
+/// A list the snapshot shows (`console_errors`, `pending_dialogs`, `tabs`…),
+/// oldest first: a slice of shared entries, itself shared whole by every
+/// snapshot while it is unchanged, so that building, comparing or dropping
+/// a snapshot costs nothing per entry of an unchanged list. Reads as a
+/// slice (`&list[0]`, `list.iter()`, `for e in &list`); serialized as a
+/// JSON array.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(
+    transparent,
+    bound(serialize = "T: Serialize", deserialize = "T: Deserialize<'de>")
+)]
+pub struct List<T>(Arc<[Arc<T>]>);
+
+impl<T> Clone for List<T> {
+    fn clone(&self) -> Self {
+        List(self.0.clone())
+    }
+}
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List(Arc::default())
+    }
+}
+
+impl<T> std::ops::Deref for List<T> {
+    type Target = [Arc<T>];
+    fn deref(&self) -> &[Arc<T>] {
+        &self.0
+    }
+}
+
+impl<'a, T> IntoIterator for &'a List<T> {
+    type Item = &'a Arc<T>;
+    type IntoIter = std::slice::Iter<'a, Arc<T>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<T> FromIterator<Arc<T>> for List<T> {
+    fn from_iter<I: IntoIterator<Item = Arc<T>>>(items: I) -> Self {
+        List(items.into_iter().collect())
+    }
+}
+
+impl<T: PartialEq> PartialEq for List<T> {
+    fn eq(&self, other: &List<T>) -> bool {
+        same(self, other)
+    }
+}
+
+/// The list of `items`: `kept` itself when it holds exactly these entries
+/// (the same `Arc`s, in order), else a new list, kept for next time.
+/// Comparing addresses costs no reference count.
+pub(crate) fn share<'a, T: 'a>(
+    kept: &mut List<T>,
+    items: impl Iterator<Item = &'a Arc<T>> + Clone,
+) -> List<T> {
+    let mut old = kept.iter();
+    let unchanged = items
+        .clone()
+        .all(|i| old.next().is_some_and(|o| Arc::ptr_eq(i, o)));
+    if !unchanged || old.next().is_some() {
+        *kept = items.cloned().collect();
+    }
+    kept.clone()
 }
 
 /// One supervised tab (`tabs[]`).

@@ -148,6 +148,7 @@ impl Harness {
         })
         .await
         .pending_dialogs
+        .to_vec()
     }
 
     /// Waits until dialog `id` is in recent_dialogs.
@@ -158,9 +159,10 @@ impl Harness {
             })
             .await;
         s.recent_dialogs
-            .into_iter()
+            .iter()
             .find(|c| c.dialog.id == id)
             .expect("found")
+            .clone()
     }
 
     pub fn oopif_ids(&self) -> Vec<String> {

@@ -35,9 +35,9 @@ impl Blocked {
         out.notice(Notice::NavigationBlocked { navigation });
     }
 
-    /// For the snapshot.
-    pub(super) fn entries(&self) -> Vec<Arc<BlockedNavigation>> {
-        self.0.iter().cloned().collect()
+    /// For the snapshot, oldest first.
+    pub(super) fn entries(&self) -> impl Iterator<Item = &Arc<BlockedNavigation>> + Clone {
+        self.0.iter()
     }
 }
 

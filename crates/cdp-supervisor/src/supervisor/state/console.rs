@@ -4,7 +4,7 @@
 
 use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now, cut};
 use crate::cdp::protocol::{ConsoleApiCalled, ExceptionThrown};
-use crate::supervisor::snapshot::ConsoleError;
+use crate::supervisor::snapshot::{ConsoleError, List, share};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,6 +14,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 pub struct Console {
     ring: VecDeque<Arc<ConsoleError>>,
+    /// The ring as the last snapshot showed it.
+    shown: List<ConsoleError>,
 }
 
 impl Console {
@@ -63,8 +65,9 @@ impl Console {
         error
     }
 
-    /// The entries, oldest first.
-    pub fn entries(&self) -> Vec<Arc<ConsoleError>> {
-        self.ring.iter().cloned().collect()
+    /// The entries, oldest first: the list the last call returned while
+    /// no error came since.
+    pub fn entries(&mut self) -> List<ConsoleError> {
+        share(&mut self.shown, self.ring.iter())
     }
 }

@@ -257,7 +257,9 @@ impl State {
     }
 
     /// The last documents the navigation policy stopped in this tab, oldest first.
-    pub fn blocked_navigations(&self) -> Vec<Arc<crate::supervisor::origins::BlockedNavigation>> {
+    pub fn blocked_navigations(
+        &self,
+    ) -> impl Iterator<Item = &Arc<crate::supervisor::origins::BlockedNavigation>> + Clone {
         self.blocked.entries()
     }
 
@@ -716,7 +718,7 @@ impl State {
         Snapshot {
             pending_dialogs: self.dialogs.views().cloned().collect(),
             recent_dialogs: self.dialogs.recent().cloned().collect(),
-            blocked_navigations: self.blocked.entries(),
+            blocked_navigations: self.blocked.entries().cloned().collect(),
             ..self.page_snapshot()
         }
     }
@@ -731,11 +733,11 @@ impl State {
             frame_tree: self.frames.view(&self.targets),
             console_errors: self.console.entries(),
             page_blocked: self.page_blocked,
-            pending_dialogs: Vec::new(),
-            recent_dialogs: Vec::new(),
-            blocked_navigations: Vec::new(),
+            pending_dialogs: Default::default(),
+            recent_dialogs: Default::default(),
+            blocked_navigations: Default::default(),
             connection: Default::default(),
-            tabs: Vec::new(),
+            tabs: Default::default(),
             tabs_truncated: false,
         }
     }

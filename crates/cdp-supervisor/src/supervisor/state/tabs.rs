@@ -28,7 +28,10 @@ use super::{
     ReplyError, RouteError, State, Target,
 };
 use crate::cdp::protocol::{AttachedToTarget, Event, SessionId, TargetId};
-use crate::supervisor::snapshot::{ClosedBy, Snapshot, TabView};
+use crate::supervisor::origins::BlockedNavigation;
+use crate::supervisor::snapshot::{
+    ClosedBy, ClosedDialog, List, PendingDialog, Snapshot, TabView, share,
+};
 use serde_json::{Value, json};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -80,6 +83,17 @@ pub struct Tabs {
     expected: VecDeque<TargetId>,
     next_dialog: u64,
     out: VecDeque<Output>,
+    /// The lists the last snapshot showed, shared by the next while unchanged.
+    shown: Shown,
+}
+
+/// The lists [`Tabs`] gathers from every tab, as the last snapshot showed them.
+#[derive(Debug, Default)]
+struct Shown {
+    pending_dialogs: List<PendingDialog>,
+    recent_dialogs: List<ClosedDialog>,
+    blocked_navigations: List<BlockedNavigation>,
+    tabs: List<TabView>,
 }
 
 impl Tabs {
@@ -100,6 +114,7 @@ impl Tabs {
             expected: VecDeque::new(),
             next_dialog: 1,
             out: VecDeque::new(),
+            shown: Shown::default(),
         }
     }
 
@@ -836,61 +851,68 @@ impl Tabs {
     }
 
     /// The supervised tabs, oldest first, as the snapshot's `tabs` shows
-    /// them: a tab's entry is shared with the last snapshot while it is
-    /// still true.
-    pub fn views(&mut self) -> Vec<Arc<TabView>> {
+    /// them: a tab's entry, and the list, are shared with the last snapshot
+    /// while still true.
+    pub fn views(&mut self) -> List<TabView> {
         let current = self.current;
-        self.tabs
-            .iter_mut()
-            .map(|t| {
-                let url = t.state.top_url();
-                let title = t.state.title();
-                let is_current = Some(t.key) == current;
-                let pending = t.state.pending_dialogs().count();
-                let still = |v: &&Arc<TabView>| {
-                    v.url == url
-                        && v.title == title
-                        && v.current == is_current
-                        && v.pending_dialogs == pending
-                        && v.crashed == t.crashed
-                };
-                if let Some(v) = t.view.as_ref().filter(still) {
-                    return v.clone();
-                }
-                let v = Arc::new(TabView {
-                    target_id: t.target_id.0.clone(),
-                    url: url.to_owned(),
-                    title: title.to_owned(),
-                    opener_target_id: t.opener.as_ref().map(|o| o.0.clone()),
-                    current: is_current,
-                    pending_dialogs: pending,
-                    crashed: t.crashed,
-                });
-                t.view = Some(v.clone());
-                v
-            })
-            .collect()
+        for t in &mut self.tabs {
+            let url = t.state.top_url();
+            let title = t.state.title();
+            let is_current = Some(t.key) == current;
+            let pending = t.state.pending_dialogs().count();
+            let still = |v: &Arc<TabView>| {
+                v.url == url
+                    && v.title == title
+                    && v.current == is_current
+                    && v.pending_dialogs == pending
+                    && v.crashed == t.crashed
+            };
+            if t.view.as_ref().is_some_and(still) {
+                continue;
+            }
+            t.view = Some(Arc::new(TabView {
+                target_id: t.target_id.0.clone(),
+                url: url.to_owned(),
+                title: title.to_owned(),
+                opener_target_id: t.opener.as_ref().map(|o| o.0.clone()),
+                current: is_current,
+                pending_dialogs: pending,
+                crashed: t.crashed,
+            }));
+        }
+        let views = self.tabs.iter().filter_map(|t| t.view.as_ref());
+        share(&mut self.shown.tabs, views)
     }
 
     /// Builds the snapshot the agent reads: the current tab's page, frames
     /// and console; every tab's dialogs; the tabs. Shares its entries with
-    /// the tabs' states (see [`State::snapshot`]).
+    /// the tabs' states, and each list with the last snapshot while it is
+    /// unchanged (see [`State::snapshot`]).
     pub fn snapshot(&mut self) -> Snapshot {
         let mut snap = self
             .current
             .and_then(|k| self.tab_mut(k))
             .map(|t| t.state.page_snapshot())
             .unwrap_or_default();
-        snap.pending_dialogs = self.pending_dialogs().cloned().collect();
+        let mut pending: Vec<_> = self
+            .tabs
+            .iter()
+            .flat_map(|t| t.state.pending_dialogs())
+            .collect();
+        pending.sort_by(|a, b| a.opened_at.total_cmp(&b.opened_at));
+        snap.pending_dialogs = share(&mut self.shown.pending_dialogs, pending.into_iter());
         let mut recent: Vec<_> = self
             .tabs
             .iter()
             .chain(self.closed.iter())
-            .flat_map(|t| t.state.recent_dialogs().cloned())
+            .flat_map(|t| t.state.recent_dialogs())
             .collect();
         recent.sort_by(|a, b| a.closed_at.total_cmp(&b.closed_at));
-        recent.drain(..recent.len().saturating_sub(RECENT_DIALOGS_MAX));
-        snap.recent_dialogs = recent;
+        let old = recent.len().saturating_sub(RECENT_DIALOGS_MAX);
+        snap.recent_dialogs = share(
+            &mut self.shown.recent_dialogs,
+            recent[old..].iter().copied(),
+        );
         // The policy holds in every tab: a popup's blocked document shows too.
         let mut blocked: Vec<_> = self
             .tabs
@@ -899,8 +921,11 @@ impl Tabs {
             .flat_map(|t| t.state.blocked_navigations())
             .collect();
         blocked.sort_by(|a, b| a.at.total_cmp(&b.at));
-        blocked.drain(..blocked.len().saturating_sub(super::BLOCKED_NAVIGATIONS_MAX));
-        snap.blocked_navigations = blocked;
+        let old = blocked.len().saturating_sub(super::BLOCKED_NAVIGATIONS_MAX);
+        snap.blocked_navigations = share(
+            &mut self.shown.blocked_navigations,
+            blocked[old..].iter().copied(),
+        );
         snap.tabs = self.views();
         snap.tabs_truncated = self.truncated;
         snap
