@@ -109,6 +109,11 @@ impl Default for Dialogs {
 }
 
 impl Dialogs {
+    /// Whether any dialog is pending.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Pending dialogs, oldest first.
     pub fn views(&self) -> impl Iterator<Item = &Arc<PendingDialog>> {
         self.pending.iter().map(|d| &d.view)

@@ -81,10 +81,14 @@ pub struct Frames {
     /// reusing the entries of frames that did not change. See
     /// [`Frames::reshape`].
     reshaped: bool,
-    /// Shown frames whose URL or origin changed since `view` was built, and
-    /// nothing else: their entries are patched in, the tree is not rebuilt.
-    /// (A frame the capped tree leaves out can change its URL freely.)
-    url_changed: Vec<FrameId>,
+    /// The slots of `view`'s children, in order (valid while the view is
+    /// kept: a slot is freed or reused only by a change that reshapes).
+    view_slots: Vec<usize>,
+    /// The slots of shown frames whose URL or origin changed since `view`
+    /// was built, and nothing else: their entries are patched in, the tree
+    /// is not rebuilt. (A frame the capped tree leaves out can change its
+    /// URL freely.)
+    url_changed: Vec<usize>,
 }
 
 impl Frames {
@@ -163,7 +167,7 @@ impl Frames {
         {
             f.origin = origin_of(&url);
             f.url = url;
-            self.patch_url(&top);
+            self.patch_url_of(&top);
         }
     }
 
@@ -173,16 +177,23 @@ impl Frames {
         self.url_changed.clear();
     }
 
-    /// Frame `id`'s URL or origin changed, nothing else: if the kept view
-    /// shows it, its entry is patched at the next [`Frames::view`].
-    fn patch_url(&mut self, id: &FrameId) {
-        let Some((_, view)) = self.view.as_ref().filter(|_| !self.reshaped) else {
+    /// The frame in slot `i` changed its URL or origin, nothing else: if
+    /// the kept view shows it, its entry is patched at the next
+    /// [`Frames::view`].
+    fn patch_url(&mut self, i: usize) {
+        if self.reshaped || self.view.is_none() || self.url_changed.contains(&i) {
             return;
-        };
-        let shown = view.top.as_ref().is_some_and(|t| t.frame_id == id.0)
-            || view.children.iter().any(|c| c.frame_id == id.0);
-        if shown && !self.url_changed.contains(id) {
-            self.url_changed.push(id.clone());
+        }
+        let is_top = self.at(i).is_some_and(|f| Some(&f.id) == self.top.as_ref());
+        if is_top || self.view_slots.contains(&i) {
+            self.url_changed.push(i);
+        }
+    }
+
+    /// As [`Frames::patch_url`], for frame `id`.
+    fn patch_url_of(&mut self, id: &FrameId) {
+        if let Some(&i) = self.index.get(id) {
+            self.patch_url(i);
         }
     }
 
@@ -454,7 +465,7 @@ impl Frames {
                 self.reshape();
                 self.track_oopif(i);
             } else if url_changed {
-                self.patch_url(&id);
+                self.patch_url(i);
             }
             return;
         }
@@ -514,13 +525,14 @@ impl Frames {
         // A known frame's new URL, with the origin Chromium gives (`upsert`
         // would parse the URL for it).
         if let Some(origin) = origin
-            && let Some(f) = self.get_mut(&frame.id)
+            && let Some(&i) = self.index.get(&frame.id)
+            && let Some(f) = self.slots[i].as_mut()
             && f.url != url
         {
             f.url.clone_from(&url);
             f.origin = origin.to_owned();
             f.entry = None;
-            self.patch_url(&frame.id);
+            self.patch_url(i);
         }
         let mut dropped = Vec::new();
         if is_top {
@@ -570,7 +582,7 @@ impl Frames {
                     self.track_oopif(i);
                 }
             } else if url_changed {
-                self.patch_url(&frame.id);
+                self.patch_url_of(&frame.id);
             }
         }
         let is_oopif = self.get(&frame.id).is_some_and(|f| f.is_oopif);
@@ -705,7 +717,7 @@ impl Frames {
             {
                 f.origin = origin;
                 f.entry = None;
-                self.patch_url(&id);
+                self.patch_url_of(&id);
             }
             // Children in reverse so they pop (and are numbered) in document order.
             for c in child_frames.into_iter().rev() {
@@ -785,20 +797,19 @@ impl Frames {
             return;
         };
         let tree = Arc::make_mut(view);
-        for id in self.url_changed.drain(..) {
-            let Some(f) = self
-                .index
-                .get(&id)
-                .and_then(|&i| self.slots.get_mut(i))
-                .and_then(Option::as_mut)
-            else {
+        for i in self.url_changed.drain(..) {
+            let Some(f) = self.slots.get_mut(i).and_then(Option::as_mut) else {
                 continue;
             };
-            if let Some(top) = tree.top.as_mut().filter(|t| t.frame_id == id.0) {
+            if let Some(top) = tree.top.as_mut().filter(|t| t.frame_id == f.id.0) {
                 top.url.clone_from(&f.url);
                 top.origin.clone_from(&f.origin);
             }
-            if let Some(c) = tree.children.iter_mut().find(|c| c.frame_id == id.0) {
+            let shown = self.view_slots.iter().position(|&s| s == i);
+            if let Some(c) = shown
+                .and_then(|p| tree.children.get_mut(p))
+                .filter(|c| c.frame_id == f.id.0)
+            {
                 let mut patched = ChildFrame::clone(c);
                 patched.url.clone_from(&f.url);
                 patched.origin.clone_from(&f.origin);
@@ -816,6 +827,7 @@ impl Frames {
             truncated: self.dropped,
             ..Default::default()
         };
+        self.view_slots.clear();
         let Some(top) = self.top_frame() else {
             return view;
         };
@@ -868,9 +880,10 @@ impl Frames {
             self.in_order(&keep, kept)
         };
         view.children = shown
-            .into_iter()
-            .filter_map(|i| self.entry(i, targets))
+            .iter()
+            .filter_map(|&i| self.entry(i, targets))
             .collect();
+        self.view_slots = shown;
         view
     }
 

@@ -565,12 +565,16 @@ impl State {
         frame: crate::cdp::protocol::FrameInfo,
         now: Now,
     ) {
-        let own_target = self.targets.frame_of(session).as_ref() == Some(&frame.id);
+        let own_target = self.targets.is_frame_of(session, &frame.id);
         // Who navigates it (or an ancestor), read before the commit ends it.
-        let lineage = self.frames.lineage(&frame.id);
-        let ancestors_by = self.navs.closer(&lineage[1..]);
-        let own_by = self.navs.committed(&frame.id, frame.loader_id.as_ref());
-        let by = own_by.or(ancestors_by);
+        let by = if self.navs.is_empty() {
+            None
+        } else {
+            let lineage = self.frames.lineage(&frame.id);
+            let ancestors_by = self.navs.closer(&lineage[1..]);
+            let own_by = self.navs.committed(&frame.id, frame.loader_id.as_ref());
+            own_by.or(ancestors_by)
+        };
         let is_top = Some(&frame.id) == self.frames.top();
         if frame.unreachable_url.is_none() {
             self.check_commit(session, &frame.id, &frame.url, now);
@@ -580,9 +584,11 @@ impl State {
             .committed(session, own_target, &frame, &mut self.out);
         // A new document ends every dialog its old document (and the frames
         // that went with it) showed.
-        let mut ended = dropped;
-        ended.push(frame.id.clone());
-        self.close_dialogs_in(&ended, by, now);
+        if self.dialogs.has_pending() {
+            let mut ended = dropped;
+            ended.push(frame.id.clone());
+            self.close_dialogs_in(&ended, by, now);
+        }
         if is_top && self.page_blocked {
             self.unblock_page();
         }

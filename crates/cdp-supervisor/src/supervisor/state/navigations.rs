@@ -43,6 +43,11 @@ pub struct Navigations {
 }
 
 impl Navigations {
+    /// No navigation of ours is in progress: no commit needs its lineage.
+    pub fn is_empty(&self) -> bool {
+        self.by_frame.is_empty()
+    }
+
     /// The agent sent `method` to `target`; `own_frame` is that session's
     /// main frame (the frame a `Page.navigate` without `frameId` navigates).
     pub fn agent_sent(

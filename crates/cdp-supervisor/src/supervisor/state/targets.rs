@@ -120,6 +120,12 @@ impl Targets {
         self.sessions.get(session).map(|t| FrameId(t.0.clone()))
     }
 
+    /// Whether `frame` is the main frame of `session`'s own target (an
+    /// OOPIF's target id is its frame id).
+    pub fn is_frame_of(&self, session: &SessionId, frame: &FrameId) -> bool {
+        self.sessions.get(session).is_some_and(|t| t.0 == frame.0)
+    }
+
     /// Whether `session` is the page's.
     pub fn is_top(&self, session: Option<&SessionId>) -> bool {
         session.is_some() && session == self.top_session.as_ref()
