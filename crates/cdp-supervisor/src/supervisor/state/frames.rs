@@ -89,6 +89,22 @@ pub struct Frames {
     /// is not rebuilt. (A frame the capped tree leaves out can change its
     /// URL freely.)
     url_changed: Vec<usize>,
+    /// The working lists of [`Frames::build_view`], kept so that a rebuild
+    /// allocates nothing but the tree.
+    scratch: Scratch,
+}
+
+/// [`Frames::build_view`]'s working lists (empty between builds).
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    /// By slot: the frame is shown (a capped tree).
+    keep: Vec<bool>,
+    /// The OOPIFs a capped tree may show.
+    showable: Vec<usize>,
+    /// The walk for the first frames: (frame, next child, OOPIF depth).
+    stack: Vec<(Option<usize>, usize, usize)>,
+    /// The walk over marked frames: (frame, next child).
+    walk: Vec<(Option<usize>, usize)>,
 }
 
 impl Frames {
@@ -233,6 +249,15 @@ impl Frames {
         match self.slots.first() {
             Some(Some(f)) if &f.id == top => Some(f),
             _ => self.get(top),
+        }
+    }
+
+    /// The top frame's slot, when known (see [`Frames::top_frame`]).
+    fn top_slot(&self) -> Option<usize> {
+        let top = self.top.as_ref()?;
+        match self.slots.first() {
+            Some(Some(f)) if &f.id == top => Some(0),
+            _ => self.index.get(top).copied(),
         }
     }
 
@@ -612,6 +637,8 @@ impl Frames {
         self.roots = Vec::new();
         self.oopifs = Vec::new();
         self.orphans = 0;
+        self.view_slots = Vec::new();
+        self.scratch = Scratch::default();
         if let Some(f) = top {
             self.index.insert(f.id.clone(), 0);
             self.slots = vec![Some(f)];
@@ -821,13 +848,15 @@ impl Frames {
     }
 
     /// Builds the tree: one walk down the children's lists. A frame whose
-    /// entry is still true shares it.
+    /// entry is still true shares it. Its working lists are kept in
+    /// `scratch` from one build to the next.
     fn build_view(&mut self, targets: &Targets) -> FrameTreeView {
         let mut view = FrameTreeView {
             truncated: self.dropped,
             ..Default::default()
         };
-        self.view_slots.clear();
+        let mut shown = std::mem::take(&mut self.view_slots);
+        shown.clear();
         let Some(top) = self.top_frame() else {
             return view;
         };
@@ -836,49 +865,61 @@ impl Frames {
             url: top.url.clone(),
             origin: top.origin.clone(),
         });
-        let mut keep = vec![false; self.slots.len()];
-        let mut kept = self.force_oopifs(&mut keep, &mut view.truncated);
+        let mut s = std::mem::take(&mut self.scratch);
         // The first frames in document order (depth-first, parents before
         // children, older siblings first), one more than the cap: that many
-        // say the tree is capped, and the cap fills from these.
-        let mut first: Vec<usize> = Vec::with_capacity(FRAME_TREE_MAX_ENTRIES + 1);
-        let mut stack: Vec<(Option<usize>, usize, usize)> = vec![(None, 0, 0)];
-        while let Some((at, next, depth)) = stack.last_mut() {
+        // say the tree is capped, and the cap fills from these. OOPIFs too
+        // deep are left out (`force_oopifs` says so).
+        s.stack.clear();
+        s.stack.push((None, 0, 0));
+        while let Some((at, next, depth)) = s.stack.last_mut() {
             let Some(&c) = self.kids(*at).get(*next) else {
-                stack.pop();
+                s.stack.pop();
                 continue;
             };
             *next += 1;
             let Some(f) = self.at(c) else {
                 continue;
             };
-            // Too deep: `force_oopifs` said so.
             let d = *depth + usize::from(f.is_oopif);
             if d > FRAME_TREE_MAX_OOPIF_DEPTH {
                 continue;
             }
-            first.push(c);
-            if first.len() > FRAME_TREE_MAX_ENTRIES {
+            shown.push(c);
+            if shown.len() > FRAME_TREE_MAX_ENTRIES {
                 break;
             }
-            stack.push((Some(c), 0, d));
+            s.stack.push((Some(c), 0, d));
         }
-        let shown = if first.len() <= FRAME_TREE_MAX_ENTRIES {
-            // Every frame is shown, and `first` has them in order.
-            first
-        } else {
+        if shown.len() > FRAME_TREE_MAX_ENTRIES {
+            // Capped: the OOPIFs first, then the first frames, listed in
+            // document order.
             view.truncated = true;
-            for &c in &first {
+            s.keep.clear();
+            s.keep.resize(self.slots.len(), false);
+            let mut kept = self.force_oopifs(&mut s, &mut view.truncated);
+            for &c in &shown {
                 if kept == FRAME_TREE_MAX_ENTRIES {
                     break;
                 }
-                if !keep[c] {
-                    keep[c] = true;
+                if !s.keep[c] {
+                    s.keep[c] = true;
                     kept += 1;
                 }
             }
-            self.in_order(&keep, kept)
-        };
+            shown.clear();
+            self.in_order(&mut s, &mut shown);
+        } else if !view.truncated {
+            // Every frame fits: an OOPIF too deep is the only cut.
+            let top = self.top_slot();
+            view.truncated = self.oopifs.iter().any(|&o| {
+                Some(o) != top
+                    && self
+                        .oopif_depth(o)
+                        .is_some_and(|d| d > FRAME_TREE_MAX_OOPIF_DEPTH)
+            });
+        }
+        self.scratch = s;
         view.children = shown
             .iter()
             .filter_map(|&i| self.entry(i, targets))
@@ -890,13 +931,16 @@ impl Frames {
     /// Marks the OOPIFs a capped tree shows first, with their ancestors,
     /// since they are what `browser_cdp(frame_id)` can reach: in document
     /// order, each whose chain still fits [`FRAME_TREE_MAX_ENTRIES`].
-    /// Returns how many it marked; sets `truncated` when an OOPIF is deeper
-    /// than [`FRAME_TREE_MAX_OOPIF_DEPTH`].
-    fn force_oopifs(&self, keep: &mut [bool], truncated: &mut bool) -> usize {
-        let top = self.top.as_ref().and_then(|t| self.index.get(t).copied());
+    /// Returns how many it marked (in `s.keep`, all false before); sets
+    /// `truncated` when an OOPIF is deeper than
+    /// [`FRAME_TREE_MAX_OOPIF_DEPTH`].
+    fn force_oopifs(&self, s: &mut Scratch, truncated: &mut bool) -> usize {
+        let top = self.top_slot();
+        let keep = &mut s.keep;
         // The OOPIFs under the top (not in a parent cycle), within the depth;
         // one deeper cuts the tree.
-        let mut showable = Vec::new();
+        let showable = &mut s.showable;
+        showable.clear();
         for &o in self.oopifs.iter().filter(|o| Some(**o) != top) {
             match self.oopif_depth(o) {
                 Some(d) if d > FRAME_TREE_MAX_OOPIF_DEPTH => *truncated = true,
@@ -906,7 +950,7 @@ impl Frames {
         }
         // Each with its ancestors: usually they all fit.
         let mut kept = 0;
-        for &o in &showable {
+        for &o in showable.iter() {
             let mut cur = Some(o);
             while let Some(c) = cur.filter(|c| !keep[*c]) {
                 keep[c] = true;
@@ -921,8 +965,8 @@ impl Frames {
         // (the path of ages from the top).
         keep.fill(false);
         let mut chains: Vec<Vec<usize>> = showable
-            .into_iter()
-            .map(|o| {
+            .iter()
+            .map(|&o| {
                 let mut chain = vec![o];
                 while let Some(up) = chain.last().and_then(|&c| self.at(c)).and_then(|f| f.up) {
                     chain.push(up);
@@ -968,11 +1012,14 @@ impl Frames {
         None
     }
 
-    /// The `count` frames `keep` marks, in document order. Every marked
-    /// frame's parent is marked, so the walk enters marked frames only.
-    fn in_order(&self, keep: &[bool], count: usize) -> Vec<usize> {
-        let mut order = Vec::with_capacity(count);
-        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
+    /// Appends to `order` the frames `s.keep` marks, in document order.
+    /// Every marked frame's parent is marked, so the walk enters marked
+    /// frames only.
+    fn in_order(&self, s: &mut Scratch, order: &mut Vec<usize>) {
+        let keep = &s.keep;
+        let stack = &mut s.walk;
+        stack.clear();
+        stack.push((None, 0));
         while let Some((at, next)) = stack.last_mut() {
             let kids = self.kids(*at);
             match kids[*next..].iter().position(|&k| keep[k]) {
@@ -987,7 +1034,6 @@ impl Frames {
                 }
             }
         }
-        order
     }
 
     /// Slot `i`'s entry in the tree: the one shown before while still true,
