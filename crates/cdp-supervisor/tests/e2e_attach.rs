@@ -60,7 +60,8 @@ async fn closing_the_supervised_tab_moves_to_another_page() {
         .top
         .clone()
         .expect("top")
-        .frame_id;
+        .frame_id
+        .clone();
     let (conn, _events) = Connection::connect(h.chromium.ws_url())
         .await
         .expect("connect");

@@ -129,8 +129,9 @@ pub struct ChildFrame {
 /// `frame_tree`: at most 30 children and OOPIF depth 2; `truncated` when a cap cut.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameTreeView {
-    /// The main frame; `None` before the page is attached.
-    pub top: Option<TopFrame>,
+    /// The main frame; `None` before the page is attached. Shared between
+    /// trees while it is unchanged.
+    pub top: Option<Arc<TopFrame>>,
     /// Every other frame, depth-first, parents before children.
     pub children: Vec<Arc<ChildFrame>>,
     /// Some frames are left out (a cap, or more frames than the supervisor tracks).
@@ -231,7 +232,7 @@ impl PartialEq for Snapshot {
 /// Whether two lists of shared entries are equal, reading only the entries
 /// that are not the same `Arc` (and nothing when the lists are one).
 fn same<T: PartialEq>(a: &List<T>, b: &List<T>) -> bool {
-    Arc::ptr_eq(&a.0, &b.0)
+    List::ptr_eq(a, b)
         || a.len() == b.len()
             && a.iter()
                 .zip(b)
@@ -250,6 +251,15 @@ fn same<T: PartialEq>(a: &List<T>, b: &List<T>) -> bool {
     bound(serialize = "T: Serialize", deserialize = "T: Deserialize<'de>")
 )]
 pub struct List<T>(Arc<[Arc<T>]>);
+
+impl<T> List<T> {
+    /// Whether `a` and `b` are one list (the same allocation). A list is
+    /// shared with the next snapshot while it is unchanged, so this says
+    /// "unchanged" without reading an entry.
+    pub fn ptr_eq(a: &List<T>, b: &List<T>) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
 
 impl<T> Clone for List<T> {
     fn clone(&self) -> Self {

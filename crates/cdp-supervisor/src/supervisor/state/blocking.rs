@@ -36,7 +36,7 @@ impl Blocked {
     }
 
     /// For the snapshot, oldest first.
-    pub(super) fn entries(&self) -> impl Iterator<Item = &Arc<BlockedNavigation>> + Clone {
+    pub(super) fn entries(&self) -> impl ExactSizeIterator<Item = &Arc<BlockedNavigation>> + Clone {
         self.0.iter()
     }
 }

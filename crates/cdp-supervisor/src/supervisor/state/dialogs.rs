@@ -115,12 +115,12 @@ impl Dialogs {
     }
 
     /// Pending dialogs, oldest first.
-    pub fn views(&self) -> impl Iterator<Item = &Arc<PendingDialog>> {
+    pub fn views(&self) -> impl ExactSizeIterator<Item = &Arc<PendingDialog>> + Clone {
         self.pending.iter().map(|d| &d.view)
     }
 
     /// Recently closed dialogs, oldest first.
-    pub fn recent(&self) -> impl Iterator<Item = &Arc<ClosedDialog>> {
+    pub fn recent(&self) -> impl ExactSizeIterator<Item = &Arc<ClosedDialog>> + Clone {
         self.recent.iter()
     }
 

@@ -829,6 +829,7 @@ impl Frames {
                 continue;
             };
             if let Some(top) = tree.top.as_mut().filter(|t| t.frame_id == f.id.0) {
+                let top = Arc::make_mut(top);
                 top.url.clone_from(&f.url);
                 top.origin.clone_from(&f.origin);
             }
@@ -860,11 +861,20 @@ impl Frames {
         let Some(top) = self.top_frame() else {
             return view;
         };
-        view.top = Some(TopFrame {
-            frame_id: top.id.0.clone(),
-            url: top.url.clone(),
-            origin: top.origin.clone(),
-        });
+        // The top's entry, shared with the last tree while still true.
+        let shown_top = self.view.as_ref().and_then(|(_, v)| v.top.as_ref());
+        view.top = Some(
+            match shown_top
+                .filter(|t| t.frame_id == top.id.0 && t.url == top.url && t.origin == top.origin)
+            {
+                Some(t) => t.clone(),
+                None => Arc::new(TopFrame {
+                    frame_id: top.id.0.clone(),
+                    url: top.url.clone(),
+                    origin: top.origin.clone(),
+                }),
+            },
+        );
         let mut s = std::mem::take(&mut self.scratch);
         // The first frames in document order (depth-first, parents before
         // children, older siblings first), one more than the cap: that many
@@ -1080,11 +1090,11 @@ impl Frames {
         let Some(top) = self.get(top_id) else {
             return view;
         };
-        view.top = Some(TopFrame {
+        view.top = Some(Arc::new(TopFrame {
             frame_id: top_id.0.clone(),
             url: top.url.clone(),
             origin: top.origin.clone(),
-        });
+        }));
         let mut nodes: Vec<&Frame> = self
             .slots
             .iter()

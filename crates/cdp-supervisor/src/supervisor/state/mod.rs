@@ -235,7 +235,7 @@ impl State {
     }
 
     /// Pending dialogs, oldest first.
-    pub fn pending_dialogs(&self) -> impl Iterator<Item = &Arc<PendingDialog>> {
+    pub fn pending_dialogs(&self) -> impl ExactSizeIterator<Item = &Arc<PendingDialog>> + Clone {
         self.dialogs.views()
     }
 
@@ -259,14 +259,16 @@ impl State {
     /// The last documents the navigation policy stopped in this tab, oldest first.
     pub fn blocked_navigations(
         &self,
-    ) -> impl Iterator<Item = &Arc<crate::supervisor::origins::BlockedNavigation>> + Clone {
+    ) -> impl ExactSizeIterator<Item = &Arc<crate::supervisor::origins::BlockedNavigation>> + Clone
+    {
         self.blocked.entries()
     }
 
     /// The last closed dialogs, oldest first.
     pub fn recent_dialogs(
         &self,
-    ) -> impl Iterator<Item = &Arc<crate::supervisor::snapshot::ClosedDialog>> {
+    ) -> impl ExactSizeIterator<Item = &Arc<crate::supervisor::snapshot::ClosedDialog>> + Clone
+    {
         self.dialogs.recent()
     }
 

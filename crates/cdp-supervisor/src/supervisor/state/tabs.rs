@@ -894,40 +894,95 @@ impl Tabs {
             .and_then(|k| self.tab_mut(k))
             .map(|t| t.state.page_snapshot())
             .unwrap_or_default();
-        let mut pending: Vec<_> = self
-            .tabs
-            .iter()
-            .flat_map(|t| t.state.pending_dialogs())
-            .collect();
-        pending.sort_by(|a, b| a.opened_at.total_cmp(&b.opened_at));
-        snap.pending_dialogs = share(&mut self.shown.pending_dialogs, pending.into_iter());
-        let mut recent: Vec<_> = self
-            .tabs
-            .iter()
-            .chain(self.closed.iter())
-            .flat_map(|t| t.state.recent_dialogs())
-            .collect();
-        recent.sort_by(|a, b| a.closed_at.total_cmp(&b.closed_at));
-        let old = recent.len().saturating_sub(RECENT_DIALOGS_MAX);
-        snap.recent_dialogs = share(
+        snap.pending_dialogs = merged(
+            &mut self.shown.pending_dialogs,
+            self.tabs.iter().map(|t| t.state.pending_dialogs()),
+            |d| d.opened_at,
+            usize::MAX,
+        );
+        let all = self.tabs.iter().chain(self.closed.iter());
+        snap.recent_dialogs = merged(
             &mut self.shown.recent_dialogs,
-            recent[old..].iter().copied(),
+            all.clone().map(|t| t.state.recent_dialogs()),
+            |d| d.closed_at,
+            RECENT_DIALOGS_MAX,
         );
         // The policy holds in every tab: a popup's blocked document shows too.
-        let mut blocked: Vec<_> = self
-            .tabs
-            .iter()
-            .chain(self.closed.iter())
-            .flat_map(|t| t.state.blocked_navigations())
-            .collect();
-        blocked.sort_by(|a, b| a.at.total_cmp(&b.at));
-        let old = blocked.len().saturating_sub(super::BLOCKED_NAVIGATIONS_MAX);
-        snap.blocked_navigations = share(
+        snap.blocked_navigations = merged(
             &mut self.shown.blocked_navigations,
-            blocked[old..].iter().copied(),
+            all.map(|t| t.state.blocked_navigations()),
+            |b| b.at,
+            super::BLOCKED_NAVIGATIONS_MAX,
         );
         snap.tabs = self.views();
         snap.tabs_truncated = self.truncated;
         snap
+    }
+}
+/// The last `max` entries of every tab's list (each oldest first), ordered
+/// by `at`, oldest first: shared with `kept` while they are the same. The
+/// usual case, one tab's list already in order, is read where it is,
+/// without gathering or sorting.
+fn merged<'a, T: 'a, L>(
+    kept: &mut List<T>,
+    lists: impl Iterator<Item = L> + Clone,
+    at: impl Fn(&T) -> f64,
+    max: usize,
+) -> List<T>
+where
+    L: ExactSizeIterator<Item = &'a Arc<T>> + Clone,
+{
+    let mut filled = lists.clone().filter(|l| l.len() > 0);
+    match (filled.next(), filled.next()) {
+        (None, _) => return share(kept, std::iter::empty()),
+        (Some(one), None) if one.clone().is_sorted_by(|a, b| at(a) <= at(b)) => {
+            let old = one.len().saturating_sub(max);
+            return share(kept, one.skip(old));
+        }
+        _ => {}
+    }
+    let mut all: Vec<&Arc<T>> = lists.flatten().collect();
+    all.sort_by(|a, b| at(a).total_cmp(&at(b)));
+    let old = all.len().saturating_sub(max);
+    share(kept, all[old..].iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(at: &[f64]) -> Vec<Arc<f64>> {
+        at.iter().map(|&a| Arc::new(a)).collect()
+    }
+
+    fn values(l: &List<f64>) -> Vec<f64> {
+        l.iter().map(|a| **a).collect()
+    }
+
+    #[test]
+    fn merged_orders_every_tabs_entries_and_keeps_the_last() {
+        let (a, b) = (list(&[1.0, 4.0, 6.0]), list(&[2.0, 3.0, 5.0]));
+        let mut kept = List::default();
+        let lists = [a.iter(), b.iter()];
+        let m = merged(&mut kept, lists.iter().cloned(), |x| *x, 4);
+        assert_eq!(values(&m), [3.0, 4.0, 5.0, 6.0]);
+        let again = merged(&mut kept, lists.iter().cloned(), |x| *x, 4);
+        assert!(List::ptr_eq(&m, &again), "the same entries: the same list");
+    }
+
+    #[test]
+    fn merged_reads_one_tabs_list_in_place_unless_it_is_out_of_order() {
+        let (empty, one) = (list(&[]), list(&[1.0, 2.0, 3.0]));
+        let mut kept = List::default();
+        let lists = [empty.iter(), one.iter(), empty.iter()];
+        let m = merged(&mut kept, lists.iter().cloned(), |x| *x, 2);
+        assert_eq!(values(&m), [2.0, 3.0]);
+        assert!(Arc::ptr_eq(&m[0], &one[1]), "its own entries");
+        // A clock that went back: sorted as before.
+        let back = list(&[2.0, 1.0]);
+        let m = merged(&mut kept, [back.iter()].into_iter(), |x| *x, 20);
+        assert_eq!(values(&m), [1.0, 2.0]);
+        let none = merged(&mut kept, [empty.iter()].into_iter(), |x| *x, 20);
+        assert!(none.is_empty());
     }
 }
