@@ -930,10 +930,10 @@ impl Frames {
             });
         }
         self.scratch = s;
-        view.children = shown
-            .iter()
-            .filter_map(|&i| self.entry(i, targets))
-            .collect();
+        view.children = Vec::with_capacity(shown.len());
+        for &i in &shown {
+            view.children.extend(self.entry(i, targets));
+        }
         self.view_slots = shown;
         view
     }
