@@ -879,9 +879,12 @@ impl Frames {
         // The first frames in document order (depth-first, parents before
         // children, older siblings first), one more than the cap: that many
         // say the tree is capped, and the cap fills from these. OOPIFs too
-        // deep are left out (`force_oopifs` says so).
+        // deep are left out (`force_oopifs` says so). A page of one frame
+        // (most of them) walks nothing and keeps no list.
         s.stack.clear();
-        s.stack.push((None, 0, 0));
+        if !self.roots.is_empty() {
+            s.stack.push((None, 0, 0));
+        }
         while let Some((at, next, depth)) = s.stack.last_mut() {
             let Some(&c) = self.kids(*at).get(*next) else {
                 s.stack.pop();
