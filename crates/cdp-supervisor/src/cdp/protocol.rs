@@ -513,8 +513,7 @@ impl ConsoleApiCalled {
                         text = Some(read_args(r, ConsoleApiCalled::is_error(call_type?))?)
                     }
                     "timestamp" if timestamp.is_none() => {
-                        let raw = r.raw_value()?;
-                        timestamp = Some(serde_json::from_str::<Option<f64>>(raw).ok()?);
+                        timestamp = Some(r.or_null(Compact::number_f64)?)
                     }
                     "stackTrace" if stack.is_none() => stack = Some(r.or_null(read_stack_url)?),
                     // A field twice: serde's error.
