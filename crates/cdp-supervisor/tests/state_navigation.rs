@@ -124,7 +124,7 @@ fn every_paused_request_gets_exactly_one_continue_or_fail() {
     let cmds: Vec<Command> = outs
         .iter()
         .filter_map(|o| match o {
-            Output::Send(c) => Some(c.clone()),
+            Output::Send(c) => Some((**c).clone()),
             _ => None,
         })
         .collect();

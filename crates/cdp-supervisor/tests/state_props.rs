@@ -131,7 +131,7 @@ impl Model {
     fn collect(&mut self) {
         for o in self.h.drain() {
             if let Output::Send(c) = o {
-                self.in_flight.push(c);
+                self.in_flight.push(*c);
             }
         }
     }

@@ -49,7 +49,7 @@ impl H {
     fn pump(&mut self) {
         while let Some(o) = self.tabs.poll_output() {
             match o {
-                Output::Send(c) => self.sent.push(c),
+                Output::Send(c) => self.sent.push(*c),
                 Output::Notice(n) => self.notices.push(n),
                 _ => {}
             }

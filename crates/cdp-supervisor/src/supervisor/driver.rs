@@ -1803,7 +1803,7 @@ impl Driver {
                 }
                 Output::AnswerDone { ticket, result } => {
                     if let Some(tx) = self.tickets.remove(&ticket) {
-                        let _ = tx.send(result);
+                        let _ = tx.send(*result);
                     }
                 }
                 Output::AgentReply { call, result } => {

@@ -115,7 +115,7 @@ impl H {
         self.drain()
             .into_iter()
             .filter_map(|o| match o {
-                Output::Send(c) => Some(c),
+                Output::Send(c) => Some(*c),
                 _ => None,
             })
             .collect()
@@ -345,7 +345,7 @@ pub fn answer_done(
 )> {
     outs.iter()
         .filter_map(|o| match o {
-            Output::AnswerDone { ticket, result } => Some((*ticket, result.clone())),
+            Output::AnswerDone { ticket, result } => Some((*ticket, (**result).clone())),
             _ => None,
         })
         .collect()

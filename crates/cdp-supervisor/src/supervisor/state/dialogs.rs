@@ -622,7 +622,7 @@ impl State {
                     if let Some(closed) = closed {
                         self.out.push(Output::AnswerDone {
                             ticket,
-                            result: Ok(closed),
+                            result: Box::new(Ok(closed)),
                         });
                     }
                 }
@@ -657,7 +657,7 @@ impl State {
                     };
                     self.out.push(Output::AnswerDone {
                         ticket,
-                        result: Err(error),
+                        result: Box::new(Err(error)),
                     });
                 }
                 // An agent's answer failed under an auto policy (no watchdog
@@ -695,7 +695,7 @@ impl State {
         if let Some(ticket) = answering.ticket {
             self.out.push(Output::AnswerDone {
                 ticket,
-                result: Ok(closed),
+                result: Box::new(Ok(closed)),
             });
         }
     }

@@ -320,10 +320,14 @@ pub enum Notice {
 }
 
 /// What [`super::State::poll_output`] yields.
+///
+/// The large, rare payloads (a command, a closed dialog) are boxed: every
+/// output is moved several times on its way to the driver, and a flood of
+/// notices should move 88 bytes each, not 256.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
     /// A CDP command to send now; feed its reply to [`super::State::on_reply`].
-    Send(Command),
+    Send(Box<Command>),
     /// Something for live watchers.
     Notice(Notice),
     /// The agent's answer `ticket` (from [`super::State::answer_dialog`]) finished.
@@ -331,7 +335,7 @@ pub enum Output {
         /// The ticket given to [`super::State::answer_dialog`].
         ticket: u64,
         /// The closed dialog, or why the answer failed.
-        result: Result<ClosedDialog, DialogError>,
+        result: Box<Result<ClosedDialog, DialogError>>,
     },
     /// The agent's command `call` (from [`super::State::send_agent`]) finished.
     AgentReply {
@@ -340,4 +344,14 @@ pub enum Output {
         /// Chromium's result, or why there is none.
         result: Result<Value, ReplyError>,
     },
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_is_no_bigger_than_a_notice() {
+        // Boxed commands and closed dialogs keep it so (256 bytes inline).
+        assert!(size_of::<Output>() <= size_of::<Notice>() + 8);
+    }
 }

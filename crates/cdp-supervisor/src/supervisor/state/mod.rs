@@ -147,14 +147,14 @@ impl Out {
     }
 
     fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
-        self.push(Output::Send(Command {
+        self.push(Output::Send(Box::new(Command {
             target,
             method: method.to_owned(),
             params,
             purpose,
             timeout: None,
             tab: 0,
-        }));
+        })));
     }
 
     fn notice(&mut self, n: Notice) {
@@ -370,14 +370,14 @@ impl State {
         let own_frame = target.session().and_then(|s| self.targets.frame_of(s));
         self.navs
             .agent_sent(call, &target, method, &params, own_frame);
-        self.out.push(Output::Send(Command {
+        self.out.push(Output::Send(Box::new(Command {
             target,
             method: method.to_owned(),
             params,
             purpose: Purpose::Agent { call },
             timeout: Some(timeout),
             tab: 0,
-        }));
+        })));
     }
 
     /// Feeds one CDP event that arrived on `session_id` (`None`: browser level).

@@ -230,14 +230,14 @@ impl Tabs {
     }
 
     fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
-        self.out.push_back(Output::Send(super::Command {
+        self.out.push_back(Output::Send(Box::new(super::Command {
             target,
             method: method.to_owned(),
             params,
             purpose,
             timeout: None,
             tab: OWN,
-        }));
+        })));
     }
 
     fn notice(&mut self, n: Notice) {
@@ -413,14 +413,14 @@ impl Tabs {
             .or(self.current);
         match key {
             Some(k) => self.drive(k, |s| s.send_agent(call, target, method, params, timeout)),
-            None => self.out.push_back(Output::Send(super::Command {
+            None => self.out.push_back(Output::Send(Box::new(super::Command {
                 target,
                 method: method.to_owned(),
                 params,
                 purpose: Purpose::Agent { call },
                 timeout: Some(timeout),
                 tab: OWN,
-            })),
+            }))),
         }
     }
 
