@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -281,25 +282,37 @@ enum Request {
 /// hundred KiB) is allocated on the first [`NoticeHub::subscribe`] and freed
 /// at the first notice sent after the last receiver is gone — an idle
 /// supervisor nobody watches carries none of it.
+///
+/// Sending while no channel exists (nobody ever watched, or the last
+/// watcher left and a notice has seen it) takes no lock: a flood of
+/// console errors nobody watches costs one atomic load per notice.
 #[derive(Default)]
 struct NoticeHub {
     tx: Mutex<Option<broadcast::Sender<Notice>>>,
+    /// Whether `tx` holds a channel; written only under its lock.
+    open: AtomicBool,
 }
 
 impl NoticeHub {
     fn subscribe(&self) -> broadcast::Receiver<Notice> {
-        self.tx
-            .lock()
-            .expect("notice hub lock")
+        let mut tx = self.tx.lock().expect("notice hub lock");
+        let rx = tx
             .get_or_insert_with(|| broadcast::channel(NOTICE_CAPACITY).0)
-            .subscribe()
+            .subscribe();
+        self.open.store(true, Ordering::Release);
+        rx
     }
 
     fn send(&self, notice: Notice) {
+        // A notice racing a first `subscribe` is one sent just before it.
+        if !self.open.load(Ordering::Acquire) {
+            return;
+        }
         let mut tx = self.tx.lock().expect("notice hub lock");
         if let Some(sender) = tx.as_ref() {
             if sender.receiver_count() == 0 {
                 *tx = None;
+                self.open.store(false, Ordering::Release);
             } else {
                 let _ = sender.send(notice);
             }
@@ -2054,6 +2067,27 @@ async fn pick_and_attach(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_notice_hub_holds_a_channel_only_while_someone_listens() {
+        let hub = NoticeHub::default();
+        let notice = || Notice::PageBlocked;
+        // Nobody listens: nothing is kept, and sending takes no lock.
+        hub.send(notice());
+        assert!(hub.tx.lock().unwrap().is_none());
+        let mut rx = hub.subscribe();
+        hub.send(notice());
+        assert_eq!(rx.try_recv().ok(), Some(notice()));
+        // The last listener gone, the next notice frees the channel.
+        drop(rx);
+        hub.send(notice());
+        assert!(hub.tx.lock().unwrap().is_none());
+        assert!(!hub.open.load(Ordering::Acquire));
+        // And a new listener gets a new one.
+        let mut rx = hub.subscribe();
+        hub.send(notice());
+        assert_eq!(rx.try_recv().ok(), Some(notice()));
+    }
 
     /// Review (issue 8): a panic in the driver task left `is_running()` true.
     #[tokio::test]

@@ -752,6 +752,10 @@ impl State {
 }
 
 fn cut(s: String, max_chars: usize) -> String {
+    if s.len() <= max_chars {
+        // No more characters than bytes: nothing to cut, nothing to count.
+        return s;
+    }
     match s.char_indices().nth(max_chars) {
         Some((i, _)) => s[..i].to_owned(),
         None => s,
