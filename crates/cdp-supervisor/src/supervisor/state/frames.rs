@@ -245,11 +245,7 @@ impl Frames {
     /// The top frame, when known. [`Frames::reset`] puts it in the first
     /// slot, where its id is compared, not hashed (every snapshot asks).
     fn top_frame(&self) -> Option<&Frame> {
-        let top = self.top.as_ref()?;
-        match self.slots.first() {
-            Some(Some(f)) if &f.id == top => Some(f),
-            _ => self.get(top),
-        }
+        self.top_slot().and_then(|i| self.at(i))
     }
 
     /// The top frame's slot, when known (see [`Frames::top_frame`]).
@@ -924,13 +920,9 @@ impl Frames {
             self.in_order(&mut s, &mut shown);
         } else if !view.truncated {
             // Every frame fits: an OOPIF too deep is the only cut.
-            let top = self.top_slot();
-            view.truncated = self.oopifs.iter().any(|&o| {
-                Some(o) != top
-                    && self
-                        .oopif_depth(o)
-                        .is_some_and(|d| d > FRAME_TREE_MAX_OOPIF_DEPTH)
-            });
+            view.truncated = self
+                .oopifs_under_top()
+                .any(|(_, d)| d > FRAME_TREE_MAX_OOPIF_DEPTH);
         }
         self.scratch = s;
         view.children = Vec::with_capacity(shown.len());
@@ -948,17 +940,15 @@ impl Frames {
     /// `truncated` when an OOPIF is deeper than
     /// [`FRAME_TREE_MAX_OOPIF_DEPTH`].
     fn force_oopifs(&self, s: &mut Scratch, truncated: &mut bool) -> usize {
-        let top = self.top_slot();
         let keep = &mut s.keep;
-        // The OOPIFs under the top (not in a parent cycle), within the depth;
-        // one deeper cuts the tree.
+        // The OOPIFs within the depth; one deeper cuts the tree.
         let showable = &mut s.showable;
         showable.clear();
-        for &o in self.oopifs.iter().filter(|o| Some(**o) != top) {
-            match self.oopif_depth(o) {
-                Some(d) if d > FRAME_TREE_MAX_OOPIF_DEPTH => *truncated = true,
-                Some(_) => showable.push(o),
-                None => {}
+        for (o, d) in self.oopifs_under_top() {
+            if d > FRAME_TREE_MAX_OOPIF_DEPTH {
+                *truncated = true;
+            } else {
+                showable.push(o);
             }
         }
         // Each with its ancestors: usually they all fit.
@@ -1007,6 +997,16 @@ impl Frames {
             }
         }
         kept
+    }
+
+    /// The OOPIFs that hang under the top (not the top itself, nor one in a
+    /// parent cycle), each with its OOPIF depth.
+    fn oopifs_under_top(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let top = self.top_slot();
+        self.oopifs
+            .iter()
+            .filter(move |&&o| Some(o) != top)
+            .filter_map(|&o| Some((o, self.oopif_depth(o)?)))
     }
 
     /// How many OOPIFs frame `o` and its ancestors count (`o` included);
