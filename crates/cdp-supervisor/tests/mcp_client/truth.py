@@ -602,6 +602,13 @@ def child_entry(snap: dict, frame_id: str) -> dict | None:
     return None
 
 
+def frames_html_urls(port: int) -> tuple[str, str, str]:
+    """frames.html's URL and its two origins: its own (`a`, where its
+    same-process child is) and the cross-site one of its OOPIF (`b`)."""
+    a = f"http://127.0.0.1:{port}"
+    return f"{a}/frames.html", a, f"http://localhost:{port}"
+
+
 def frames_html_children(kids: list[dict], a: str, b: str) -> tuple[list[dict], list[dict]]:
     """frames.html's entries among `kids`: its same-process child (on `a`)
     and its OOPIF (on `b`)."""
@@ -637,9 +644,7 @@ async def frame_tree_after_page_changes(sc: Scenario, binary: str) -> None:
     still follow the page, change after change."""
     port = await start_site(sc, site_pages)
     chromium = await launch_chromium(sc, "1")
-    top = f"http://127.0.0.1:{port}/frames.html"
-    a = f"http://127.0.0.1:{port}"
-    b = f"http://localhost:{port}"
+    top, a, b = frames_html_urls(port)
     async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as srv:
         c = srv.client
         nav = await call(c, "browser_navigate", {"url": top})
@@ -734,9 +739,7 @@ async def frame_tree_after_back_forward_cache(sc: Scenario, binary: str) -> None
     them lost)."""
     port = await start_site(sc, site_pages)
     chromium = await launch_chromium(sc, "1")
-    top = f"http://127.0.0.1:{port}/frames.html"
-    a = f"http://127.0.0.1:{port}"
-    b = f"http://localhost:{port}"
+    top, a, b = frames_html_urls(port)
     async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as srv:
         c = srv.client
 
