@@ -337,7 +337,13 @@ async fn attach_to_loaded_page_has_complete_frame_tree_at_once() {
     assert_eq!(top.url, h.url("a.test", "/demo"));
     assert_eq!(s.url, h.url("a.test", "/demo"));
     assert_eq!(s.title, "cdp-supervisor demo");
-    assert_eq!(s.frame_tree.children.len(), 2, "{:#?}", s.frame_tree);
+    assert_eq!(
+        s.frame_tree.children.len(),
+        2,
+        "page_blocked: {}, {:#?}",
+        s.page_blocked,
+        s.frame_tree
+    );
     let same = s
         .frame_tree
         .children

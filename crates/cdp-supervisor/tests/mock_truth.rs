@@ -327,3 +327,41 @@ async fn a_command_on_a_session_that_detaches_ends_at_once() {
     assert!(err.contains("detached"), "{err}");
     sup.stop().await;
 }
+
+/// Bug class 15: `Supervisor::start` returns once the frame tree is
+/// complete, and the first snapshot the caller reads already shows it.
+/// Here the page's `Page.getFrameTree` is the last reply the attach waits
+/// for, so the flush that completes the tree is the one that ends the
+/// attach. (The driver once ended the attach before publishing that
+/// flush's snapshot: the caller, woken on another thread, could read the
+/// snapshot from before the tree. A CI run under load saw an attach to a
+/// loaded page list its OOPIF but not its same-process iframe.) The race
+/// is between two threads, so each attach here can only catch it, not
+/// force it: 20 attaches to a page of 300 frames, whose snapshot takes the
+/// longest to build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_returns_with_a_snapshot_that_shows_the_tree_its_last_reply_completed() {
+    let mock = MockCdp::start().await;
+    let ids: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("F{i}"), format!("http://a.test/f{i}")))
+        .collect();
+    let kids: Vec<(&str, &str)> = ids.iter().map(|(f, u)| (f.as_str(), u.as_str())).collect();
+    mock.on(
+        "Page.getFrameTree",
+        Reply::result(frame_tree("http://a.test/", &kids)).after(Duration::from_millis(50)),
+    );
+    for i in 0..20 {
+        let sup = Supervisor::start(&mock.ws_url(), opts(DialogPolicy::MustRespond))
+            .await
+            .expect("attach");
+        let s = sup.snapshot();
+        assert_eq!(
+            s.frame_tree.children.len(),
+            30,
+            "attach {i}: {:#?}",
+            s.frame_tree
+        );
+        assert!(s.frame_tree.truncated, "attach {i}");
+        sup.stop().await;
+    }
+}

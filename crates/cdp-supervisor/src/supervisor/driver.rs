@@ -1792,19 +1792,21 @@ impl Driver {
                 | Output::AgentReply { .. }) => deliver.push(out),
             }
         }
-        // A page blocked by a dialog answers no getFrameTree: attach is done
-        // with what the target info and auto-attach told us.
-        if (self.tree_pending == 0 || self.state.page_blocked())
-            && let Some(tx) = self.tree_done.take()
-        {
-            let _ = tx.send(());
-        }
         let status = if self.conn.is_some() {
             ConnectionStatus::Connected
         } else {
             ConnectionStatus::Reconnecting
         };
         self.publish(status);
+        // After the publish, like the notices: the attach it ends returns to
+        // a caller who reads the snapshot at once, on another thread. A page
+        // blocked by a dialog answers no getFrameTree: attach is done with
+        // what the target info and auto-attach told us.
+        if (self.tree_pending == 0 || self.state.page_blocked())
+            && let Some(tx) = self.tree_done.take()
+        {
+            let _ = tx.send(());
+        }
         let mut crashed = Vec::new();
         for out in deliver {
             match out {
