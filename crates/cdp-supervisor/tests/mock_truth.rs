@@ -365,3 +365,32 @@ async fn attach_returns_with_a_snapshot_that_shows_the_tree_its_last_reply_compl
         sup.stop().await;
     }
 }
+
+/// `select_tab` returns once the snapshot names the tab it selected as
+/// current: `browser_tabs` reads the snapshot right after it, on another
+/// thread. (The driver once replied before publishing.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_tab_returns_with_a_snapshot_whose_current_tab_is_the_selected_one() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        None,
+        "Target.attachedToTarget",
+        json!({"sessionId": "S2", "waitingForDebugger": true, "targetInfo": {
+            "targetId": "T2", "type": "page", "title": "", "url": "http://a.test/popup",
+            "attached": true, "openerId": "T1", "canAccessOpener": true, "browserContextId": "B1"}}),
+    )
+    .await;
+    wait_snapshot(&sup, "the popup is a tab", |s| s.tabs.len() == 2).await;
+    for i in 0..50 {
+        let want = if i % 2 == 0 { "T2" } else { "T1" };
+        sup.select_tab(want).await.expect("select");
+        let s = sup.snapshot();
+        let current = s
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.as_str());
+        assert_eq!(current, Some(want), "select {i}: {:#?}", s.tabs);
+    }
+    sup.stop().await;
+}

@@ -1647,7 +1647,11 @@ impl Driver {
                 }
             }
             Request::SelectTab { target_id, reply } => {
-                let _ = reply.send(self.state.select(&target_id));
+                let r = self.state.select(&target_id);
+                // The caller reads the snapshot at once, on another thread:
+                // it must already name the new current tab.
+                self.flush();
+                let _ = reply.send(r);
             }
             Request::Route {
                 frame_id,
