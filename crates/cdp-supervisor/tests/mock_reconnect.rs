@@ -15,7 +15,7 @@ use cdp_supervisor::supervisor::driver::{CdpCallError, SupervisorOptions};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::registry::{Endpoint, Registry};
 use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
-use cdp_supervisor::supervisor::state::RouteError;
+use cdp_supervisor::supervisor::state::{Notice, RouteError};
 use mock_support::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -362,4 +362,31 @@ async fn regression_20_dialog_and_socket_end_in_one_write_is_still_answered() {
             .any(|c| c.connection_index >= 1),
         "answered on the new connection"
     );
+}
+
+/// A connection notice wakes its watcher (`browser_wait`, the snapshot
+/// resource) on another thread, which reads the snapshot at once: the
+/// snapshot already says what the notice says, for every drop and return.
+/// (The driver once announced the status before publishing it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connection_notice_finds_the_snapshot_already_saying_it() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let mut notices = sup.notices();
+    for round in 0..10 {
+        mock.drop_connections(Disconnect::Reset).await;
+        for want in [ConnectionStatus::Reconnecting, ConnectionStatus::Connected] {
+            let status = tokio::time::timeout(WAIT, async {
+                loop {
+                    if let Notice::Connection { status } = notices.recv().await.expect("running") {
+                        return status;
+                    }
+                }
+            })
+            .await
+            .expect("a connection notice");
+            assert_eq!(status, want, "round {round}");
+            assert_eq!(sup.snapshot().connection, want, "round {round}");
+        }
+    }
+    sup.stop().await;
 }

@@ -480,6 +480,7 @@ impl Supervisor {
             snapshot: snap_tx,
             notices: notice_tx.clone(),
             requests: req_rx,
+            connection_owed: None,
             tree_pending: 0,
             tree_done: Some(tree_tx),
             reconnect: None,
@@ -1369,6 +1370,9 @@ struct Driver {
     snapshot: watch::Sender<Arc<Snapshot>>,
     notices: Arc<NoticeHub>,
     requests: mpsc::UnboundedReceiver<Box<Request>>,
+    /// The connection's new status, announced after the publish that shows
+    /// it: whoever the notice wakes reads a snapshot that already says it.
+    connection_owed: Option<ConnectionStatus>,
     /// getFrameTree / setAutoAttach commands not yet answered.
     tree_pending: usize,
     tree_done: Option<oneshot::Sender<()>>,
@@ -1456,7 +1460,7 @@ impl Driver {
                 _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
                     if self.local.as_mut().is_some_and(|l| l.has_exited()) {
                         tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
-                        self.announce(connection_notice(ConnectionStatus::Closed));
+                        self.connection_owed = Some(ConnectionStatus::Closed);
                         break;
                     }
                 }
@@ -1471,7 +1475,7 @@ impl Driver {
                             self.set_conn(Some(conn));
                             self.events = Some(events);
                             self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
-                            self.announce(connection_notice(ConnectionStatus::Connected));
+                            self.connection_owed = Some(ConnectionStatus::Connected);
                         }
                         Err(e) => {
                             self.failures += 1;
@@ -1481,7 +1485,7 @@ impl Driver {
                                     failures = self.failures,
                                     "giving up: the CDP endpoint did not come back ({e})"
                                 );
-                                self.announce(connection_notice(ConnectionStatus::Closed));
+                                self.connection_owed = Some(ConnectionStatus::Closed);
                                 break;
                             }
                             self.schedule_reconnect();
@@ -1494,6 +1498,9 @@ impl Driver {
         self.set_conn(None);
         self.events = None;
         self.publish(ConnectionStatus::Closed);
+        if let Some(status) = self.connection_owed.take() {
+            self.announce(connection_notice(status));
+        }
         for (_, tx) in self.calls.drain() {
             let _ = tx.send(Err(ReplyError::Lost {
                 reason: "the supervisor stopped".into(),
@@ -1712,7 +1719,7 @@ impl Driver {
             self.on_reply(cmd, Err(e));
         }
         self.tree_pending = 0;
-        self.announce(connection_notice(ConnectionStatus::Reconnecting));
+        self.connection_owed = Some(ConnectionStatus::Reconnecting);
         self.failures = 0;
         self.schedule_reconnect();
     }
@@ -1810,6 +1817,9 @@ impl Driver {
             && let Some(tx) = self.tree_done.take()
         {
             let _ = tx.send(());
+        }
+        if let Some(status) = self.connection_owed.take() {
+            self.announce(connection_notice(status));
         }
         let mut crashed = Vec::new();
         for out in deliver {
