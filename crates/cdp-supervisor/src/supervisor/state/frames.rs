@@ -16,7 +16,8 @@ use super::{Notice, RouteError, origin_of};
 use crate::cdp::protocol::{FrameId, FrameInfo, FrameTree, SessionId};
 use crate::supervisor::snapshot::{ChildFrame, FrameTreeView, TopFrame};
 use std::borrow::Cow;
-use std::collections::HashMap;
+// foldhash, not SipHash: see `targets.rs`.
+use foldhash::HashMap;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
@@ -628,7 +629,7 @@ impl Frames {
         }
         // The slab starts again with the top alone, in the first slot: a
         // page that held many frames keeps no room for them.
-        self.index = HashMap::new();
+        self.index = HashMap::default();
         self.free = Vec::new();
         self.roots = Vec::new();
         self.oopifs = Vec::new();

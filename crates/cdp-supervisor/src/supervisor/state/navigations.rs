@@ -10,7 +10,8 @@ use super::Target;
 use crate::cdp::protocol::{FrameId, SessionId};
 use crate::supervisor::snapshot::ClosedBy;
 use serde_json::Value;
-use std::collections::HashMap;
+// foldhash, not SipHash: see `targets.rs`.
+use foldhash::HashMap;
 
 /// The agent's CDP methods that navigate the frame they are sent to.
 const NAVIGATING_METHODS: [&str; 3] = [
