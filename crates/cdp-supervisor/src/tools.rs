@@ -1764,6 +1764,10 @@ fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
 /// The snapshot as the agent reads it: the supervisor's, with `url` and
 /// `title` read from Chromium now and the interrupted calls that completed.
 async fn snapshot_json(s: &Supervisor) -> Value {
+    // Before the snapshot: an event is recorded only once a snapshot showing
+    // it is published, so this one shows every event up to `event_seq`, and
+    // one it does not show counts for a `browser_wait` since it.
+    let event_seq = s.events().latest();
     let snap = s.snapshot();
     let mut v = serde_json::to_value(&*snap).expect("snapshot serializes");
     // Every tab's URL and title as Chromium has them now (no event tells
@@ -1787,7 +1791,7 @@ async fn snapshot_json(s: &Supervisor) -> Value {
         v["title"] = json!(p.title);
     }
     v["completed_calls"] = json!(s.completed_calls());
-    v["event_seq"] = json!(s.events().latest());
+    v["event_seq"] = json!(event_seq);
     v
 }
 

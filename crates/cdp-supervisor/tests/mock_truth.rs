@@ -7,11 +7,17 @@
 mod mock_support;
 
 use cdp_mock::{MockCdp, Reply};
-use cdp_supervisor::supervisor::driver::{CallOutcome, NavigateOutcome, Supervisor};
+use cdp_supervisor::config::Config;
+use cdp_supervisor::supervisor::driver::{
+    CallOutcome, NavigateOutcome, Supervisor, SupervisorOptions,
+};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::registry::{Endpoint, Registry};
+use cdp_supervisor::supervisor::state::{DialogAction, DialogRequest};
+use cdp_supervisor::tools::AgentSession;
 use mock_support::*;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 
 const NAVIGATE: Duration = Duration::from_secs(4);
@@ -393,4 +399,128 @@ async fn select_tab_returns_with_a_snapshot_whose_current_tab_is_the_selected_on
         assert_eq!(current, Some(want), "select {i}: {:#?}", s.tabs);
     }
     sup.stop().await;
+}
+
+/// `settle_after_dialog` returns once the snapshot shows what the script
+/// the answer released did before it ended: `browser_dialog` reads it at
+/// once for `tabs_opened` and `pending_dialogs`. Its probe's reply comes
+/// straight to the caller, not through the driver, so the events Chromium
+/// sent before that reply (here the attach of the popup the script opened)
+/// may not be published yet. (The same race `navigate` closes after its
+/// own direct check.) 40 answers, each releasing a script that opens a tab.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_after_dialog_returns_with_a_snapshot_that_shows_what_the_released_script_did() {
+    const ROUNDS: usize = 40;
+    let (mock, sup) = attached_with(SupervisorOptions {
+        max_tabs: ROUNDS + 1,
+        ..opts(DialogPolicy::MustRespond)
+    })
+    .await;
+    mock.on(
+        "Page.handleJavaScriptDialog",
+        Reply::result(json!({})).emit_first(
+            Some("S1"),
+            "Page.javascriptDialogClosed",
+            dialog_closed("T1", true),
+        ),
+    );
+    let popups = std::sync::atomic::AtomicUsize::new(0);
+    mock.handle(move |c| {
+        let probe = c.method == "Runtime.evaluate"
+            && c.session_id.as_deref() == Some("S1")
+            && c.params["expression"] == "0";
+        if !probe {
+            return None;
+        }
+        let n = popups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Some(Reply::result(json!({"result": {"type": "number", "value": 0}})).emit_first(
+            None,
+            "Target.attachedToTarget",
+            json!({"sessionId": format!("SP{n}"), "waitingForDebugger": true, "targetInfo": {
+                "targetId": format!("P{n}"), "type": "page", "title": "", "url": "http://a.test/popup",
+                "attached": true, "openerId": "T1", "canAccessOpener": true, "browserContextId": "B1"}}),
+        ))
+    });
+    for i in 0..ROUNDS {
+        open_alert(&mock, &sup).await;
+        let closed = sup
+            .answer_dialog(DialogRequest {
+                action: DialogAction::Accept,
+                prompt_text: None,
+                dialog_id: None,
+                files: None,
+            })
+            .await
+            .expect("answered");
+        sup.settle_after_dialog(
+            closed.dialog.frame_id.as_deref(),
+            closed.dialog.target_id.as_deref(),
+            WAIT,
+        )
+        .await;
+        let s = sup.snapshot();
+        let popup = format!("P{i}");
+        assert!(
+            s.tabs.iter().any(|t| t.target_id == popup),
+            "answer {i}: no {popup} in {:#?}",
+            s.tabs
+        );
+    }
+    sup.stop().await;
+}
+
+/// `browser_snapshot`'s `event_seq` is the point its snapshot shows, so an
+/// event the snapshot does not show counts for a `browser_wait` since it.
+/// (It was read after the round trip for the live titles, which can take
+/// up to a second: a dialog that opened meanwhile was missing from the
+/// snapshot and yet not after its `event_seq`, and the wait never saw it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_the_snapshot_does_not_show_happened_after_its_event_seq() {
+    let mock = MockCdp::start().await;
+    let mut config = Config::default();
+    config.browser.cdp_url = mock.http_url();
+    let session = Arc::new(AgentSession::new(Registry::new(), "task", config));
+    session
+        .call("browser_snapshot", json!({}))
+        .await
+        .expect("attaches");
+    // Chromium answers the live read late; a dialog opens meanwhile.
+    mock.on(
+        "Target.getTargets",
+        Reply::result(json!({"targetInfos": [{"targetId": "T1", "type": "page", "title": "",
+            "url": "about:blank", "attached": true, "canAccessOpener": false, "browserContextId": "B1"}]}))
+        .after(Duration::from_millis(300)),
+    );
+    let reads = sent(&mock, "Target.getTargets", None).len();
+    let read = {
+        let session = session.clone();
+        tokio::spawn(async move { session.call("browser_snapshot", json!({})).await })
+    };
+    nth_command(&mock, "Target.getTargets", None, reads + 1).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "hi"),
+    )
+    .await;
+    let sup = session.current_supervisor().expect("running");
+    wait_snapshot(&sup, "the alert is pending", |s| {
+        s.pending_dialogs.len() == 1
+    })
+    .await;
+    let v = read.await.expect("join").expect("snapshot");
+    assert_eq!(
+        v["pending_dialogs"],
+        json!([]),
+        "read before the alert: {v}"
+    );
+    let w = session
+        .call(
+            "browser_wait",
+            json!({"event": "dialog_opened", "timeout_s": 1, "since": v["event_seq"]}),
+        )
+        .await
+        .expect("wait");
+    assert_eq!(w["happened"], true, "event_seq {}: {w}", v["event_seq"]);
+    session.close().await;
 }

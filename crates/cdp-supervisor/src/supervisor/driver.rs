@@ -708,6 +708,18 @@ impl Supervisor {
             within,
         );
         let _ = self.race_dialogs(probe, false).await;
+        // The probe's reply came straight to us: what the script did before
+        // it (a tab it opened) must be in the snapshot the caller reads next.
+        self.caught_up().await;
+    }
+
+    /// Returns once the published snapshot shows every event Chromium sent
+    /// before a reply the caller just had straight from the connection
+    /// ([`Connection::send`], not through the driver): the connection queues
+    /// those events before it hands the reply over, and the driver takes a
+    /// request only once no event is queued, publishing after each turn.
+    async fn caught_up(&self) {
+        let _ = self.route(None, None, true).await;
     }
 
     /// The connection and the session for a call: the frame `frame_id`'s
@@ -1308,12 +1320,9 @@ impl Supervisor {
                     Heard::Ours => return,
                     Heard::Check if self.loaded(&conn, &session, &loader).await => {
                         // Chromium said so directly, and its events of the
-                        // commit came before that reply: a round trip
-                        // through the driver (which takes requests only
-                        // once no event is queued) makes the published
-                        // snapshot show them too. Under load it lagged:
-                        // loaded, with the old url in the snapshot.
-                        let _ = self.route(None, None, true).await;
+                        // commit came before that reply. Under load the
+                        // snapshot lagged: loaded, with the old url in it.
+                        self.caught_up().await;
                         return;
                     }
                     Heard::Check | Heard::Nothing => {}
