@@ -25,6 +25,10 @@ use std::time::Duration;
 /// How long a test waits for something Chromium does in milliseconds.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// How long [`goto`] lets a page load: a hang guard, not a speed check. A
+/// page of 40 iframes took longer than [`WAIT`] with the machine at load 15.
+pub const LOAD_WAIT: Duration = Duration::from_secs(30);
+
 /// Panics (never skips) when Chromium is missing. Also turns on logs when
 /// `TEST_LOG` is set (an `EnvFilter`, e.g. `cdp_supervisor=trace`).
 pub fn require_chromium() {
@@ -208,7 +212,7 @@ pub async fn site_and_chromium() -> (SiteServer, LocalChromium) {
 
 /// Navigates `sup` and asserts the page loaded.
 pub async fn goto(sup: &Supervisor, url: &str) {
-    match sup.navigate(url, WAIT).await.expect("navigate") {
+    match sup.navigate(url, LOAD_WAIT).await.expect("navigate") {
         NavigateOutcome::Loaded => {}
         other => panic!("navigate {url}: expected Loaded, got {other:?}"),
     }
