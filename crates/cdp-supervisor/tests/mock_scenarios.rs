@@ -11,20 +11,11 @@ use cdp_supervisor::supervisor::driver::{CallOutcome, CdpCallError, NavigateOutc
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
 use cdp_supervisor::supervisor::state::{
-    DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogRequest, Notice, RouteError,
+    DIALOG_MESSAGE_MAX_CHARS, DialogAction, Notice, RouteError,
 };
 use mock_support::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
-
-fn dismiss() -> DialogRequest {
-    DialogRequest {
-        action: DialogAction::Dismiss,
-        prompt_text: None,
-        dialog_id: None,
-        files: None,
-    }
-}
 
 #[tokio::test]
 async fn attach_picks_the_first_page_and_attaches_with_a_flatten_session() {
@@ -113,12 +104,7 @@ async fn dialog_answered_by_us_is_closed_by_agent_despite_closed_before_reply() 
     .await;
     wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
     let closed = sup
-        .answer_dialog(DialogRequest {
-            action: DialogAction::Accept,
-            prompt_text: None,
-            dialog_id: None,
-            files: None,
-        })
+        .answer_dialog(answer(DialogAction::Accept))
         .await
         .expect("answered");
     assert_eq!(closed.closed_by, ClosedBy::Agent);
@@ -150,7 +136,7 @@ async fn dialog_closed_remotely_is_recorded_as_remote() {
     assert_eq!(s.recent_dialogs[0].closed_by, ClosedBy::Remote);
     assert!(sent(&mock, "Page.handleJavaScriptDialog", Some("S1")).is_empty());
     assert!(matches!(
-        sup.answer_dialog(dismiss()).await,
+        sup.answer_dialog(answer(DialogAction::Dismiss)).await,
         Err(cdp_supervisor::supervisor::state::DialogError::NoDialog)
     ));
 }
@@ -506,7 +492,9 @@ async fn two_supervisors_on_one_endpoint_answer_only_their_own_dialogs() {
     assert_eq!(sa.pending_dialogs[0].message, "for a");
     assert_eq!(sb.pending_dialogs[0].message, "for b");
 
-    a.answer_dialog(dismiss()).await.expect("a answers");
+    a.answer_dialog(answer(DialogAction::Dismiss))
+        .await
+        .expect("a answers");
     let answers = mock.commands_named("Page.handleJavaScriptDialog");
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].connection_index, 0);
@@ -516,7 +504,9 @@ async fn two_supervisors_on_one_endpoint_answer_only_their_own_dialogs() {
         "a's answer touched b"
     );
 
-    b.answer_dialog(dismiss()).await.expect("b answers");
+    b.answer_dialog(answer(DialogAction::Dismiss))
+        .await
+        .expect("b answers");
     let answers = mock.commands_named("Page.handleJavaScriptDialog");
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[1].connection_index, 1);

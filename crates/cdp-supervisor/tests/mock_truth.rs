@@ -13,7 +13,7 @@ use cdp_supervisor::supervisor::driver::{
 };
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::registry::{Endpoint, Registry};
-use cdp_supervisor::supervisor::state::{DialogAction, DialogRequest};
+use cdp_supervisor::supervisor::state::DialogAction;
 use cdp_supervisor::tools::AgentSession;
 use mock_support::*;
 use serde_json::json;
@@ -444,12 +444,7 @@ async fn settle_after_dialog_returns_with_a_snapshot_that_shows_what_the_release
     for i in 0..ROUNDS {
         open_alert(&mock, &sup).await;
         let closed = sup
-            .answer_dialog(DialogRequest {
-                action: DialogAction::Accept,
-                prompt_text: None,
-                dialog_id: None,
-                files: None,
-            })
+            .answer_dialog(answer(DialogAction::Accept))
             .await
             .expect("answered");
         sup.settle_after_dialog(

@@ -10,12 +10,24 @@ use cdp_supervisor::supervisor::driver::{
 };
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::Snapshot;
+use cdp_supervisor::supervisor::state::{DialogAction, DialogRequest};
 use serde_json::{Value, json};
 
 #[path = "../snapshot_wait/mod.rs"]
 mod snapshot_wait;
 pub use snapshot_wait::wait_snapshot_for;
 use std::time::Duration;
+
+/// The agent's answer `action` to the sole pending dialog, with no prompt
+/// text and no files.
+pub fn answer(action: DialogAction) -> DialogRequest {
+    DialogRequest {
+        action,
+        prompt_text: None,
+        dialog_id: None,
+        files: None,
+    }
+}
 
 /// How long a scenario waits for something the supervisor does at once.
 pub const WAIT: Duration = Duration::from_secs(5);
