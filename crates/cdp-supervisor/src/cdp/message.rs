@@ -9,7 +9,7 @@
 //! [`decode`] never panics, whatever bytes it is fed: a malformed frame is a
 //! [`DecodeError`] the connection logs and skips.
 
-use crate::cdp::protocol::SessionId;
+use crate::cdp::protocol::{Event, SessionId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -214,6 +214,9 @@ pub struct RawEvent {
     method: (u32, u32),
     session: Option<(u32, u32)>,
     params: Option<(u32, u32)>,
+    /// Read from its two ends ([`scan_ends`]): `params` is all that lies
+    /// between the method and the session, not delimited by a scan.
+    from_ends: bool,
 }
 
 impl RawEvent {
@@ -234,6 +237,17 @@ impl RawEvent {
             method,
             session,
             params,
+            from_ends: false,
+        }
+    }
+
+    fn from_spans(text: Utf8Bytes, spans: Spans) -> RawEvent {
+        RawEvent {
+            text,
+            method: spans.method,
+            session: spans.session,
+            params: spans.params,
+            from_ends: spans.from_ends,
         }
     }
 
@@ -253,9 +267,44 @@ impl RawEvent {
     }
 
     /// The event's `params` as JSON text, unparsed and (for a frame read in
-    /// place) unvalidated: `"{}"` when the frame has none.
+    /// place) unvalidated: `"{}"` when the frame has none. For a frame read
+    /// from its ends they may run on into keys that follow them (Chromium
+    /// sends none): [`RawEvent::parse`] reads such a frame again.
     pub fn params(&self) -> &str {
         self.params.map_or("{}", |p| self.part(p))
+    }
+
+    /// The event, parsed ([`Event::parse`]). A frame read from its ends
+    /// whose params do not parse, or whose params the event keeps as text
+    /// (`Fetch.requestPaused`), is read again key by key first, as the full
+    /// decoder reads it: its params are then exactly the `params` value.
+    pub fn parse(&self) -> Event {
+        let event = Event::parse(self.method(), self.params());
+        if !self.from_ends
+            || !matches!(
+                event,
+                Event::Unparsed { .. } | Event::FetchRequestPaused { .. }
+            )
+        {
+            return event;
+        }
+        if let Some(spans) = scan_event(&self.text) {
+            return Event::parse(
+                self.method(),
+                RawEvent::from_spans(self.text.clone(), spans).params(),
+            );
+        }
+        match decode(&self.text) {
+            Ok(Decoded::Event { method, params, .. }) => Event::parse(&method, params.get()),
+            Ok(Decoded::Reply { .. }) => Event::Unparsed {
+                method: self.method().to_owned(),
+                error: "a reply (it has an `id`), not an event".to_owned(),
+            },
+            Err(e) => Event::Unparsed {
+                method: self.method().to_owned(),
+                error: e.to_string(),
+            },
+        }
     }
 }
 
@@ -286,10 +335,12 @@ pub enum Routed {
 
 /// Decodes a frame for routing, lazily: an event of the usual shape
 /// (`{"method":…,"params":…,"sessionId":…}`, compact, no escapes in its
-/// method or session) is read in place — its `params` are skipped over,
-/// neither parsed nor copied, and an event `wanted` refuses is dropped
-/// (`Ok(None)`) without any allocation. Everything else (replies, other
-/// shapes, lone surrogate escapes) goes through [`decode_with`]. Never panics.
+/// method or session) is read in place — its `params` are neither parsed
+/// nor copied, and an event `wanted` refuses is dropped (`Ok(None)`)
+/// without any allocation. In exactly Chromium's order ([`scan_ends`]) the
+/// params are not even scanned: the method is read from the front, the
+/// session from the back. Everything else (replies, other shapes, lone
+/// surrogate escapes) goes through [`decode_with`]. Never panics.
 ///
 /// # Errors
 /// [`DecodeError`] when the frame is not a CDP message. An event read in
@@ -299,13 +350,8 @@ pub fn decode_routed(
     text: Utf8Bytes,
     wanted: impl Fn(&str) -> bool,
 ) -> Result<Option<Routed>, DecodeError> {
-    if let Some(spans) = scan_event(&text) {
-        let event = RawEvent {
-            text,
-            method: spans.method,
-            session: spans.session,
-            params: spans.params,
-        };
+    if let Some(spans) = scan_ends(&text).or_else(|| scan_event(&text)) {
+        let event = RawEvent::from_spans(text, spans);
         return Ok(wanted(event.method()).then_some(Routed::Event(event)));
     }
     Ok(match decode_with(&text, wanted)? {
@@ -323,12 +369,75 @@ pub fn decode_routed(
     })
 }
 
-/// Where an event's parts lie in its frame ([`scan_event`]).
+/// Where an event's parts lie in its frame ([`scan_ends`], [`scan_event`]).
 #[derive(Debug, PartialEq)]
 struct Spans {
     method: (u32, u32),
     session: Option<(u32, u32)>,
     params: Option<(u32, u32)>,
+    /// Found by [`scan_ends`].
+    from_ends: bool,
+}
+
+/// Reads an event's envelope from its two ends when it is exactly what
+/// Chromium writes — `{"method":M,"params":{…}}` or
+/// `{"method":M,"params":{…},"sessionId":S}`, compact, `M` and `S` plain
+/// strings — without scanning its params: the method from the front, the
+/// session from the back, the params whatever lies between. `None` for
+/// anything else (the caller then scans the frame key by key), and when the
+/// params hold a backslash before `ud`/`uD` (perhaps a UTF-16 surrogate
+/// escape, the full decoder's to repair).
+///
+/// Why the back is the envelope's: in valid JSON a `"` that no backslash
+/// precedes delimits a string, so the tail `,"sessionId":"S"}` (its quotes
+/// preceded by `,`, `d`, `:` and `S`'s plain bytes) is a member of the
+/// object the final `}` closes — the envelope. Params followed by another
+/// key would run on into it: [`RawEvent::parse`] finds that out, as they
+/// then do not parse, and reads the frame again.
+fn scan_ends(text: &str) -> Option<Spans> {
+    const HEAD: &[u8] = br#"{"method":""#;
+    const PARAMS: &[u8] = br#","params":"#;
+    const SESSION: &[u8] = br#","sessionId":""#;
+    let b = text.as_bytes();
+    if b.len() > u32::MAX as usize || !b.starts_with(HEAD) {
+        return None;
+    }
+    let m0 = HEAD.len();
+    let m1 = m0 + memchr::memchr2(b'"', b'\\', &b[m0..])?;
+    if b[m1] != b'"' || !b[m1 + 1..].starts_with(PARAMS) {
+        return None;
+    }
+    let p0 = m1 + 1 + PARAMS.len();
+    let last = b.len() - 1;
+    if b[last] != b'}' {
+        return None;
+    }
+    let (p1, session) = if b[last - 1] == b'"' {
+        let s1 = last - 1;
+        let s0 = p0 + memchr::memrchr2(b'"', b'\\', b.get(p0..s1)?)? + 1;
+        if b[s0 - 1] != b'"' || !b[..s0].ends_with(SESSION) {
+            return None;
+        }
+        (s0 - SESSION.len(), Some((s0 as u32, s1 as u32)))
+    } else {
+        (last, None)
+    };
+    let params = b.get(p0..p1)?;
+    if params.first() != Some(&b'{') || params.last() != Some(&b'}') {
+        return None;
+    }
+    let surrogate = memchr::memchr_iter(b'\\', params).any(|k| {
+        params.get(k + 1) == Some(&b'u') && matches!(params.get(k + 2), Some(b'd' | b'D'))
+    });
+    if surrogate {
+        return None;
+    }
+    Some(Spans {
+        method: (m0 as u32, m1 as u32),
+        session,
+        params: Some((p0 as u32, p1 as u32)),
+        from_ends: true,
+    })
 }
 
 /// Reads an event's envelope in place when it has the shape Chromium sends:
@@ -388,6 +497,7 @@ fn scan_event(text: &str) -> Option<Spans> {
         method: method?,
         session,
         params,
+        from_ends: false,
     })
 }
 
@@ -745,6 +855,129 @@ mod tests {
             panic!("an event");
         };
         assert!(serde_json::from_str::<Value>(e.params()).is_err());
+    }
+
+    /// `frame`'s spans as [`scan_ends`] reads them, beside [`scan_event`]'s.
+    fn both_reads(frame: &str) -> (Option<Spans>, Option<Spans>) {
+        let ends = scan_ends(frame).map(|s| Spans {
+            from_ends: false,
+            ..s
+        });
+        (ends, scan_event(frame))
+    }
+
+    #[test]
+    fn chromium_order_is_read_from_its_ends_as_a_scan_by_keys_reads_it() {
+        for frame in [
+            r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"a \"quoted\" \\ [x] {y}"}],"executionContextId":1},"sessionId":"S1"}"#,
+            r#"{"method":"Page.frameDetached","params":{"frameId":"F1","reason":"remove"}}"#,
+            r#"{"method":"X.y","params":{},"sessionId":"S2"}"#,
+            r#"{"method":"X.y","params":{}}"#,
+            // What looks like the envelope's tail, inside the params.
+            r#"{"method":"X.y","params":{"a":{"sessionId":"EVIL"}},"sessionId":"S3"}"#,
+            r#"{"method":"X.y","params":{"v":"\",\"sessionId\":\"EVIL\"}"}}"#,
+            r#"{"method":"X.y","params":{"v":"}\""},"sessionId":"S4"}"#,
+            r#"{"method":"X.y","params":{"text":"é ✓ \n"},"sessionId":""}"#,
+        ] {
+            let (ends, keys) = both_reads(frame);
+            assert!(ends.is_some(), "read from its ends: {frame}");
+            assert_eq!(ends, keys, "{frame}");
+        }
+        for frame in [
+            // Another order, other params, other keys, whitespace.
+            r#"{"method":"X.y","sessionId":"S1","params":{}}"#,
+            r#"{"params":{},"method":"X.y"}"#,
+            r#"{"method":"X.y","params":[1]}"#,
+            r#"{"method":"X.y","params":"s","sessionId":"S1"}"#,
+            r#"{"method":"A.b","params":null}"#,
+            r#"{"method":"X.y","params":{},"extra":"e"}"#,
+            r#"{"method":"X.y","params":{},"sessionId":"S1","id":7}"#,
+            r#"{"method":"X.y","params":{} }"#,
+            r#"{"method":"X.y","params":{}} "#,
+            // Escapes in the method or the session; a surrogate escape.
+            r#"{"method":"X\u002ey","params":{}}"#,
+            r#"{"method":"X.y","params":{},"sessionId":"S\u0031"}"#,
+            r#"{"method":"X.y","params":{"v":"lone\udc00"},"sessionId":"S1"}"#,
+            r#"{"id":3,"result":{}}"#,
+        ] {
+            assert_eq!(scan_ends(frame), None, "{frame}");
+        }
+    }
+
+    #[test]
+    fn params_that_run_on_into_another_key_are_read_again_by_keys() {
+        let console =
+            r#"{"type":"error","args":[{"type":"string","value":"boom"}],"executionContextId":1}"#;
+        let paused = r#"{"requestId":"R1","request":{"url":"https://a.test/","method":"GET","headers":{}},"frameId":"T1","resourceType":"Document"}"#;
+        for (method, params) in [
+            ("Runtime.consoleAPICalled", console),
+            ("Fetch.requestPaused", paused),
+        ] {
+            let frame = format!(
+                r#"{{"method":"{method}","params":{params},"extra":{{"sessionId":"X"}},"sessionId":"S1"}}"#
+            );
+            assert!(scan_ends(&frame).is_some(), "{frame}");
+            let Some(Routed::Event(e)) = routed(&frame) else {
+                panic!("an event: {frame}");
+            };
+            assert_eq!(e.session_id(), Some("S1"));
+            assert_ne!(e.params(), params, "read from its ends, they run on");
+            assert_eq!(e.parse(), Event::parse(method, params), "{frame}");
+        }
+        // Read by keys, or by the full decoder: parsed as they are.
+        for frame in [
+            format!(r#"{{"method":"Runtime.consoleAPICalled","params":{console}}}"#),
+            format!(
+                r#"{{"method":"Runtime.consoleAPICalled","sessionId":"S","params":{console}}}"#
+            ),
+            format!(r#"{{ "method":"Runtime.consoleAPICalled","params":{console}}}"#),
+        ] {
+            let Some(Routed::Event(e)) = routed(&frame) else {
+                panic!("an event: {frame}");
+            };
+            assert_eq!(e.parse(), Event::parse("Runtime.consoleAPICalled", console));
+        }
+    }
+
+    /// A JSON value a property test puts in params: strings made of the
+    /// characters that delimit the envelope, numbers, nested containers.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            r#"[a-z\\"{}\[\],:]{0,12}"#.prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            Just(Value::Null),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(r#"[a-zA-Z\\"]{0,6}"#, inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Any params, whatever their strings hold: read from the ends,
+        /// the frame has the spans a scan by keys finds.
+        #[test]
+        fn any_params_read_from_the_ends_as_by_keys(
+            params in proptest::collection::btree_map(r#"[a-zA-Z\\"{}\[\],:]{0,8}"#, json_value(), 0..6),
+            session in proptest::option::of("[A-F0-9]{1,32}"),
+        ) {
+            let params = serde_json::to_string(&params).expect("a map serializes");
+            let frame = match &session {
+                Some(s) => format!(r#"{{"method":"X.y","params":{params},"sessionId":"{s}"}}"#),
+                None => format!(r#"{{"method":"X.y","params":{params}}}"#),
+            };
+            let (ends, keys) = both_reads(&frame);
+            // `\ud` may start a surrogate escape: left to the scan by keys.
+            let maybe_surrogate = params.contains(r"\ud") || params.contains(r"\uD");
+            proptest::prop_assert!(ends.is_some() || maybe_surrogate, "{}", frame);
+            if ends.is_some() {
+                proptest::prop_assert_eq!(ends, keys, "{}", frame);
+            }
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::cdp::connection::{
 use crate::cdp::endpoint::{
     CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, redact_url, resolve_ws_url_with,
 };
+use crate::cdp::message::RawEvent;
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
 use crate::supervisor::calls::{CompletedCall, InterruptedCalls};
 use crate::supervisor::events::{EventKind, EventLog};
@@ -1540,7 +1541,7 @@ impl Driver {
                     buf.0.push_str(s);
                     &buf
                 });
-                self.on_event(session, event.method(), event.params(), now);
+                self.on_event(session, &event, now);
                 self.event_session = buf;
             }
             Some(Incoming::Reply { id, result }) => {
@@ -1569,7 +1570,8 @@ impl Driver {
         true
     }
 
-    fn on_event(&mut self, session: Option<&SessionId>, method: &str, params: &str, now: Now) {
+    fn on_event(&mut self, session: Option<&SessionId>, raw: &RawEvent, now: Now) {
+        let (method, params) = (raw.method(), raw.params());
         if method == "Fetch.requestPaused" {
             // Its body may be the dialog bridge's, secret and all.
             tracing::trace!(%method, session = ?session, "event");
@@ -1587,7 +1589,7 @@ impl Driver {
                 "a native dialog opened although the dialog bridge is on: the bridge did not reach us from that frame (opaque origin, or its request failed); a proxy that answers dialogs itself may close it first"
             );
         }
-        let event = Event::parse(method, params);
+        let event = raw.parse();
         if let Event::Unparsed { method, error } = &event {
             tracing::debug!(%method, %error, "event params did not parse");
         }
