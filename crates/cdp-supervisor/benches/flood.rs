@@ -49,10 +49,24 @@ fn sentinel() -> String {
     )
 }
 
-/// The floods: name → event texts (the sentinel is appended to each).
-fn floods(n: usize) -> Vec<(&'static str, Vec<String>)> {
-    let console_flood: Vec<String> = (0..n).map(console).collect();
-    let churn: Vec<String> = (0..n)
+/// What builds a flood's `n` event texts.
+type Build = fn(usize) -> Vec<String>;
+
+/// The floods: name, and what builds its `n` event texts (the sentinel is
+/// appended to each). Only the floods that run are built: under `perf
+/// record`, building the others would outweigh them.
+const FLOODS: [(&str, Build); 3] = [
+    ("console-error flood", console_flood),
+    ("frame churn (attach/detach)", churn),
+    ("mixed (¾ dropped events)", mixed),
+];
+
+fn console_flood(n: usize) -> Vec<String> {
+    (0..n).map(console).collect()
+}
+
+fn churn(n: usize) -> Vec<String> {
+    (0..n)
         .map(|i| {
             let f = format!("F{}", i / 2);
             if i % 2 == 0 {
@@ -69,9 +83,12 @@ fn floods(n: usize) -> Vec<(&'static str, Vec<String>)> {
                 )
             }
         })
-        .collect();
-    // What a busy page sends: mostly events the supervisor drops.
-    let mixed: Vec<String> = (0..n)
+        .collect()
+}
+
+/// What a busy page sends: mostly events the supervisor drops.
+fn mixed(n: usize) -> Vec<String> {
+    (0..n)
         .map(|i| match i % 4 {
             0 => console(i),
             1 => event_text(
@@ -90,12 +107,7 @@ fn floods(n: usize) -> Vec<(&'static str, Vec<String>)> {
                 &json!({"context": {"id": i, "origin": "https://a.test", "name": "", "uniqueId": "u", "auxData": {"isDefault": false, "frameId": "T1"}}}),
             ),
         })
-        .collect();
-    vec![
-        ("console-error flood", console_flood),
-        ("frame churn (attach/detach)", churn),
-        ("mixed (¾ dropped events)", mixed),
-    ]
+        .collect()
 }
 
 fn main() {
@@ -138,9 +150,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
-    let runs = floods(n)
+    let runs = FLOODS
         .into_iter()
         .filter(|(name, _)| name.contains(only.as_str()))
+        .map(|(name, build)| (name, build(n)))
         .flat_map(|flood| std::iter::repeat_n(flood, repeat));
     for (name, texts) in runs {
         let mut all: Vec<&str> = texts.iter().map(String::as_str).collect();
