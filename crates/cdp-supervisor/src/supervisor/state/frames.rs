@@ -102,10 +102,10 @@ struct Scratch {
     keep: Vec<bool>,
     /// The OOPIFs a capped tree may show.
     showable: Vec<usize>,
+    /// The frames [`Frames::force_oopifs`] marked in `keep`.
+    forced: Vec<usize>,
     /// The walk for the first frames: (frame, next child, OOPIF depth).
     stack: Vec<(Option<usize>, usize, usize)>,
-    /// The walk over marked frames: (frame, next child).
-    walk: Vec<(Option<usize>, usize)>,
 }
 
 impl Frames {
@@ -908,17 +908,26 @@ impl Frames {
             s.keep.clear();
             s.keep.resize(self.slots.len(), false);
             let mut kept = self.force_oopifs(&mut s, &mut view.truncated);
+            let mut lead = 0;
             for &c in &shown {
                 if kept == FRAME_TREE_MAX_ENTRIES {
                     break;
                 }
+                lead += 1;
                 if !s.keep[c] {
                     s.keep[c] = true;
                     kept += 1;
                 }
             }
-            shown.clear();
-            self.in_order(&mut s, &mut shown);
+            // The first frames lead, in order; the other OOPIFs (and
+            // ancestors) kept come after them all in document order.
+            shown.truncate(lead);
+            for &f in &s.forced {
+                if !shown[..lead].contains(&f) {
+                    shown.push(f);
+                }
+            }
+            shown[lead..].sort_unstable_by(|&a, &b| self.doc_order(a, b));
         } else if !view.truncated {
             // Every frame fits: an OOPIF too deep is the only cut.
             view.truncated = self
@@ -942,6 +951,8 @@ impl Frames {
     /// [`FRAME_TREE_MAX_OOPIF_DEPTH`].
     fn force_oopifs(&self, s: &mut Scratch, truncated: &mut bool) -> usize {
         let keep = &mut s.keep;
+        let forced = &mut s.forced;
+        forced.clear();
         // The OOPIFs within the depth; one deeper cuts the tree.
         let showable = &mut s.showable;
         showable.clear();
@@ -958,6 +969,7 @@ impl Frames {
             let mut cur = Some(o);
             while let Some(c) = cur.filter(|c| !keep[*c]) {
                 keep[c] = true;
+                forced.push(c);
                 kept += 1;
                 cur = self.at(c).and_then(|f| f.up);
             }
@@ -968,6 +980,7 @@ impl Frames {
         // They do not all fit: first come, first kept, in document order
         // (the path of ages from the top).
         keep.fill(false);
+        forced.clear();
         let mut chains: Vec<Vec<usize>> = showable
             .iter()
             .map(|&o| {
@@ -994,6 +1007,7 @@ impl Frames {
                 kept += new;
                 for &c in &chain[..new] {
                     keep[c] = true;
+                    forced.push(c);
                 }
             }
         }
@@ -1026,28 +1040,31 @@ impl Frames {
         None
     }
 
-    /// Appends to `order` the frames `s.keep` marks, in document order.
-    /// Every marked frame's parent is marked, so the walk enters marked
-    /// frames only.
-    fn in_order(&self, s: &mut Scratch, order: &mut Vec<usize>) {
-        let keep = &s.keep;
-        let stack = &mut s.walk;
-        stack.clear();
-        stack.push((None, 0));
-        while let Some((at, next)) = stack.last_mut() {
-            let kids = self.kids(*at);
-            match kids[*next..].iter().position(|&k| keep[k]) {
-                Some(skip) => {
-                    let c = kids[*next + skip];
-                    *next += skip + 1;
-                    order.push(c);
-                    stack.push((Some(c), 0));
-                }
-                None => {
-                    stack.pop();
-                }
-            }
+    /// The document order of two frames that hang under the top
+    /// (depth-first, parents before children, older siblings first),
+    /// found by walking up from both: no list is read.
+    fn doc_order(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        let up = |c: usize| self.at(c).and_then(|f| f.up);
+        let depth = |c: usize| std::iter::successors(up(c), |&u| up(u)).count();
+        let (mut a, mut b) = (a, b);
+        let (da, db) = (depth(a), depth(b));
+        for _ in db..da {
+            a = up(a).unwrap_or(a);
         }
+        for _ in da..db {
+            b = up(b).unwrap_or(b);
+        }
+        if a == b {
+            // One is the other's ancestor (or they are one frame).
+            return da.cmp(&db);
+        }
+        while let (Some(pa), Some(pb)) = (up(a), up(b))
+            && pa != pb
+        {
+            (a, b) = (pa, pb);
+        }
+        let seq = |c: usize| self.at(c).map(|f| f.seq);
+        seq(a).cmp(&seq(b))
     }
 
     /// Slot `i`'s entry in the tree: the one shown before while still true,
