@@ -808,3 +808,67 @@ async fn a_flood_that_changes_nothing_publishes_nothing() {
         "a snapshot was published for events that change nothing"
     );
 }
+
+/// The notices only a watcher reads (frames, console errors) are built only
+/// while one listens: one that subscribes late, leaves, and comes back sees
+/// each frame and error sent while it listened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_comes_and_goes_sees_the_frames_and_errors_of_its_time() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    let error = |text: &str| {
+        json!({"type": "error", "args": [{"type": "string", "value": text}],
+               "executionContextId": 1, "timestamp": 1.7e12})
+    };
+    // Nobody listens: the snapshot still shows them.
+    mock.emit(
+        Some("S1"),
+        "Page.frameAttached",
+        json!({"frameId": "F0", "parentFrameId": "T1"}),
+    )
+    .await;
+    mock.emit(Some("S1"), "Runtime.consoleAPICalled", error("unheard"))
+        .await;
+    wait_snapshot(&sup, "unheard error", |s| s.console_errors.len() == 1).await;
+    for round in 0..3 {
+        let mut notices = sup.notices();
+        let frame = format!("F{}", round + 1);
+        let text = format!("heard {round}");
+        mock.emit(
+            Some("S1"),
+            "Page.frameAttached",
+            json!({"frameId": frame, "parentFrameId": "T1"}),
+        )
+        .await;
+        mock.emit(Some("S1"), "Runtime.consoleAPICalled", error(&text))
+            .await;
+        let seen = tokio::time::timeout(WAIT, async {
+            let mut seen = Vec::new();
+            while seen.len() < 2 {
+                match notices.recv().await.expect("the notices go on") {
+                    Notice::FrameAttached { frame_id, .. } => seen.push(frame_id),
+                    Notice::ConsoleError { error } => seen.push(error.text.clone()),
+                    _ => {}
+                }
+            }
+            seen
+        })
+        .await
+        .expect("the frame and the error within the deadline");
+        assert_eq!(seen, [frame, text], "round {round}");
+        drop(notices);
+        // Unheard: the last receiver is gone.
+        mock.emit(
+            Some("S1"),
+            "Runtime.consoleAPICalled",
+            error("unheard again"),
+        )
+        .await;
+        wait_snapshot(&sup, "unheard again", |s| {
+            s.console_errors
+                .last()
+                .is_some_and(|e| e.text == "unheard again")
+                && s.console_errors.len() == 3 + 2 * round
+        })
+        .await;
+    }
+}

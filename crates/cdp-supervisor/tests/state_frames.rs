@@ -765,3 +765,37 @@ fn new_top_document_drops_old_frames_even_after_its_lifecycle_event() {
     h.ev(Some("S1"), "Page.frameNavigated", &p.to_string());
     assert!(h.child_ids().is_empty(), "{:?}", h.child_ids());
 }
+
+#[test]
+fn unwatched_frame_and_console_floods_queue_no_notice_yet_the_snapshot_shows_them() {
+    let mut h = H::attached(MustRespond);
+    h.st.set_watched(false);
+    let console = json!({"type": "error", "args": [{"type": "string", "value": "boom"}],
+                         "executionContextId": 1, "timestamp": 1.7e12});
+    for i in 0..20 {
+        h.frame_attached("S1", &format!("F{i}"), "T1");
+        h.ev(Some("S1"), "Runtime.consoleAPICalled", &console.to_string());
+    }
+    h.frame_detached("S1", "F0", "remove");
+    let queued = h.drain();
+    assert!(queued.is_empty(), "nothing for nobody: {queued:?}");
+    let snap = h.snap();
+    assert_eq!(snap.frame_tree.children.len(), 19);
+    assert_eq!(snap.console_errors.len(), 20);
+    // A dialog is still announced: `browser_wait` waits on it.
+    h.alert("S1", "T1", "hi");
+    let n = notices(&h.drain());
+    assert!(
+        matches!(n.as_slice(), [Notice::DialogOpened { .. }]),
+        "{n:?}"
+    );
+    // Once a watcher listens, it sees the next frame and error.
+    h.st.set_watched(true);
+    h.frame_attached("S1", "FW", "T1");
+    h.ev(Some("S1"), "Runtime.consoleAPICalled", &console.to_string());
+    let n = notices(&h.drain());
+    assert!(
+        matches!(n.as_slice(), [Notice::FrameAttached { frame_id, .. }, Notice::ConsoleError { .. }] if frame_id == "FW"),
+        "{n:?}"
+    );
+}

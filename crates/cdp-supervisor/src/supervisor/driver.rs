@@ -304,6 +304,12 @@ impl NoticeHub {
         rx
     }
 
+    /// Whether a channel is open (someone listens, or did until the last
+    /// notice sent).
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
     fn send(&self, notice: Notice) {
         // A notice racing a first `subscribe` is one sent just before it.
         if !self.open.load(Ordering::Acquire) {
@@ -1474,7 +1480,10 @@ impl Driver {
                         break;
                     }
                 }
-                _ = sleep_until(timeout) => self.state.handle_timeout(Now::system()),
+                _ = sleep_until(timeout) => {
+                    self.sync_watched();
+                    self.state.handle_timeout(Now::system());
+                }
                 r = poll_slot(&mut self.reconnect) => {
                     self.reconnect = None;
                     match r {
@@ -1533,6 +1542,7 @@ impl Driver {
 
     /// Handles one message from the stream; `false` once the connection is gone.
     fn on_incoming(&mut self, incoming: Option<Incoming>, now: Now) -> bool {
+        self.sync_watched();
         match incoming {
             Some(Incoming::Event(event)) => {
                 let mut buf = std::mem::replace(&mut self.event_session, SessionId(String::new()));
@@ -1643,7 +1653,15 @@ impl Driver {
             .on_reply(&cmd.target, cmd.tab, cmd.purpose, result, Now::system());
     }
 
+    /// Tells the state whether a watcher listens, before each input: read
+    /// then, not once per turn, a watcher that subscribed while the loop
+    /// waited sees what came after.
+    fn sync_watched(&mut self) {
+        self.state.set_watched(self.notices.is_open());
+    }
+
     fn on_request(&mut self, req: Request) {
+        self.sync_watched();
         match req {
             Request::Answer { req, by, reply } => {
                 let ticket = self.next_ticket;

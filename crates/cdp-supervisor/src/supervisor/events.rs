@@ -59,6 +59,10 @@ impl EventKind {
     /// The kind a notice counts as; `None` for what nobody waits on
     /// (frames below the top, console errors).
     pub fn of(notice: &Notice, top_frame_id: Option<&str>) -> Option<EventKind> {
+        // Built only while a watcher listens: never a kind.
+        if notice.is_for_watchers() {
+            return None;
+        }
         Some(match notice {
             Notice::DialogOpened { .. } => EventKind::DialogOpened,
             Notice::DialogClosed { .. } => EventKind::DialogClosed,

@@ -32,7 +32,7 @@ impl Blocked {
             self.0.pop_front();
         }
         self.0.push_back(navigation.clone());
-        out.notice(Notice::NavigationBlocked { navigation });
+        out.watch_notice(|| Notice::NavigationBlocked { navigation });
     }
 
     /// For the snapshot, oldest first.

@@ -497,7 +497,7 @@ impl Frames {
             return;
         }
         if Some(&*id) != self.top.as_ref() {
-            out.notice(Notice::FrameAttached {
+            out.watch_notice(|| Notice::FrameAttached {
                 frame_id: id.0.clone(),
                 parent_frame_id: parent.as_ref().map(|p| p.0.clone()),
                 is_oopif,
@@ -561,7 +561,7 @@ impl Frames {
             let same_document = frame.loader_id.is_some() && frame.loader_id == self.doc_loader;
             if !same_document {
                 for id in self.remove_all_but_top() {
-                    out.notice(Notice::FrameDetached {
+                    out.watch_notice(|| Notice::FrameDetached {
                         frame_id: id.0.clone(),
                     });
                     dropped.push(id);
@@ -690,7 +690,7 @@ impl Frames {
         }
         for d in doomed {
             if let Some(f) = self.remove(d) {
-                out.notice(Notice::FrameDetached {
+                out.watch_notice(|| Notice::FrameDetached {
                     frame_id: f.id.0.clone(),
                 });
                 gone.push(f.id);

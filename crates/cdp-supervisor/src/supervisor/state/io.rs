@@ -319,6 +319,23 @@ pub enum Notice {
     },
 }
 
+impl Notice {
+    /// Whether only a live watcher reads this notice: no event-log kind
+    /// (`browser_wait`, resource updates) and nothing the driver acts on.
+    /// The state machine builds these only while a watcher listens
+    /// ([`super::Tabs::set_watched`]): a flood of frames or console errors
+    /// nobody watches queues no notice.
+    pub fn is_for_watchers(&self) -> bool {
+        matches!(
+            self,
+            Notice::FrameAttached { .. }
+                | Notice::FrameDetached { .. }
+                | Notice::ConsoleError { .. }
+                | Notice::NavigationBlocked { .. }
+        )
+    }
+}
+
 /// What [`super::State::poll_output`] yields.
 ///
 /// The large, rare payloads (a command, a closed dialog) are boxed: every

@@ -125,8 +125,22 @@ fn intercept(opts: &Options) -> Intercept<'_> {
 }
 
 /// The outputs queued for [`State::poll_output`]; sub-machines write here.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Out(VecDeque<Output>);
+#[derive(Clone, Debug)]
+pub(crate) struct Out {
+    queue: VecDeque<Output>,
+    /// A watcher listens: notices only it reads are built
+    /// ([`Notice::is_for_watchers`]).
+    watched: bool,
+}
+
+impl Default for Out {
+    fn default() -> Self {
+        Out {
+            queue: VecDeque::new(),
+            watched: true,
+        }
+    }
+}
 
 /// Output slots a drained queue keeps: an attach queues a dozen commands at
 /// once, and an idle supervisor should not keep the room for them (2 KiB).
@@ -143,7 +157,7 @@ pub(crate) fn pop_output(queue: &mut VecDeque<Output>) -> Option<Output> {
 
 impl Out {
     fn push(&mut self, o: Output) {
-        self.0.push_back(o);
+        self.queue.push_back(o);
     }
 
     fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
@@ -159,6 +173,15 @@ impl Out {
 
     fn notice(&mut self, n: Notice) {
         self.push(Output::Notice(n));
+    }
+
+    /// A notice only a watcher reads, built only while one listens.
+    fn watch_notice(&mut self, n: impl FnOnce() -> Notice) {
+        if self.watched {
+            let n = n();
+            debug_assert!(n.is_for_watchers(), "{n:?} is not for watchers only");
+            self.notice(n);
+        }
     }
 }
 
@@ -206,7 +229,7 @@ impl State {
 
     /// The next output, if any. Drain after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
-        pop_output(&mut self.out.0)
+        pop_output(&mut self.out.queue)
     }
 
     /// The page session, once attached.
@@ -276,6 +299,12 @@ impl State {
     /// sequence between its tabs, so ids stay unique per task.
     pub fn next_dialog_number(&self) -> u64 {
         self.dialogs.next_number()
+    }
+
+    /// Whether a watcher listens: without one, the notices only a watcher
+    /// reads ([`Notice::is_for_watchers`]) are not built. On by default.
+    pub fn set_watched(&mut self, watched: bool) {
+        self.out.watched = watched;
     }
 
     /// Sets the number the next dialog's id gets (see [`State::next_dialog_number`]).
@@ -488,12 +517,12 @@ impl State {
             }
             Event::ConsoleApiCalled(c) => {
                 if let Some(error) = self.console.on_api_called(c, now) {
-                    self.out.notice(Notice::ConsoleError { error });
+                    self.out.watch_notice(|| Notice::ConsoleError { error });
                 }
             }
             Event::ExceptionThrown(e) => {
                 let error = self.console.on_exception(e, now);
-                self.out.notice(Notice::ConsoleError { error });
+                self.out.watch_notice(|| Notice::ConsoleError { error });
             }
             // A crash is the tabs' business (`Tabs`): the tab stays, marked.
             Event::InspectorTargetCrashed | Event::Unparsed { .. } | Event::Other { .. } => {}
@@ -546,7 +575,8 @@ impl State {
             self.timers.cancel(&Timer::PageEnableGrace);
             self.timers.cancel(&Timer::PageBlockedRelease);
             for f in self.frames.clear() {
-                self.out.notice(Notice::FrameDetached { frame_id: f.0 });
+                self.out
+                    .watch_notice(|| Notice::FrameDetached { frame_id: f.0 });
             }
             self.close_all_dialogs(now);
             self.out.notice(Notice::PageGone {

@@ -82,6 +82,8 @@ pub struct Tabs {
     /// Created targets whose attach has not come yet.
     expected: VecDeque<TargetId>,
     next_dialog: u64,
+    /// A watcher listens ([`Tabs::set_watched`]).
+    watched: bool,
     out: VecDeque<Output>,
     /// The lists the last snapshot showed, shared by the next while unchanged.
     shown: Shown,
@@ -113,8 +115,23 @@ impl Tabs {
             creating_own: false,
             expected: VecDeque::new(),
             next_dialog: 1,
+            watched: true,
             out: VecDeque::new(),
             shown: Shown::default(),
+        }
+    }
+
+    /// Whether a watcher listens (the driver's live notices): without one,
+    /// no tab builds the notices only a watcher reads
+    /// ([`Notice::is_for_watchers`]: frames below the top, console errors,
+    /// blocked navigations), and a flood of them queues nothing. On by
+    /// default.
+    pub fn set_watched(&mut self, watched: bool) {
+        if self.watched != watched {
+            self.watched = watched;
+            for tab in self.tabs.iter_mut().chain(self.closed.iter_mut()) {
+                tab.state.set_watched(watched);
+            }
         }
     }
 
@@ -208,10 +225,10 @@ impl Tabs {
         // the driver). Every input goes through here, so none of its own
         // waits; were one to, it would go first, in order.
         let start = self.out.len();
-        self.out.extend(tab.state.out.0.drain(..));
-        std::mem::swap(&mut tab.state.out.0, &mut self.out);
+        self.out.extend(tab.state.out.queue.drain(..));
+        std::mem::swap(&mut tab.state.out.queue, &mut self.out);
         f(&mut tab.state);
-        std::mem::swap(&mut tab.state.out.0, &mut self.out);
+        std::mem::swap(&mut tab.state.out.queue, &mut self.out);
         self.next_dialog = tab.state.next_dialog_number();
         let mut gone = false;
         for o in self.out.range_mut(start..) {
@@ -284,11 +301,13 @@ impl Tabs {
         // Room for this one only: a `Tab` is ~800 bytes, and a first push
         // would make room for four (most tasks never open a second tab).
         self.tabs.reserve_exact(1);
+        let mut state = State::new(self.opts.clone());
+        state.set_watched(self.watched);
         self.tabs.push(Tab {
             key,
             target_id,
             opener,
-            state: State::new(self.opts.clone()),
+            state,
             crashed: false,
             view: None,
         });
