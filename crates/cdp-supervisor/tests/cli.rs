@@ -253,3 +253,60 @@ fn watch_json_shows_a_popup_open_its_dialog_and_close() {
         "no tab_closed for the popup in {names:?}"
     );
 }
+
+/// `watch --json` sees what the page does after it starts: the two iframes
+/// of the page it navigates to, under that page's top frame, and the
+/// console errors its scripts log. (The supervisor builds these notices
+/// only while a watcher listens.)
+#[test]
+fn watch_json_shows_the_frames_and_console_errors_that_come_after_it() {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let site = rt
+        .block_on(cdp_supervisor::demo_site::SiteServer::start())
+        .unwrap();
+    for (path, done) in [
+        ("/demo", "frame_attached"),
+        ("/console-error", "console_error"),
+    ] {
+        let (child, rx) = watch_json(&site.url("a.test", path));
+        let mut events: Vec<serde_json::Value> = Vec::new();
+        let enough = |events: &[serde_json::Value]| {
+            events.iter().filter(|e| e["event"] == done).count() >= 2
+        };
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until && !enough(&events) {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+                events.push(
+                    serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
+                );
+            }
+        }
+        interrupt(child);
+        let seen: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == done).collect();
+        if path == "/demo" {
+            let top = events
+                .iter()
+                .find(|e| e["event"] == "frame_navigated")
+                .map(|e| e["frame_id"].clone());
+            assert!(
+                top.is_some()
+                    && seen
+                        .iter()
+                        .all(|e| Some(&e["parent_frame_id"]) == top.as_ref()),
+                "both iframes under the page's top frame: {events:?}"
+            );
+        } else {
+            let texts: Vec<&str> = seen
+                .iter()
+                .filter_map(|e| e["error"]["text"].as_str())
+                .collect();
+            assert!(texts.first() == Some(&"boom"), "{events:?}");
+            assert!(
+                texts.iter().any(|t| t.contains("uncaught boom")),
+                "{events:?}"
+            );
+        }
+    }
+}
