@@ -208,15 +208,21 @@ async def popup_confirm_caught(sc: Scenario, binary: str) -> None:
         await wait_title(sc, c, popup_id, "paid:true", "the popup received the answer")
         # The popup's OOPIF: its alert is caught too, and answered on the popup's session.
         frames = None
+        kind = None
         deadline = time.monotonic() + DIALOG_DEADLINE_S
         while time.monotonic() < deadline:
             await call(c, "browser_tabs", {"action": "select", "target_id": popup_id})
             snap = await snapshot(c)
             frames = [f for f in snap["frame_tree"]["children"] if f.get("is_oopif")]
+            # The OOPIF is listed from its attach, before its document has
+            # loaded; its alert can only be opened once openAlert exists.
             if frames:
-                break
+                kind = await evaluate(c, "typeof openAlert", frames[0]["frame_id"])
+                if kind == "function":
+                    break
             await anyio.sleep(0.1)
         sc.check(bool(frames), f"the selected popup's frame_tree has its OOPIF ({snap['frame_tree']})")
+        sc.check(kind == "function", f"the popup's OOPIF loaded its document (typeof openAlert: {kind})")
         await call(c, "browser_tabs", {"action": "select", "target_id": opener["target_id"]})
         await call(
             c,
