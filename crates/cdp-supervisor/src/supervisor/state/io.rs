@@ -214,6 +214,28 @@ pub struct Command {
     pub tab: u32,
 }
 
+impl Command {
+    /// The output that sends it: from tab machine `tab`, with `timeout`
+    /// (`None`: the driver's default deadline; an agent's call has its own).
+    pub(super) fn output(
+        target: Target,
+        method: &str,
+        params: Value,
+        purpose: Purpose,
+        timeout: Option<Duration>,
+        tab: u32,
+    ) -> Output {
+        Output::Send(Box::new(Command {
+            target,
+            method: method.to_owned(),
+            params,
+            purpose,
+            timeout,
+            tab,
+        }))
+    }
+}
+
 /// Something a live watcher (`watch`) wants to see. Serialized with an `event` tag.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]

@@ -161,14 +161,7 @@ impl Out {
     }
 
     fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
-        self.push(Output::Send(Box::new(Command {
-            target,
-            method: method.to_owned(),
-            params,
-            purpose,
-            timeout: None,
-            tab: 0,
-        })));
+        self.push(Command::output(target, method, params, purpose, None, 0));
     }
 
     fn notice(&mut self, n: Notice) {
@@ -399,14 +392,14 @@ impl State {
         let own_frame = target.session().and_then(|s| self.targets.frame_of(s));
         self.navs
             .agent_sent(call, &target, method, &params, own_frame);
-        self.out.push(Output::Send(Box::new(Command {
+        self.out.push(Command::output(
             target,
-            method: method.to_owned(),
+            method,
             params,
-            purpose: Purpose::Agent { call },
-            timeout: Some(timeout),
-            tab: 0,
-        })));
+            Purpose::Agent { call },
+            Some(timeout),
+            0,
+        ));
     }
 
     /// Feeds one CDP event that arrived on `session_id` (`None`: browser level).

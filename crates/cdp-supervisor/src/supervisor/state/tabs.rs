@@ -247,14 +247,9 @@ impl Tabs {
     }
 
     fn send(&mut self, target: Target, method: &str, params: Value, purpose: Purpose) {
-        self.out.push_back(Output::Send(Box::new(super::Command {
-            target,
-            method: method.to_owned(),
-            params,
-            purpose,
-            timeout: None,
-            tab: OWN,
-        })));
+        self.out.push_back(super::Command::output(
+            target, method, params, purpose, None, OWN,
+        ));
     }
 
     fn notice(&mut self, n: Notice) {
@@ -432,14 +427,14 @@ impl Tabs {
             .or(self.current);
         match key {
             Some(k) => self.drive(k, |s| s.send_agent(call, target, method, params, timeout)),
-            None => self.out.push_back(Output::Send(Box::new(super::Command {
+            None => self.out.push_back(super::Command::output(
                 target,
-                method: method.to_owned(),
+                method,
                 params,
-                purpose: Purpose::Agent { call },
-                timeout: Some(timeout),
-                tab: OWN,
-            }))),
+                Purpose::Agent { call },
+                Some(timeout),
+                OWN,
+            )),
         }
     }
 
