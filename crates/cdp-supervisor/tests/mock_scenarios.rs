@@ -388,6 +388,26 @@ async fn reply_for_an_unknown_id_is_ignored() {
     assert_eq!(s.connection, ConnectionStatus::Connected);
 }
 
+/// A proxy that adds a key after `sessionId` (Chromium never does) must not
+/// move an event off its session: the dialog on S1 is pending, and a console
+/// error of a session we do not supervise is not taken for a browser-level one.
+#[tokio::test]
+async fn a_key_after_the_session_id_keeps_each_event_on_its_own_session() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.send_raw_text(
+        r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"not ours"}],"executionContextId":1,"timestamp":1.7e12},"sessionId":"S99","x":{}}"#,
+    )
+    .await;
+    mock.send_raw_text(
+        r#"{"method":"Page.javascriptDialogOpening","params":{"url":"https://a.test/","frameId":"T1","message":"hi","type":"alert","hasBrowserHandler":false,"defaultPrompt":""},"sessionId":"S1","x":{}}"#,
+    )
+    .await;
+    let s = wait_snapshot(&sup, "the dialog pending", |s| s.pending_dialogs.len() == 1).await;
+    assert_eq!(s.pending_dialogs[0].message, "hi");
+    assert_eq!(s.pending_dialogs[0].target_id.as_deref(), Some("T1"));
+    assert!(s.console_errors.is_empty(), "{:?}", s.console_errors);
+}
+
 #[tokio::test]
 async fn fifty_mib_event_is_received_and_its_message_cut() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;

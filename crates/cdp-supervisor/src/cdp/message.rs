@@ -337,9 +337,9 @@ pub enum Routed {
 /// (`{"method":…,"params":…,"sessionId":…}`, compact, no escapes in its
 /// method or session) is read in place — its `params` are neither parsed
 /// nor copied, and an event `wanted` refuses is dropped (`Ok(None)`)
-/// without any allocation. In exactly Chromium's order ([`scan_ends`]) the
-/// params are not even scanned: the method is read from the front, the
-/// session from the back. Everything else (replies, other shapes, lone
+/// without any allocation. A session's event in exactly Chromium's order
+/// ([`scan_ends`]) does not even have its params scanned: the method is
+/// read from the front, the session from the back. Everything else (replies, other shapes, lone
 /// surrogate escapes) goes through [`decode_with`]. Never panics.
 ///
 /// # Errors
@@ -379,14 +379,13 @@ struct Spans {
     from_ends: bool,
 }
 
-/// Reads an event's envelope from its two ends when it is exactly what
-/// Chromium writes — `{"method":M,"params":{…}}` or
-/// `{"method":M,"params":{…},"sessionId":S}`, compact, `M` and `S` plain
-/// strings — without scanning its params: the method from the front, the
-/// session from the back, the params whatever lies between. `None` for
-/// anything else (the caller then scans the frame key by key), and when the
-/// params hold a backslash before `ud`/`uD` (perhaps a UTF-16 surrogate
-/// escape, the full decoder's to repair).
+/// Reads a session's event from its two ends when it is exactly what
+/// Chromium writes — `{"method":M,"params":{…},"sessionId":S}`, compact,
+/// `M` and `S` plain strings — without scanning its params: the method from
+/// the front, the session from the back, the params whatever lies between.
+/// `None` for anything else (the caller then scans the frame key by key),
+/// and when the params hold a backslash before `ud`/`uD` (perhaps a UTF-16
+/// surrogate escape, the full decoder's to repair).
 ///
 /// Why the back is the envelope's: in valid JSON a `"` that no backslash
 /// precedes delimits a string, so the tail `,"sessionId":"S"}` (its quotes
@@ -394,6 +393,11 @@ struct Spans {
 /// object the final `}` closes — the envelope. Params followed by another
 /// key would run on into it: [`RawEvent::parse`] finds that out, as they
 /// then do not parse, and reads the frame again.
+///
+/// A frame that does not end in a session is never read this way: its
+/// `sessionId` may still be earlier, before a key that follows it (`…,
+/// "sessionId":"S1","x":{}}`), and only a scan finds it. Chromium's
+/// browser-level events (no session) are few: the target events.
 fn scan_ends(text: &str) -> Option<Spans> {
     const HEAD: &[u8] = br#"{"method":""#;
     const PARAMS: &[u8] = br#","params":"#;
@@ -412,16 +416,15 @@ fn scan_ends(text: &str) -> Option<Spans> {
     if b[last] != b'}' {
         return None;
     }
-    let (p1, session) = if b[last - 1] == b'"' {
-        let s1 = last - 1;
-        let s0 = p0 + memchr::memrchr2(b'"', b'\\', b.get(p0..s1)?)? + 1;
-        if b[s0 - 1] != b'"' || !b[..s0].ends_with(SESSION) {
-            return None;
-        }
-        (s0 - SESSION.len(), Some((s0 as u32, s1 as u32)))
-    } else {
-        (last, None)
-    };
+    if b[last - 1] != b'"' {
+        return None;
+    }
+    let s1 = last - 1;
+    let s0 = p0 + memchr::memrchr2(b'"', b'\\', b.get(p0..s1)?)? + 1;
+    if b[s0 - 1] != b'"' || !b[..s0].ends_with(SESSION) {
+        return None;
+    }
+    let p1 = s0 - SESSION.len();
     let params = b.get(p0..p1)?;
     if params.first() != Some(&b'{') || params.last() != Some(&b'}') {
         return None;
@@ -434,7 +437,7 @@ fn scan_ends(text: &str) -> Option<Spans> {
     }
     Some(Spans {
         method: (m0 as u32, m1 as u32),
-        session,
+        session: Some((s0 as u32, s1 as u32)),
         params: Some((p0 as u32, p1 as u32)),
         from_ends: true,
     })
@@ -870,12 +873,10 @@ mod tests {
     fn chromium_order_is_read_from_its_ends_as_a_scan_by_keys_reads_it() {
         for frame in [
             r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"a \"quoted\" \\ [x] {y}"}],"executionContextId":1},"sessionId":"S1"}"#,
-            r#"{"method":"Page.frameDetached","params":{"frameId":"F1","reason":"remove"}}"#,
             r#"{"method":"X.y","params":{},"sessionId":"S2"}"#,
-            r#"{"method":"X.y","params":{}}"#,
             // What looks like the envelope's tail, inside the params.
             r#"{"method":"X.y","params":{"a":{"sessionId":"EVIL"}},"sessionId":"S3"}"#,
-            r#"{"method":"X.y","params":{"v":"\",\"sessionId\":\"EVIL\"}"}}"#,
+            r#"{"method":"X.y","params":{"v":"\",\"sessionId\":\"EVIL\"}"},"sessionId":"S5"}"#,
             r#"{"method":"X.y","params":{"v":"}\""},"sessionId":"S4"}"#,
             r#"{"method":"X.y","params":{"text":"é ✓ \n"},"sessionId":""}"#,
         ] {
@@ -884,6 +885,11 @@ mod tests {
             assert_eq!(ends, keys, "{frame}");
         }
         for frame in [
+            // No session at the end: it may be earlier (read by keys).
+            r#"{"method":"Page.frameDetached","params":{"frameId":"F1","reason":"remove"}}"#,
+            r#"{"method":"X.y","params":{}}"#,
+            r#"{"method":"X.y","params":{"v":"\",\"sessionId\":\"EVIL\"}"}}"#,
+            r#"{"method":"X.y","params":{},"sessionId":"S1","x":{}}"#,
             // Another order, other params, other keys, whitespace.
             r#"{"method":"X.y","sessionId":"S1","params":{}}"#,
             r#"{"params":{},"method":"X.y"}"#,
@@ -973,10 +979,61 @@ mod tests {
             let (ends, keys) = both_reads(&frame);
             // `\ud` may start a surrogate escape: left to the scan by keys.
             let maybe_surrogate = params.contains(r"\ud") || params.contains(r"\uD");
-            proptest::prop_assert!(ends.is_some() || maybe_surrogate, "{}", frame);
+            proptest::prop_assert!(
+                ends.is_some() == (session.is_some() && !maybe_surrogate),
+                "{}", frame
+            );
             if ends.is_some() {
                 proptest::prop_assert_eq!(ends, keys, "{}", frame);
             }
+        }
+
+        /// Any envelope in Chromium's order, with or without a session, and
+        /// an extra key anywhere after the params: routed, the event has
+        /// the session, method and parsed params the full decoder reads.
+        #[test]
+        fn any_envelope_with_an_extra_key_routes_as_the_full_decoder_reads_it(
+            params in proptest::collection::btree_map(r#"[a-z\\"{}\[\],:]{0,8}"#, json_value(), 0..4),
+            session in proptest::option::of("[A-F0-9]{1,8}"),
+            extra in proptest::option::of(json_value()),
+            extra_last in proptest::bool::ANY,
+        ) {
+            let params = serde_json::to_string(&params).expect("a map serializes");
+            let extra = extra.map(|v| format!(r#","x":{v}"#)).unwrap_or_default();
+            let session = session.map(|s| format!(r#","sessionId":"{s}""#)).unwrap_or_default();
+            let tail = if extra_last { format!("{session}{extra}") } else { format!("{extra}{session}") };
+            let frame = format!(r#"{{"method":"Runtime.consoleAPICalled","params":{params}{tail}}}"#);
+            let Ok(Decoded::Event { session_id, method, params }) = decode(&frame) else {
+                return Err(proptest::test_runner::TestCaseError::fail(format!("an event: {frame}")));
+            };
+            let Some(Routed::Event(e)) = routed(&frame) else {
+                return Err(proptest::test_runner::TestCaseError::fail(format!("routed: {frame}")));
+            };
+            proptest::prop_assert_eq!(e.session_id(), session_id.as_ref().map(SessionId::as_str), "{}", frame);
+            proptest::prop_assert_eq!(e.method(), method);
+            proptest::prop_assert_eq!(e.parse(), Event::parse("Runtime.consoleAPICalled", params.get()), "{}", frame);
+        }
+    }
+
+    /// A key after the session (a proxy's, say) leaves the frame's session
+    /// where it is: read by keys, the event is still the session's.
+    #[test]
+    fn a_key_after_the_session_keeps_the_event_on_its_session() {
+        let opening = r#"{"frameId":"T1","url":"https://a.test/","message":"hi","type":"alert","hasBrowserHandler":false,"defaultPrompt":""}"#;
+        for extra in [
+            r#""x":{}"#,
+            r#""x":{"sessionId":"S9"}"#,
+            r#""x":[{}]"#,
+            r#""x":1"#,
+        ] {
+            let frame = format!(
+                r#"{{"method":"Page.javascriptDialogOpening","params":{opening},"sessionId":"S1",{extra}}}"#
+            );
+            let Some(Routed::Event(e)) = routed(&frame) else {
+                panic!("an event: {frame}");
+            };
+            assert_eq!(e.session_id(), Some("S1"), "{frame}");
+            assert_eq!(e.params(), opening, "{frame}");
         }
     }
 
