@@ -54,7 +54,7 @@ struct BrowserFlags {
     #[arg(long, value_name = "POLICY")]
     policy: Option<String>,
     /// Seconds the must_respond watchdog waits before dismissing a dialog.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     dialog_timeout_s: Option<String>,
     /// Documents may load only from these origins, comma-separated
     /// (scheme://host[:port]; *.example.com for subdomains); enforced in
@@ -95,7 +95,12 @@ struct SnapshotArgs {
     #[command(flatten)]
     browser: BrowserFlags,
     /// Milliseconds to wait after the load before taking the snapshot.
-    #[arg(long, value_name = "MS", default_value_t = 500)]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 500,
+        allow_negative_numbers = true
+    )]
     settle_ms: u64,
 }
 
@@ -117,13 +122,13 @@ struct McpArgs {
     token: Option<String>,
     /// With --http: the most MCP sessions open at once (each may run a
     /// Chromium); one more gets HTTP 503.
-    #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_MAX_SESSIONS,
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_MAX_SESSIONS, allow_negative_numbers = true,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     max_sessions: usize,
     /// With --http: a session that sends no request for this many seconds is
     /// closed, and its browser stopped (a client that vanished without
     /// DELETE); its id then gets HTTP 404.
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::mcp::DEFAULT_IDLE_TIMEOUT.as_secs(),
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::mcp::DEFAULT_IDLE_TIMEOUT.as_secs(), allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     idle_timeout_s: u64,
 }
