@@ -390,10 +390,15 @@ async fn reply_for_an_unknown_id_is_ignored() {
 
 /// A proxy that adds a key after `sessionId` (Chromium never does) must not
 /// move an event off its session: the dialog on S1 is pending, and a console
-/// error of a session we do not supervise is not taken for a browser-level one.
+/// error of a session we do not supervise is not taken for a browser-level
+/// one. Nor is a console error on the browser's session a page's.
 #[tokio::test]
 async fn a_key_after_the_session_id_keeps_each_event_on_its_own_session() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.send_raw_text(
+        r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"the browser's"}],"executionContextId":1,"timestamp":1.7e12}}"#,
+    )
+    .await;
     mock.send_raw_text(
         r#"{"method":"Runtime.consoleAPICalled","params":{"type":"error","args":[{"type":"string","value":"not ours"}],"executionContextId":1,"timestamp":1.7e12},"sessionId":"S99","x":{}}"#,
     )

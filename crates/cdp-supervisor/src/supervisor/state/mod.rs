@@ -508,15 +508,17 @@ impl State {
                     self.on_session_gone(&s, now);
                 }
             }
-            Event::ConsoleApiCalled(c) => {
+            // A page's console speaks on its own session, never the browser's.
+            Event::ConsoleApiCalled(c) if known.is_some() => {
                 if let Some(error) = self.console.on_api_called(c, now) {
                     self.out.watch_notice(|| Notice::ConsoleError { error });
                 }
             }
-            Event::ExceptionThrown(e) => {
+            Event::ExceptionThrown(e) if known.is_some() => {
                 let error = self.console.on_exception(e, now);
                 self.out.watch_notice(|| Notice::ConsoleError { error });
             }
+            Event::ConsoleApiCalled(_) | Event::ExceptionThrown(_) => {}
             // A crash is the tabs' business (`Tabs`): the tab stays, marked.
             Event::InspectorTargetCrashed | Event::Unparsed { .. } | Event::Other { .. } => {}
         }
