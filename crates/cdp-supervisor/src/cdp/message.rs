@@ -339,8 +339,9 @@ pub enum Routed {
 /// nor copied, and an event `wanted` refuses is dropped (`Ok(None)`)
 /// without any allocation. A session's event in exactly Chromium's order
 /// ([`scan_ends`]) does not even have its params scanned: the method is
-/// read from the front, the session from the back. Everything else (replies, other shapes, lone
-/// surrogate escapes) goes through [`decode_with`]. Never panics.
+/// read from the front, the session from the back. Everything else
+/// (replies, other shapes, lone surrogate escapes) goes through
+/// [`decode_with`]. Never panics.
 ///
 /// # Errors
 /// [`DecodeError`] when the frame is not a CDP message. An event read in
