@@ -125,14 +125,9 @@ impl Tabs {
     /// no tab builds the notices only a watcher reads
     /// ([`Notice::is_for_watchers`]: frames below the top, console errors,
     /// blocked navigations), and a flood of them queues nothing. On by
-    /// default.
+    /// default. Handed to a tab's machine with each input (`drive`).
     pub fn set_watched(&mut self, watched: bool) {
-        if self.watched != watched {
-            self.watched = watched;
-            for tab in self.tabs.iter_mut().chain(self.closed.iter_mut()) {
-                tab.state.set_watched(watched);
-            }
-        }
+        self.watched = watched;
     }
 
     /// The next output, if any. Drain after every input.
@@ -220,6 +215,7 @@ impl Tabs {
             return;
         };
         tab.state.set_next_dialog_number(next);
+        tab.state.set_watched(self.watched);
         // The tab's machine writes straight into our queue (an output is
         // 256 bytes: moving each from its queue to ours cost a flood ~5% of
         // the driver). Every input goes through here, so none of its own
@@ -296,13 +292,11 @@ impl Tabs {
         // Room for this one only: a `Tab` is ~800 bytes, and a first push
         // would make room for four (most tasks never open a second tab).
         self.tabs.reserve_exact(1);
-        let mut state = State::new(self.opts.clone());
-        state.set_watched(self.watched);
         self.tabs.push(Tab {
             key,
             target_id,
             opener,
-            state,
+            state: State::new(self.opts.clone()),
             crashed: false,
             view: None,
         });
