@@ -57,12 +57,9 @@ impl EventKind {
     }
 
     /// The kind a notice counts as; `None` for what nobody waits on
-    /// (frames below the top, console errors).
+    /// (frames below the top, console errors). A notice built only while a
+    /// watcher listens ([`Notice::is_for_watchers`]) is never a kind.
     pub fn of(notice: &Notice, top_frame_id: Option<&str>) -> Option<EventKind> {
-        // Built only while a watcher listens: never a kind.
-        if notice.is_for_watchers() {
-            return None;
-        }
         Some(match notice {
             Notice::DialogOpened { .. } => EventKind::DialogOpened,
             Notice::DialogClosed { .. } => EventKind::DialogClosed,
