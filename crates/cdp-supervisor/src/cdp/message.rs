@@ -413,14 +413,10 @@ fn scan_ends(text: &str) -> Option<Spans> {
         return None;
     }
     let p0 = m1 + 1 + PARAMS.len();
-    let last = b.len() - 1;
-    if b[last] != b'}' {
+    if !b.ends_with(br#""}"#) {
         return None;
     }
-    if b[last - 1] != b'"' {
-        return None;
-    }
-    let s1 = last - 1;
+    let s1 = b.len() - 2;
     let s0 = p0 + memchr::memrchr2(b'"', b'\\', b.get(p0..s1)?)? + 1;
     if b[s0 - 1] != b'"' || !b[..s0].ends_with(SESSION) {
         return None;
@@ -430,10 +426,7 @@ fn scan_ends(text: &str) -> Option<Spans> {
     if params.first() != Some(&b'{') || params.last() != Some(&b'}') {
         return None;
     }
-    let surrogate = memchr::memchr_iter(b'\\', params).any(|k| {
-        params.get(k + 1) == Some(&b'u') && matches!(params.get(k + 2), Some(b'd' | b'D'))
-    });
-    if surrogate {
+    if memchr::memchr_iter(b'\\', params).any(|k| escapes_surrogate(params, k)) {
         return None;
     }
     Some(Spans {
@@ -556,11 +549,18 @@ fn skip_string(b: &[u8], i: usize) -> Option<usize> {
         if b[j] == b'"' {
             return Some(j + 1);
         }
-        if b.get(j + 1) == Some(&b'u') && matches!(b.get(j + 2), Some(b'd' | b'D')) {
+        if escapes_surrogate(b, j) {
             return None;
         }
         j += 2;
     }
+}
+
+/// Whether the backslash at `k` may start the escape of a UTF-16 surrogate
+/// (`\ud…`/`\uD…`): its repair is the full decoder's
+/// ([`repair_lone_surrogates`]).
+fn escapes_surrogate(b: &[u8], k: usize) -> bool {
+    b.get(k + 1) == Some(&b'u') && matches!(b.get(k + 2), Some(b'd' | b'D'))
 }
 
 /// [`decode`] for raw bytes (a fuzz entry point; the connection itself only sees text frames).
