@@ -126,11 +126,7 @@ fn credentials_in_a_cdp_url_never_reach_the_error() {
 
 #[test]
 fn snapshot_prints_the_snapshot_json_of_a_page() {
-    common::require_chromium();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let site = rt
-        .block_on(cdp_supervisor::demo_site::SiteServer::start())
-        .unwrap();
+    let (_rt, site) = demo_site();
     let url = site.url("a.test", "/console-error");
     let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
     let (code, out, err) = run(
@@ -159,6 +155,20 @@ fn snapshot_prints_the_snapshot_json_of_a_page() {
     );
 }
 
+/// The bundled demo site on loopback, served by the runtime returned with
+/// it (keep it alive); fails loudly when Chromium is missing.
+fn demo_site() -> (
+    tokio::runtime::Runtime,
+    cdp_supervisor::demo_site::SiteServer,
+) {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let site = rt
+        .block_on(cdp_supervisor::demo_site::SiteServer::start())
+        .unwrap();
+    (rt, site)
+}
+
 /// `watch URL --json --policy auto_accept` on a launched Chromium that
 /// resolves the demo site's hosts, and its stdout, line by line.
 fn watch_json(url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
@@ -182,6 +192,27 @@ fn watch_json(url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<Stri
     (child, rx)
 }
 
+/// The JSON lines `watch_json(url)` writes until `done` holds for them or
+/// `secs` pass; then `watch` is stopped with Ctrl-C. Each line must be JSON.
+fn watch_events(
+    url: &str,
+    secs: u64,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let (child, rx) = watch_json(url);
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until && !done(&events) {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            events.push(
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
+            );
+        }
+    }
+    interrupt(child);
+    events
+}
+
 /// Stops `watch` as a person does (Ctrl-C), so that it removes its
 /// Chromium's user-data-dir; SIGKILL, which leaves the directory behind,
 /// only if it has not ended 10 s later.
@@ -201,24 +232,16 @@ fn interrupt(mut child: std::process::Child) {
 
 #[test]
 fn watch_json_writes_one_object_per_line_with_an_event_field() {
-    common::require_chromium();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let site = rt
-        .block_on(cdp_supervisor::demo_site::SiteServer::start())
-        .unwrap();
-    let (child, rx) = watch_json(&site.url("a.test", "/alert-on-load"));
-    let mut events = Vec::new();
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until && !events.iter().any(|e: &String| e == "dialog_closed") {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let v: serde_json::Value =
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            events.push(v["event"].as_str().expect("event field").to_owned());
-        }
-    }
-    interrupt(child);
+    let (_rt, site) = demo_site();
+    let lines = watch_events(&site.url("a.test", "/alert-on-load"), 20, |events| {
+        events.iter().any(|e| e["event"] == "dialog_closed")
+    });
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|v| v["event"].as_str().expect("event field"))
+        .collect();
     for e in ["attached", "dialog_opened", "dialog_closed"] {
-        assert!(events.iter().any(|x| x == e), "no {e} in {events:?}");
+        assert!(events.contains(&e), "no {e} in {events:?}");
     }
 }
 
@@ -227,22 +250,10 @@ fn watch_json_writes_one_object_per_line_with_an_event_field() {
 /// policy, and the popup closes itself.
 #[test]
 fn watch_json_shows_a_popup_open_its_dialog_and_close() {
-    common::require_chromium();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let site = rt
-        .block_on(cdp_supervisor::demo_site::SiteServer::start())
-        .unwrap();
-    let (child, rx) = watch_json(&site.url("a.test", "/checkout?open=1"));
-    let mut events: Vec<serde_json::Value> = Vec::new();
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until && !events.iter().any(|e| e["event"] == "tab_closed") {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            events.push(
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
-            );
-        }
-    }
-    interrupt(child);
+    let (_rt, site) = demo_site();
+    let events = watch_events(&site.url("a.test", "/checkout?open=1"), 30, |events| {
+        events.iter().any(|e| e["event"] == "tab_closed")
+    });
     let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     let opened = events
         .iter()
@@ -271,30 +282,14 @@ fn watch_json_shows_a_popup_open_its_dialog_and_close() {
 /// only while a watcher listens.)
 #[test]
 fn watch_json_shows_the_frames_and_console_errors_that_come_after_it() {
-    common::require_chromium();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let site = rt
-        .block_on(cdp_supervisor::demo_site::SiteServer::start())
-        .unwrap();
+    let (_rt, site) = demo_site();
     for (path, done) in [
         ("/demo", "frame_attached"),
         ("/console-error", "console_error"),
     ] {
-        let (child, rx) = watch_json(&site.url("a.test", path));
-        let mut events: Vec<serde_json::Value> = Vec::new();
-        let enough = |events: &[serde_json::Value]| {
+        let events = watch_events(&site.url("a.test", path), 30, |events| {
             events.iter().filter(|e| e["event"] == done).count() >= 2
-        };
-        let until = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < until && !enough(&events) {
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-                events.push(
-                    serde_json::from_str(&line)
-                        .unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
-                );
-            }
-        }
-        interrupt(child);
+        });
         let seen: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == done).collect();
         if path == "/demo" {
             let top = events
