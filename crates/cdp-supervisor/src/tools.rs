@@ -1597,7 +1597,7 @@ impl HumanQuestion {
                     .map(|t| t.origin.clone())
             })
             .filter(|o| !o.is_empty())
-            .unwrap_or_else(|| crate::supervisor::state::origin_of(&d.url));
+            .unwrap_or_else(|| crate::supervisor::state::origin_of(&d.url).into());
         let tab = tree
             .top
             .as_ref()
@@ -1800,7 +1800,7 @@ async fn snapshot_json(s: &Supervisor) -> Value {
 async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
     match s.live_page(LIVE_READ_TIMEOUT).await {
         Some(p) => (p.url, p.title),
-        None => (snap.url.clone(), snap.title.clone()),
+        None => (snap.url.to_string(), snap.title.to_string()),
     }
 }
 

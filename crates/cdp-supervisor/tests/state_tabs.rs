@@ -471,3 +471,85 @@ fn after_a_reconnect_auto_attach_brings_back_every_tab_and_drops_the_ones_gone()
         "answered on the popup's new session"
     );
 }
+
+/// The `title` bug class, against the shared strings: a snapshot shares an
+/// unchanged URL or title with the one before (and the supervisor compares
+/// them by address), so a change must still show at once, in `url`/`title`
+/// and in every tab's entry, also when it goes back to an earlier value.
+#[test]
+fn a_title_or_url_that_changes_shows_in_the_next_snapshot_even_back_to_an_old_value() {
+    use cdp_supervisor::supervisor::snapshot::ArcStr;
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    h.answer_all();
+    let title = |h: &mut H, target: &str, title: &str| {
+        h.ev(
+            None,
+            "Target.targetInfoChanged",
+            json!({"targetInfo": {"targetId": target, "type": "page", "title": title, "url": "https://a.test/", "attached": true}}),
+        );
+    };
+    let navigated = |h: &mut H, url: &str| {
+        h.ev(
+            Some("S0"),
+            "Page.frameNavigated",
+            json!({"frame": {"id": "T0", "loaderId": url, "url": url, "securityOrigin": "https://a.test", "mimeType": "text/html"}}),
+        );
+    };
+    let shown = |h: &mut H| {
+        let s = h.tabs.snapshot();
+        let tabs: Vec<(String, String)> = s
+            .tabs
+            .iter()
+            .map(|t| (t.url.to_string(), t.title.to_string()))
+            .collect();
+        (s.url.to_string(), s.title.to_string(), tabs)
+    };
+    let a_test = |path: &str| format!("https://a.test/{path}");
+
+    title(&mut h, "T0", "A");
+    let first = h.tabs.snapshot();
+    assert_eq!(
+        (first.title.as_str(), first.tabs[0].title.as_str()),
+        ("A", "A")
+    );
+    // Unchanged, and the same title heard again: the very same strings.
+    title(&mut h, "T0", "A");
+    let again = h.tabs.snapshot();
+    assert!(ArcStr::ptr_eq(&first.title, &again.title));
+    assert!(ArcStr::ptr_eq(&first.url, &again.url));
+    assert!(std::sync::Arc::ptr_eq(&first.tabs[0], &again.tabs[0]));
+
+    title(&mut h, "T0", "B");
+    assert_eq!(shown(&mut h).1, "B");
+    assert_eq!(shown(&mut h).2[0].1, "B");
+    title(&mut h, "T0", "A");
+    let (_, t, tabs) = shown(&mut h);
+    assert_eq!(
+        (t.as_str(), tabs[0].1.as_str()),
+        ("A", "A"),
+        "back to an old title"
+    );
+
+    navigated(&mut h, &a_test("one"));
+    navigated(&mut h, &a_test("two"));
+    let (url, _, tabs) = shown(&mut h);
+    assert_eq!(
+        (url.as_str(), tabs[0].0.as_str()),
+        (&*a_test("two"), &*a_test("two"))
+    );
+    navigated(&mut h, &a_test("one"));
+    let (url, _, tabs) = shown(&mut h);
+    assert_eq!(
+        (url.as_str(), tabs[0].0.as_str()),
+        (&*a_test("one"), &*a_test("one")),
+        "back to an old URL"
+    );
+
+    // A tab that is not current: its own entry follows it.
+    title(&mut h, "T1", "popup");
+    let (_, t, tabs) = shown(&mut h);
+    assert_eq!((t.as_str(), tabs[1].1.as_str()), ("A", "popup"));
+    title(&mut h, "T1", "popup 2");
+    assert_eq!(shown(&mut h).2[1].1, "popup 2");
+}

@@ -464,7 +464,7 @@ fn frames_of(tree: &FrameTreeView, page: &SessionId) -> Vec<FrameInfo> {
     let Some(top) = &tree.top else { return vec![] };
     let mut out = vec![FrameInfo {
         frame_id: top.frame_id.clone(),
-        url: top.url.clone(),
+        url: top.url.to_string(),
         parent: None,
         host: page.clone(),
         is_oopif: false,
@@ -492,7 +492,7 @@ fn frames_of(tree: &FrameTreeView, page: &SessionId) -> Vec<FrameInfo> {
         }
         out.push(FrameInfo {
             frame_id: c.frame_id.clone(),
-            url: c.url.clone(),
+            url: c.url.to_string(),
             parent: Some(c.parent_frame_id.clone()),
             host,
             is_oopif: c.is_oopif,

@@ -7,11 +7,19 @@
 //! snapshot published before it: dialogs, console errors and blocked
 //! navigations are `Arc`s made once when they happen, a tab's entry is
 //! made again only when something it shows changed, and the frame tree is
-//! one `Arc` rebuilt only when a frame changes. Publishing one costs a few
-//! reference counts, not a copy of every string; `Arc<T>` serializes as `T`.
+//! one `Arc` rebuilt only when a frame changes. URLs, origins and titles are
+//! [`ArcStr`]s held by the state and replaced only when they change, so an
+//! unchanged one is shared too, and compared by address. Publishing one
+//! costs a few reference counts, not a copy of every string; `Arc<T>`
+//! serializes as `T`, `ArcStr` as a string.
 
 use crate::cdp::protocol::DialogType;
 pub use crate::supervisor::origins::BlockedNavigation;
+/// The shared string of a URL or a title: one allocation held by the
+/// supervisor's state and every snapshot that shows it; reads as a `&str`
+/// and compares with `&str` and `String`; two that are one allocation
+/// compare equal without reading their bytes.
+pub use arcstr::ArcStr;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -99,10 +107,10 @@ pub struct TopFrame {
     /// The main frame's id (the page target's id).
     pub frame_id: String,
     /// Its URL, fragment included.
-    pub url: String,
+    pub url: ArcStr,
     /// `scheme://host[:port]` (`Page.Frame.securityOrigin`, else from the
     /// URL); `"null"` for opaque origins, `""` when unknown.
-    pub origin: String,
+    pub origin: ArcStr,
 }
 
 /// A frame below the top (`frame_tree.children[]`, flat, parents first).
@@ -114,9 +122,9 @@ pub struct ChildFrame {
     /// The frame's id (for an OOPIF, also its target id).
     pub frame_id: String,
     /// Its URL, fragment included; `""` before its first commit.
-    pub url: String,
+    pub url: ArcStr,
     /// As [`TopFrame::origin`].
-    pub origin: String,
+    pub origin: ArcStr,
     /// Its parent; the top frame's id when the parent is unknown.
     pub parent_frame_id: String,
     /// A cross-origin iframe in its own process, with its own CDP session.
@@ -175,9 +183,9 @@ pub enum ConnectionStatus {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     /// The top frame's URL.
-    pub url: String,
-    /// The page's title (`Target.targetInfoChanged`).
-    pub title: String,
+    pub url: ArcStr,
+    /// The page's title (`Target.targetInfoChanged`, `Target.getTargetInfo`).
+    pub title: ArcStr,
     /// The dialogs open now, oldest first.
     pub pending_dialogs: List<PendingDialog>,
     /// The last 20 closed dialogs, oldest first.
@@ -323,9 +331,9 @@ pub struct TabView {
     /// The page's target id (also its top frame's id).
     pub target_id: String,
     /// Its top frame's URL as last heard (`""` before the first commit).
-    pub url: String,
+    pub url: ArcStr,
     /// Its title as last heard.
-    pub title: String,
+    pub title: ArcStr,
     /// The supervised tab that opened it (`targetInfo.openerId`), if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opener_target_id: Option<String>,

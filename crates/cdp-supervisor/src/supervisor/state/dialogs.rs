@@ -731,7 +731,7 @@ impl State {
         if let Some(top) = self.frames.top().cloned() {
             self.navs.release(top, by);
         }
-        let url = match self.frames.top_url() {
+        let url = match self.frames.top_url().as_str() {
             "" => "about:blank".to_owned(),
             u => u.to_owned(),
         };

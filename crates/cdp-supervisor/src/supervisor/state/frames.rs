@@ -14,7 +14,7 @@ use super::targets::Targets;
 use super::{FRAME_TREE_MAX_ENTRIES, FRAME_TREE_MAX_OOPIF_DEPTH, FRAMES_TRACKED_MAX, Out};
 use super::{Notice, RouteError, origin_of};
 use crate::cdp::protocol::{FrameId, FrameInfo, FrameTree, SessionId};
-use crate::supervisor::snapshot::{ChildFrame, FrameTreeView, TopFrame};
+use crate::supervisor::snapshot::{ArcStr, ChildFrame, FrameTreeView, TopFrame};
 use std::borrow::Cow;
 // foldhash, not SipHash: see `targets.rs`.
 use foldhash::HashMap;
@@ -31,8 +31,11 @@ struct Frame {
     up: Option<usize>,
     /// The slots of the frames that hang under it, oldest (`seq`) first.
     kids: Vec<usize>,
-    url: String,
-    origin: String,
+    /// Shared with the entries and snapshots that show it; replaced only
+    /// when it changes.
+    url: ArcStr,
+    /// As `url`.
+    origin: ArcStr,
     /// The session that reports this frame.
     session: SessionId,
     /// The root of an OOPIF: its own target (target id == frame id) and session.
@@ -171,19 +174,20 @@ impl Frames {
     }
 
     /// The top frame's URL (empty before it is known).
-    pub fn top_url(&self) -> &str {
-        self.top_frame().map(|f| f.url.as_str()).unwrap_or("")
+    pub fn top_url(&self) -> &ArcStr {
+        const NONE: &ArcStr = &arcstr::literal!("");
+        self.top_frame().map_or(NONE, |f| &f.url)
     }
 
     /// Sets the top frame's URL (as the browser reports it after a load).
-    pub fn set_top_url(&mut self, url: String) {
+    pub fn set_top_url(&mut self, url: &str) {
         if let Some(top) = self.top.clone()
             && let Some(f) = self.get_mut(&top)
             && f.url != url
             && !url.is_empty()
         {
-            f.origin = origin_of(&url);
-            f.url = url;
+            f.origin = origin_of(url).into();
+            f.url = url.into();
             self.patch_url_of(&top);
         }
     }
@@ -216,7 +220,7 @@ impl Frames {
 
     /// A known frame's URL.
     pub fn url_of(&self, frame: &FrameId) -> Option<String> {
-        self.get(frame).map(|f| f.url.clone())
+        self.get(frame).map(|f| f.url.to_string())
     }
 
     /// `frame` and its ancestors, nearest first.
@@ -393,8 +397,8 @@ impl Frames {
             parent: if is_top { None } else { parent },
             up: None,
             kids: Vec::new(),
-            origin: origin_of(url),
-            url: url.to_owned(),
+            origin: origin_of(url).into(),
+            url: url.into(),
             session: session.clone(),
             is_oopif,
             seq: self.seq,
@@ -472,8 +476,8 @@ impl Frames {
             if let Some(u) = url
                 && f.url != u
             {
-                f.url = u.to_owned();
-                f.origin = origin_of(u);
+                f.url = u.into();
+                f.origin = origin_of(u).into();
                 f.entry = None;
                 url_changed = true;
             }
@@ -551,8 +555,8 @@ impl Frames {
             && let Some(f) = self.slots[i].as_mut()
             && f.url != url
         {
-            f.url.clone_from(&url);
-            f.origin = origin.to_owned();
+            f.url = url.as_str().into();
+            f.origin = origin.into();
             f.entry = None;
             self.patch_url(i);
         }
@@ -594,7 +598,7 @@ impl Frames {
             if let Some(origin) = origin
                 && f.origin != origin
             {
-                f.origin = origin.to_owned();
+                f.origin = origin.into();
                 f.entry = None;
                 url_changed = true;
             }
@@ -739,7 +743,7 @@ impl Frames {
                 && let Some(origin) = frame.security_origin.filter(|o| is_origin(o))
                 && f.origin != origin
             {
-                f.origin = origin;
+                f.origin = origin.into();
                 f.entry = None;
                 self.patch_url_of(&id);
             }

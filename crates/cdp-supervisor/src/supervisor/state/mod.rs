@@ -76,7 +76,7 @@ pub use timers::Timer;
 
 use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
 use crate::supervisor::policy::DialogPolicy;
-use crate::supervisor::snapshot::{ClosedBy, PendingDialog, Snapshot};
+use crate::supervisor::snapshot::{ArcStr, ClosedBy, PendingDialog, Snapshot};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -236,7 +236,7 @@ impl State {
     }
 
     /// The top frame's URL (empty before the frame tree is known).
-    pub fn top_url(&self) -> &str {
+    pub fn top_url(&self) -> &ArcStr {
         self.frames.top_url()
     }
 
@@ -268,7 +268,7 @@ impl State {
 
     /// The page's title as last heard (`Target.targetInfoChanged`, or
     /// `Target.getTargetInfo` after a load).
-    pub fn title(&self) -> &str {
+    pub fn title(&self) -> &ArcStr {
         self.targets.title()
     }
 
@@ -482,7 +482,7 @@ impl State {
                     if l.name == "load" && self.frames.load_is_news(Some(&l.loader_id)) {
                         self.out.notice(Notice::PageLoaded {
                             target_id: self.targets.top_target().map(|t| t.0.clone()),
-                            url: self.frames.top_url().to_owned(),
+                            url: self.frames.top_url().to_string(),
                             loader_id: Some(l.loader_id.clone()),
                         });
                     }
@@ -493,7 +493,7 @@ impl State {
             Event::DetachedFromTarget(d) => self.on_session_gone(&d.session_id, now),
             Event::TargetInfoChanged(t) => {
                 if Some(&t.target_info.target_id) == self.targets.top_target() {
-                    self.targets.set_title(t.target_info.title);
+                    self.targets.set_title(&t.target_info.title);
                 }
             }
             Event::TargetDestroyed(t) | Event::TargetCrashed(t) => {
@@ -665,15 +665,15 @@ impl State {
                         .map(str::to_owned)
                 };
                 if let Some(title) = field("title") {
-                    self.targets.set_title(title);
+                    self.targets.set_title(&title);
                 }
                 // The page's URL as the browser has it, in case its commit
                 // event never reached us (a new tab's first navigation).
                 if let Some(url) = field("url") {
-                    self.frames.set_top_url(url);
+                    self.frames.set_top_url(&url);
                 }
                 if self.frames.load_is_news(loader_id.as_ref()) {
-                    let url = self.frames.top_url().to_owned();
+                    let url = self.frames.top_url().to_string();
                     let target_id = self.targets.top_target().map(|t| t.0.clone());
                     self.out.notice(Notice::PageLoaded {
                         target_id,
@@ -761,8 +761,8 @@ impl State {
     /// blocked navigations) and the tabs are left empty.
     pub(super) fn page_snapshot(&mut self) -> Snapshot {
         Snapshot {
-            url: self.frames.top_url().to_owned(),
-            title: self.targets.title().to_owned(),
+            url: self.frames.top_url().clone(),
+            title: self.targets.title().clone(),
             frame_tree: self.frames.view(&self.targets),
             console_errors: self.console.entries(),
             page_blocked: self.page_blocked,

@@ -869,8 +869,8 @@ impl Tabs {
             let is_current = Some(t.key) == current;
             let pending = t.state.pending_dialogs().count();
             let still = |v: &Arc<TabView>| {
-                v.url == url
-                    && v.title == title
+                v.url == *url
+                    && v.title == *title
                     && v.current == is_current
                     && v.pending_dialogs == pending
                     && v.crashed == t.crashed
@@ -880,8 +880,8 @@ impl Tabs {
             }
             t.view = Some(Arc::new(TabView {
                 target_id: t.target_id.0.clone(),
-                url: url.to_owned(),
-                title: title.to_owned(),
+                url: url.clone(),
+                title: title.clone(),
                 opener_target_id: t.opener.as_ref().map(|o| o.0.clone()),
                 current: is_current,
                 pending_dialogs: pending,

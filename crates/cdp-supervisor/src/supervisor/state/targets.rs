@@ -7,6 +7,7 @@
 use super::{Out, Purpose, SESSIONS_TRACKED_MAX, Target};
 use crate::cdp::protocol::{AttachedToTarget, FrameId, SessionId, TargetId};
 use crate::supervisor::bridge;
+use crate::supervisor::snapshot::ArcStr;
 use serde_json::{Value, json};
 // Keys are ids Chromium makes (or counters of ours), never page content:
 // foldhash (serde_json's own) instead of SipHash, which cost about 260
@@ -49,7 +50,9 @@ impl Intercept<'_> {
 pub struct Targets {
     top_session: Option<SessionId>,
     top_target: Option<TargetId>,
-    title: String,
+    /// Shared with every snapshot that shows it; replaced only when it
+    /// changes, so that an unchanged title compares by address.
+    title: ArcStr,
     /// Every live session we supervise (the page's too), with its target.
     sessions: HashMap<SessionId, TargetId>,
     /// Counts the changes of `sessions` (see [`Targets::generation`]).
@@ -85,13 +88,16 @@ impl Targets {
     }
 
     /// The page's title.
-    pub fn title(&self) -> &str {
+    pub fn title(&self) -> &ArcStr {
         &self.title
     }
 
-    /// Sets the page's title (`targetInfoChanged`, `getTargetInfo`).
-    pub fn set_title(&mut self, title: String) {
-        self.title = title;
+    /// Sets the page's title (`targetInfoChanged`, `getTargetInfo`). The
+    /// same title again keeps the string the snapshots share.
+    pub fn set_title(&mut self, title: &str) {
+        if self.title != title {
+            self.title = title.into();
+        }
     }
 
     /// A number that changes whenever a session comes or goes: what was
@@ -152,7 +158,7 @@ impl Targets {
         self.sessions.clear();
         self.sessions.insert(session.clone(), target_id);
         if !title.is_empty() {
-            self.title = title.to_owned();
+            self.set_title(title);
         }
         Self::setup(&session, false, paused, intercept, out);
     }
