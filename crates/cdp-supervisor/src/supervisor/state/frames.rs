@@ -43,14 +43,20 @@ struct Frame {
     /// Insertion order, for a stable tree.
     seq: u64,
     /// The entry the snapshot last showed for it, while still true: dropped
-    /// when its URL, origin, parent, OOPIF flag or session changes.
-    entry: Option<Arc<ChildFrame>>,
+    /// when its URL, origin, parent, OOPIF flag or session changes. With the
+    /// [`Targets::generation`] whose sessions decided its `session_id`: while
+    /// that is current, the entry is true without looking the session up.
+    entry: Option<(u64, Arc<ChildFrame>)>,
 }
 
 /// The frames of the supervised page, merged from every session.
 #[derive(Clone, Debug, Default)]
 pub struct Frames {
     top: Option<FrameId>,
+    /// The slot of the top frame, while it is known: kept by `insert`,
+    /// `remove` and `clear`, so that every snapshot finds the top without
+    /// comparing or hashing its id.
+    top_at: Option<usize>,
     /// Every frame known, by slot; a free slot is `None` (see `free`).
     slots: Vec<Option<Frame>>,
     /// The slot of each known frame.
@@ -130,6 +136,7 @@ impl Frames {
         self.reshape();
         self.top_loader = None;
         self.doc_loader = None;
+        self.top_at = None;
         self.index.clear();
         self.free.clear();
         self.roots.clear();
@@ -247,19 +254,19 @@ impl Frames {
             .collect()
     }
 
-    /// The top frame, when known. [`Frames::reset`] puts it in the first
-    /// slot, where its id is compared, not hashed (every snapshot asks).
+    /// The top frame, when known.
     fn top_frame(&self) -> Option<&Frame> {
         self.top_slot().and_then(|i| self.at(i))
     }
 
-    /// The top frame's slot, when known (see [`Frames::top_frame`]).
+    /// The top frame's slot, when known.
     fn top_slot(&self) -> Option<usize> {
-        let top = self.top.as_ref()?;
-        match self.slots.first() {
-            Some(Some(f)) if &f.id == top => Some(0),
-            _ => self.index.get(top).copied(),
-        }
+        debug_assert_eq!(
+            self.top_at,
+            self.top.as_ref().and_then(|t| self.index.get(t).copied()),
+            "top_at is the top frame's slot"
+        );
+        self.top_at
     }
 
     fn get(&self, id: &FrameId) -> Option<&Frame> {
@@ -415,6 +422,9 @@ impl Frames {
             }
         };
         self.index.insert(key, i);
+        if is_top {
+            self.top_at = Some(i);
+        }
         self.track_oopif(i);
         if !is_top {
             self.hang(i);
@@ -429,6 +439,9 @@ impl Frames {
         self.unhang(i);
         let f = self.slots.get_mut(i)?.take()?;
         self.index.remove(&f.id);
+        if self.top_at == Some(i) {
+            self.top_at = None;
+        }
         self.free.push(i);
         self.track_oopif(i);
         Some(f)
@@ -640,7 +653,9 @@ impl Frames {
         self.orphans = 0;
         self.view_slots = Vec::new();
         self.scratch = Scratch::default();
+        self.top_at = None;
         if let Some(f) = top {
+            self.top_at = Some(0);
             self.index.insert(f.id.clone(), 0);
             self.slots = vec![Some(f)];
             self.track_oopif(0);
@@ -821,7 +836,7 @@ impl Frames {
 
     /// Patches the URLs and origins of `url_changed` into the kept tree.
     fn patch_urls(&mut self) {
-        let Some((_, view)) = self.view.as_mut() else {
+        let Some((generation, view)) = self.view.as_mut() else {
             return;
         };
         let tree = Arc::make_mut(view);
@@ -843,7 +858,7 @@ impl Frames {
                 patched.url.clone_from(&f.url);
                 patched.origin.clone_from(&f.origin);
                 let patched = Arc::new(patched);
-                f.entry = Some(patched.clone());
+                f.entry = Some((*generation, patched.clone()));
                 *c = patched;
             }
         }
@@ -862,12 +877,12 @@ impl Frames {
         let Some(top) = self.top_frame() else {
             return view;
         };
-        // The top's entry, shared with the last tree while still true.
+        // The top's entry, shared with the last tree while still true. Its
+        // id is the same: only `reset` sets the top, and it drops the tree.
         let shown_top = self.view.as_ref().and_then(|(_, v)| v.top.as_ref());
+        debug_assert!(shown_top.is_none_or(|t| t.frame_id == top.id.0));
         view.top = Some(
-            match shown_top
-                .filter(|t| t.frame_id == top.id.0 && t.url == top.url && t.origin == top.origin)
-            {
+            match shown_top.filter(|t| t.url == top.url && t.origin == top.origin) {
                 Some(t) => t.clone(),
                 None => Arc::new(TopFrame {
                     frame_id: top.id.0.clone(),
@@ -1075,14 +1090,20 @@ impl Frames {
     /// else a new one, kept for next time.
     fn entry(&mut self, i: usize, targets: &Targets) -> Option<Arc<ChildFrame>> {
         let f = self.at(i)?;
-        let routable = f.is_oopif && targets.has_session(&f.session);
-        let session_id = routable.then_some(f.session.0.as_str());
-        if let Some(e) = f
-            .entry
-            .as_ref()
-            .filter(|e| e.session_id.as_deref() == session_id)
+        let generation = targets.generation();
+        if let Some((g, e)) = &f.entry
+            && *g == generation
         {
             return Some(e.clone());
+        }
+        let routable = f.is_oopif && targets.has_session(&f.session);
+        let session_id = routable.then_some(f.session.0.as_str());
+        if let Some((_, e)) = &f.entry
+            && e.session_id.as_deref() == session_id
+        {
+            let e = e.clone();
+            self.slots[i].as_mut()?.entry = Some((generation, e.clone()));
+            return Some(e);
         }
         let parent = match f.up {
             Some(p) => self.at(p).map(|p| &p.id),
@@ -1096,7 +1117,7 @@ impl Frames {
             is_oopif: f.is_oopif,
             session_id: session_id.map(str::to_owned),
         });
-        self.slots[i].as_mut()?.entry = Some(e.clone());
+        self.slots[i].as_mut()?.entry = Some((generation, e.clone()));
         Some(e)
     }
 
