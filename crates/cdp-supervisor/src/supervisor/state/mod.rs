@@ -82,7 +82,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use targets::{Adopted, Intercept};
+use targets::{Adopted, Intercept, SessionKind};
 
 /// spec: `frame_tree` is capped at 30 entries (children; `top` not counted).
 pub const FRAME_TREE_MAX_ENTRIES: usize = 30;
@@ -245,6 +245,11 @@ impl State {
         self.targets.has_session(session_id)
     }
 
+    /// Which of this tab's sessions `session_id` is.
+    pub(super) fn session_kind(&self, session_id: &SessionId) -> SessionKind {
+        self.targets.kind_of(Some(session_id))
+    }
+
     /// The live sessions (the page's, OOPIFs).
     pub fn session_ids(&self) -> impl Iterator<Item = &SessionId> {
         self.targets.session_ids()
@@ -404,7 +409,22 @@ impl State {
 
     /// Feeds one CDP event that arrived on `session_id` (`None`: browser level).
     pub fn on_event(&mut self, session_id: Option<&SessionId>, event: Event, now: Now) {
-        let known = session_id.filter(|s| self.targets.has_session(s));
+        let kind = self.targets.kind_of(session_id);
+        self.on_event_of(session_id, kind, event, now);
+    }
+
+    /// As [`State::on_event`], with `session_id`'s [`Targets::kind_of`]
+    /// already looked up (by [`tabs::Tabs`], which found the tab by it).
+    pub(super) fn on_event_of(
+        &mut self,
+        session_id: Option<&SessionId>,
+        kind: SessionKind,
+        event: Event,
+        now: Now,
+    ) {
+        debug_assert_eq!(kind, self.targets.kind_of(session_id));
+        let known = session_id.filter(|_| kind != SessionKind::Unknown);
+        let top = kind == SessionKind::Page;
         match event {
             Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, None, now),
             Event::FileChooserOpened(c) => self.file_chooser_opened(session_id, c, now),
@@ -462,7 +482,7 @@ impl State {
                 }
             }
             Event::LoadEventFired => {
-                if self.targets.is_top(session_id) {
+                if top {
                     // Chromium sends no targetInfoChanged for a new document
                     // title: ask for it, and announce the load with it.
                     let target = self.targets.top_target().map(|t| t.0.clone());
@@ -476,7 +496,7 @@ impl State {
                 }
             }
             Event::Lifecycle(l) => {
-                if self.targets.is_top(session_id) && Some(&l.frame_id) == self.frames.top() {
+                if top && Some(&l.frame_id) == self.frames.top() {
                     // A load event for a loader is proof that its document
                     // loaded, whatever frameNavigated said (or did not say).
                     if l.name == "load" && self.frames.load_is_news(Some(&l.loader_id)) {

@@ -25,7 +25,7 @@
 
 use super::{
     DialogError, DialogRequest, Notice, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX,
-    ReplyError, RouteError, State, Target,
+    ReplyError, RouteError, SessionKind, State, Target,
 };
 use crate::cdp::protocol::{AttachedToTarget, Event, SessionId, TargetId};
 use crate::supervisor::origins::BlockedNavigation;
@@ -460,19 +460,22 @@ impl Tabs {
             }
             return;
         }
-        let Some(key) = self.key_of_session(session) else {
+        // One lookup says the tab and which of its sessions this is.
+        let found = self.tabs.iter().find_map(|t| {
+            let kind = t.state.session_kind(session);
+            (kind != SessionKind::Unknown).then_some((t.key, kind))
+        });
+        let Some((key, kind)) = found else {
             // A session we let go of, or one of a page we hold paused.
             return;
         };
-        let top = self
-            .tab(key)
-            .is_some_and(|t| t.state.top_session() == Some(session));
+        let top = kind == SessionKind::Page;
         match &event {
             Event::InspectorTargetCrashed if top => return self.crashed(key, now),
             Event::FrameNavigated(n) if top && n.frame.parent_id.is_none() => self.revived(key),
             _ => {}
         }
-        self.drive(key, |s| s.on_event(session_id, event, now));
+        self.drive(key, |s| s.on_event_of(session_id, kind, event, now));
     }
 
     fn on_browser_event(&mut self, event: Event, now: Now) {

@@ -59,6 +59,17 @@ pub struct Targets {
     generation: u64,
 }
 
+/// Which supervised session an event came on ([`Targets::kind_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKind {
+    /// The page's own session.
+    Page,
+    /// A live child session (an OOPIF's).
+    Child,
+    /// None we supervise (the browser's, a gone one, another tab's).
+    Unknown,
+}
+
 /// What [`Targets::adopt`] decided about an auto-attached target.
 pub enum Adopted {
     /// Not ours (another client's, or not under a session we supervise).
@@ -133,6 +144,16 @@ impl Targets {
     /// OOPIF's target id is its frame id).
     pub fn is_frame_of(&self, session: &SessionId, frame: &FrameId) -> bool {
         self.sessions.get(session).is_some_and(|t| t.0 == frame.0)
+    }
+
+    /// Which of our sessions `session` is: looked up once per event, so
+    /// that its rules need not compare the id again.
+    pub fn kind_of(&self, session: Option<&SessionId>) -> SessionKind {
+        match session {
+            Some(s) if self.top_session.as_ref() == Some(s) => SessionKind::Page,
+            Some(s) if self.sessions.contains_key(s) => SessionKind::Child,
+            _ => SessionKind::Unknown,
+        }
     }
 
     /// Whether `session` is the page's.
