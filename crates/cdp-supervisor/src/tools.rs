@@ -19,7 +19,7 @@ use crate::browser::provider::{self, BrowserProvider};
 use crate::cdp::endpoint::CdpHeaders;
 use crate::config::{CloudProvider, Config};
 use crate::supervisor::driver::{
-    CallOutcome, CdpCallError, NavigateOutcome, Supervisor, SupervisorOptions,
+    CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
@@ -1216,8 +1216,11 @@ impl AgentSession {
             _ => {}
         }
         let snap = s.snapshot();
+        let mut tabs = json!(snap.tabs);
+        let live = s.live_tabs(LIVE_READ_TIMEOUT).await.unwrap_or_default();
+        with_live_tabs(&mut tabs, &live);
         let mut v = json!({
-            "tabs": snap.tabs,
+            "tabs": tabs,
             "tabs_truncated": snap.tabs_truncated,
             "current_target_id": snap.tabs.iter().find(|t| t.current).map(|t| t.target_id.clone()),
             "pending_dialogs": snap.pending_dialogs,
@@ -1770,16 +1773,10 @@ async fn snapshot_json(s: &Supervisor) -> Value {
     let event_seq = s.events().latest();
     let snap = s.snapshot();
     let mut v = serde_json::to_value(&*snap).expect("snapshot serializes");
-    // Every tab's URL and title as Chromium has them now (no event tells
-    // when a script sets document.title), the current tab's at the top.
+    // The current tab's URL and title as Chromium has them now at the top.
     let live = s.live_tabs(LIVE_READ_TIMEOUT).await.unwrap_or_default();
-    if let Some(tabs) = v["tabs"].as_array_mut() {
-        for t in tabs.iter_mut() {
-            if let Some(p) = live.iter().find(|p| t["target_id"] == p.target_id.as_str()) {
-                t["url"] = json!(p.url);
-                t["title"] = json!(p.title);
-            }
-        }
+    if let Some(tabs) = v.get_mut("tabs") {
+        with_live_tabs(tabs, &live);
     }
     let current = snap
         .tabs
@@ -1793,6 +1790,19 @@ async fn snapshot_json(s: &Supervisor) -> Value {
     v["completed_calls"] = json!(s.completed_calls());
     v["event_seq"] = json!(event_seq);
     v
+}
+
+/// Writes over each entry of `tabs` (a JSON `tabs` list) its tab's URL and
+/// title as Chromium has them now (`live`, [`Supervisor::live_tabs`]): no
+/// event tells when a script sets `document.title`, so the last heard ones
+/// can be stale. Every tool that returns `tabs` shows them through here.
+fn with_live_tabs(tabs: &mut Value, live: &[LivePage]) {
+    for t in tabs.as_array_mut().into_iter().flatten() {
+        if let Some(p) = live.iter().find(|p| t["target_id"] == p.target_id.as_str()) {
+            t["url"] = json!(p.url);
+            t["title"] = json!(p.title);
+        }
+    }
 }
 
 /// The page's URL and title now ([`Supervisor::live_page`]), else the last
