@@ -125,6 +125,47 @@ fn oopif_target_is_an_oopif_child_with_its_session() {
     assert!(auto < resume, "auto-attach before resuming: {methods:?}");
 }
 
+/// `history.pushState`, `replaceState`, a fragment, back or forward within
+/// a document: no new document, no frameNavigated, only
+/// `Page.navigatedWithinDocument`. The URL the snapshot shows (`url`, the
+/// top entry, an OOPIF's entry) follows it; the origin stays.
+#[test]
+fn a_same_document_navigation_moves_the_urls_the_snapshot_shows() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    let before = h.snap();
+    let within = |h: &mut H, session: &str, frame: &str, url: &str| {
+        let p = json!({"frameId": frame, "url": url, "navigationType": "historyApi"});
+        h.ev(
+            Some(session),
+            "Page.navigatedWithinDocument",
+            &p.to_string(),
+        );
+    };
+    within(&mut h, "S1", "T1", "https://a.test/pushed");
+    within(&mut h, "S2", "F2", "https://b.test/#part");
+    let s = h.snap();
+    assert_eq!(s.url, "https://a.test/pushed");
+    let top = s.frame_tree.top.clone().unwrap();
+    assert_eq!(
+        (top.url.as_str(), top.origin.as_str()),
+        ("https://a.test/pushed", "https://a.test")
+    );
+    let c = &s.frame_tree.children[0];
+    assert_eq!(
+        (c.url.as_str(), c.origin.as_str()),
+        ("https://b.test/#part", "https://b.test")
+    );
+    assert_eq!(c.session_id.as_deref(), Some("S2"), "still routable");
+    // Back to where it was: shown again.
+    within(&mut h, "S1", "T1", PAGE_URL);
+    assert_eq!(h.snap().url, PAGE_URL);
+    assert_eq!(h.snap().frame_tree.top.as_ref().unwrap().url, before.url);
+    // From a session we do not supervise: nothing moves.
+    within(&mut h, "S9", "T1", "https://a.test/forged");
+    assert_eq!(h.snap().url, PAGE_URL);
+}
+
 #[test]
 fn oopif_frame_attached_notice_says_oopif() {
     let mut h = H::attached(MustRespond);

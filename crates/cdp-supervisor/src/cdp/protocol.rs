@@ -896,6 +896,18 @@ pub struct NavigationRequested {
     pub loader_id: Option<String>,
 }
 
+/// `Page.navigatedWithinDocument`: a frame's URL changed without a new
+/// document (`history.pushState` / `replaceState`, a fragment, back or
+/// forward between such entries). Its origin and document stay.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigatedWithinDocument {
+    /// The frame whose URL changed.
+    pub frame_id: FrameId,
+    /// Its URL now, fragment included.
+    pub url: String,
+}
+
 /// A CDP event the supervisor understands, parsed from its method name and
 /// params. Everything else is [`Event::Other`].
 #[derive(Clone, Debug, PartialEq)]
@@ -910,6 +922,8 @@ pub enum Event {
     FrameNavigated(FrameNavigated),
     /// `Page.frameDetached`.
     FrameDetached(FrameDetached),
+    /// `Page.navigatedWithinDocument`.
+    NavigatedWithinDocument(NavigatedWithinDocument),
     /// `Page.loadEventFired` (on the session it arrives on).
     LoadEventFired,
     /// `Page.lifecycleEvent`.
@@ -970,6 +984,7 @@ impl Event {
                 | "Page.frameAttached"
                 | "Page.frameNavigated"
                 | "Page.frameDetached"
+                | "Page.navigatedWithinDocument"
                 | "Page.loadEventFired"
                 | "Page.lifecycleEvent"
                 | "Target.attachedToTarget"
@@ -1021,6 +1036,7 @@ impl Event {
                 Some(d) => Event::FrameDetached(d),
                 None => p(method, params, Event::FrameDetached),
             },
+            "Page.navigatedWithinDocument" => p(method, params, Event::NavigatedWithinDocument),
             "Page.loadEventFired" => Event::LoadEventFired,
             "Page.lifecycleEvent" => p(method, params, Event::Lifecycle),
             "Target.attachedToTarget" => p(method, params, Event::AttachedToTarget),

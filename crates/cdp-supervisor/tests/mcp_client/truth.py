@@ -27,6 +27,11 @@ the way an agent sees the product:
   snapshot_before_browser_has_note
                                 local launch: the first browser_snapshot is
                                 {url:"", title:"", note} and starts no Chromium
+  urls_and_tab_titles_after_page_changes
+                                after pushState, a fragment, replaceState, back:
+                                the next snapshot's url, frame_tree.top.url and
+                                tab url follow the page, and browser_tabs list
+                                shows the title and URL the page has now
   frame_tree_after_page_changes
                                 the frame tree the snapshot shows follows the
                                 page: a same-process iframe and an OOPIF that
@@ -617,25 +622,82 @@ def frames_html_children(kids: list[dict], a: str, b: str) -> tuple[list[dict], 
     return same, oopif
 
 
+async def in_next_reply(
+    sc: Scenario, ask: Callable[[], Awaitable[dict]], read: Callable[[dict], Any],
+    ok: Callable[[Any], bool], what: str,
+) -> dict:
+    """The page has done it (the caller saw it in the page): the very next
+    reply of `ask` (a tool call) has a `read` that passes `ok` (no polling).
+    When it does not, polls 3 s more only to tell a late reply from a stale
+    one. Returns the first reply."""
+    first = await ask()
+    seen = read(first)
+    if sc.expect(ok(seen), f"{what}: the next reply shows it ({seen})"):
+        return first
+    t = time.monotonic()
+    while time.monotonic() - t < 3.0:
+        seen = read(await ask())
+        if ok(seen):
+            sc.log(f"  ({what}: shown only {1000 * (time.monotonic() - t):.0f} ms later)")
+            return first
+        await anyio.sleep(0.1)
+    sc.log(f"  ({what}: still {seen} 3 s later: stale)")
+    return first
+
+
 async def child_in_next_snapshot(
     sc: Scenario, c: Client, frame_id: str, ok: Callable[[dict | None], bool], what: str
 ) -> dict:
-    """The page has done it (the caller saw it in the page): the very next
-    browser_snapshot's entry for frame_id passes `ok` (no polling). When it
-    does not, polls 3 s more only to tell a late snapshot from a stale one."""
-    snap = await snapshot(c)
-    entry = child_entry(snap, frame_id)
-    if sc.expect(ok(entry), f"{what}: the next snapshot shows it ({entry})"):
-        return snap
-    t = time.monotonic()
-    while time.monotonic() - t < 3.0:
-        later = child_entry(await snapshot(c), frame_id)
-        if ok(later):
-            sc.log(f"  ({what}: shown only {1000 * (time.monotonic() - t):.0f} ms later)")
-            return snap
-        await anyio.sleep(0.1)
-    sc.log(f"  ({what}: still {later} 3 s later: the frame tree is stale)")
-    return snap
+    """The very next browser_snapshot's entry for frame_id passes `ok` (see
+    in_next_reply)."""
+    return await in_next_reply(sc, lambda: snapshot(c), lambda s: child_entry(s, frame_id), ok, what)
+
+
+async def urls_and_tab_titles_after_page_changes(sc: Scenario, binary: str) -> None:
+    """A page that changes its URL without a new document (history API, a
+    fragment, back) and its title: the very next browser_snapshot shows the
+    URL in `url`, in `frame_tree.top` and in its `tabs` entry, and the very
+    next browser_tabs list shows the tab's title and URL as the page has
+    them (issue 11's shared strings; browser_tabs read the last heard title)."""
+    port = await start_site(sc, site_pages)
+    chromium = await launch_chromium(sc, "1")
+    a = f"http://127.0.0.1:{port}"
+    async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"{a}/after.html"})
+        sc.check(nav.get("status") == "loaded", f"navigate to after.html: {nav.get('status')}")
+
+        def shown(snap: dict) -> tuple:
+            current = [t for t in snap.get("tabs", []) if t.get("current")]
+            return (
+                snap.get("url"),
+                (snap.get("frame_tree", {}).get("top") or {}).get("url"),
+                current[0].get("url") if current else None,
+                snap.get("title"),
+            )
+
+        def listed(tabs: dict) -> tuple:
+            current = [t for t in tabs.get("tabs", []) if t.get("current")]
+            return (current[0].get("url"), current[0].get("title")) if current else None
+
+        steps = [
+            ("pushState", "history.pushState(null, '', '/pushed'); document.title = 'pushed';"),
+            ("a fragment", "location.hash = 'part'; document.title = 'part';"),
+            ("replaceState", "history.replaceState(null, '', '/replaced?q=1'); document.title = 'replaced';"),
+            ("back", "await new Promise((done) => { addEventListener('popstate', done, {once: true}); history.back(); });"
+                     " document.title = 'back';"),
+            ("the same title again, back to the first URL",
+             "history.pushState(null, '', '/after.html'); document.title = 'back';"),
+            ("back to the page's own title", "document.title = 'after page';"),
+        ]
+        for what, script in steps:
+            real = await evaluate(c, f"(async () => {{ {script} return [location.href, document.title]; }})()",
+                                  await_promise=True)
+            href, title = real
+            await in_next_reply(sc, lambda: snapshot(c), shown, lambda v: v == (href, href, href, title),
+                                f"{what}: url, frame_tree.top.url, the tab's url and title {href} {title!r}")
+            await in_next_reply(sc, lambda: call(c, "browser_tabs", {"action": "list"}), listed,
+                                lambda v: v == (href, title), f"{what}: browser_tabs list shows {href} {title!r}")
 
 
 async def frame_tree_after_page_changes(sc: Scenario, binary: str) -> None:
@@ -860,6 +922,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "browser_gone_is_said_not_hidden": browser_gone_is_said_not_hidden,
     "frame_tree_after_page_changes": frame_tree_after_page_changes,
     "frame_tree_after_back_forward_cache": frame_tree_after_back_forward_cache,
+    "urls_and_tab_titles_after_page_changes": urls_and_tab_titles_after_page_changes,
 }
 # Run together within a phase; phases one after the other. The timing checks
 # (100 ms readers, the title right after an answer) run with little else on
@@ -868,7 +931,7 @@ PHASES = [
     ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old",
      "frame_tree_after_page_changes"],
     ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden",
-     "frame_tree_after_back_forward_cache"],
+     "frame_tree_after_back_forward_cache", "urls_and_tab_titles_after_page_changes"],
     ["snapshot_during_stalled_rebind"],
 ]
 

@@ -199,6 +199,21 @@ impl Frames {
         }
     }
 
+    /// A same-document navigation of a known frame
+    /// (`Page.navigatedWithinDocument`): its URL changes, its origin and
+    /// everything else stay.
+    pub fn navigated_within_document(&mut self, frame: &FrameId, url: &str) {
+        if let Some(&i) = self.index.get(frame)
+            && let Some(f) = self.slots[i].as_mut()
+            && f.url != url
+            && !url.is_empty()
+        {
+            f.url = url.into();
+            f.entry = None;
+            self.patch_url(i);
+        }
+    }
+
     /// The tree's shape changed: the kept view is stale.
     fn reshape(&mut self) {
         self.reshaped = true;

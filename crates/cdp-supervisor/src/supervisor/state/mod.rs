@@ -476,6 +476,11 @@ impl State {
                     self.close_dialogs_in(&gone, by, now);
                 }
             }
+            Event::NavigatedWithinDocument(n) => {
+                if known.is_some() {
+                    self.frames.navigated_within_document(&n.frame_id, &n.url);
+                }
+            }
             Event::NavigationRequested(r) => {
                 if known.is_some() {
                     self.navs.requested(session_id, &r.frame_id, r.loader_id);
