@@ -178,7 +178,7 @@ fn main() {
             drop(ws);
             got as f64 / took.as_secs_f64()
         });
-        let (rate, cpu_us) = rt.block_on(async {
+        let (rate, cpu_us, seen) = rt.block_on(async {
             let sup = Supervisor::start(&ws_url, SupervisorOptions::default())
                 .await
                 .expect("attach to the mock");
@@ -187,7 +187,9 @@ fn main() {
             let cpu0 = thread_cpu();
             let t = Instant::now();
             flood_tx.send((bytes.clone(), done_tx)).unwrap();
+            let mut seen = 0usize;
             loop {
+                seen += 1;
                 if snaps
                     .borrow_and_update()
                     .console_errors
@@ -207,12 +209,14 @@ fn main() {
             (
                 all.len() as f64 / took.as_secs_f64(),
                 cpu.as_secs_f64() * 1e6 / all.len() as f64,
+                seen,
             )
         });
         println!(
-            "flood: {name:<30} {:>7.0} k events/s, {cpu_us:.2} µs CPU/event (sender ceiling {:.0} k events/s)",
+            "flood: {name:<30} {:>7.0} k events/s, {cpu_us:.2} µs CPU/event (sender ceiling {:.0} k events/s; {:.0} events per snapshot seen)",
             rate / 1e3,
-            ceiling / 1e3
+            ceiling / 1e3,
+            all.len() as f64 / seen as f64
         );
     }
 }
