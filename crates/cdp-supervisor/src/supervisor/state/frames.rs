@@ -54,7 +54,8 @@ struct Frame {
 pub struct Frames {
     top: Option<FrameId>,
     /// The slot of the top frame, while it is known: kept by `insert`,
-    /// `remove` and `clear`, so that every snapshot finds the top without
+    /// `remove`, `remove_all_but_top` and `clear` (the only places a slot
+    /// changes hands), so that every snapshot finds the top without
     /// comparing or hashing its id.
     top_at: Option<usize>,
     /// Every frame known, by slot; a free slot is `None` (see `free`).
