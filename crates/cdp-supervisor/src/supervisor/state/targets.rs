@@ -120,9 +120,7 @@ impl Targets {
 
     /// Whether `session` is a live one we supervise.
     pub fn has_session(&self, session: &SessionId) -> bool {
-        // Most events come on the page's own session (always in `sessions`
-        // while set): one compare instead of hashing it, twice per event.
-        self.top_session.as_ref() == Some(session) || self.sessions.contains_key(session)
+        self.kind_of(Some(session)) != SessionKind::Unknown
     }
 
     /// The live sessions.
@@ -149,6 +147,8 @@ impl Targets {
     /// Which of our sessions `session` is: looked up once per event, so
     /// that its rules need not compare the id again.
     pub fn kind_of(&self, session: Option<&SessionId>) -> SessionKind {
+        // Most events come on the page's own session (always in `sessions`
+        // while set): one compare instead of hashing it.
         match session {
             Some(s) if self.top_session.as_ref() == Some(s) => SessionKind::Page,
             Some(s) if self.sessions.contains_key(s) => SessionKind::Child,
