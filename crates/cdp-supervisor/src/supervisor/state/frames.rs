@@ -190,13 +190,9 @@ impl Frames {
     /// Sets the top frame's URL (as the browser reports it after a load).
     pub fn set_top_url(&mut self, url: &str) {
         if let Some(top) = self.top.clone()
-            && let Some(f) = self.get_mut(&top)
-            && f.url != url
             && !url.is_empty()
         {
-            f.origin = origin_of(url).into();
-            f.url = url.into();
-            self.patch_url_of(&top);
+            self.move_url(&top, url, || Some(origin_of(url).into()));
         }
     }
 
@@ -204,12 +200,24 @@ impl Frames {
     /// (`Page.navigatedWithinDocument`): its URL changes, its origin and
     /// everything else stay.
     pub fn navigated_within_document(&mut self, frame: &FrameId, url: &str) {
-        if let Some(&i) = self.index.get(frame)
+        if !url.is_empty() {
+            self.move_url(frame, url, || None);
+        }
+    }
+
+    /// Known frame `id` is at a new `url`, with the origin `origin` gives
+    /// (`None`: it keeps its own), asked only when the URL changed. Its
+    /// entry is made again, and patched into the kept tree if shown.
+    /// Nothing for an unknown frame or the URL it has.
+    fn move_url(&mut self, id: &FrameId, url: &str, origin: impl FnOnce() -> Option<ArcStr>) {
+        if let Some(&i) = self.index.get(id)
             && let Some(f) = self.slots[i].as_mut()
             && f.url != url
-            && !url.is_empty()
         {
             f.url = url.into();
+            if let Some(o) = origin() {
+                f.origin = o;
+            }
             f.entry = None;
             self.patch_url(i);
         }
@@ -579,15 +587,8 @@ impl Frames {
         let origin = frame.security_origin.as_deref().filter(|o| is_origin(o));
         // A known frame's new URL, with the origin Chromium gives (`upsert`
         // would parse the URL for it).
-        if let Some(origin) = origin
-            && let Some(&i) = self.index.get(&frame.id)
-            && let Some(f) = self.slots[i].as_mut()
-            && f.url != url
-        {
-            f.url = url.as_str().into();
-            f.origin = origin.into();
-            f.entry = None;
-            self.patch_url(i);
+        if let Some(origin) = origin {
+            self.move_url(&frame.id, &url, || Some(origin.into()));
         }
         let mut dropped = Vec::new();
         if is_top {
