@@ -165,21 +165,11 @@ def site_pages(port: int) -> dict[str, str]:
 
 async def title_in_next_snapshot(sc: Scenario, client: Client, expected: str, what: str) -> dict:
     """Once the page has set its title (the caller has seen it in the page),
-    the very next browser_snapshot shows `expected` (no polling). When it
-    does not, polls 3 s more only to tell a race from a stale title."""
-    snap = await snapshot(client)
-    if sc.expect(snap.get("title") == expected, f"{what}: the next snapshot's title is {expected!r} (got {snap.get('title')!r})"):
-        return snap
-    t = time.monotonic()
-    later = snap
-    while time.monotonic() - t < 3.0:
-        later = await snapshot(client)
-        if later.get("title") == expected:
-            sc.log(f"  ({what}: the snapshot showed {expected!r} only {1000 * (time.monotonic() - t):.0f} ms later)")
-            return snap
-        await anyio.sleep(0.1)
-    sc.log(f"  ({what}: still {later.get('title')!r} 3 s later: the snapshot's title is stale)")
-    return snap
+    the very next browser_snapshot shows `expected` (see in_next_reply)."""
+    return await in_next_reply(
+        sc, lambda: snapshot(client), lambda s: s.get("title"), lambda t: t == expected,
+        f"{what}: the title is {expected!r}",
+    )
 
 
 def interrupted_text_ok(text: str) -> bool:
