@@ -2027,17 +2027,17 @@ async fn pick_and_attach(
     avoid: Option<&str>,
     timeout: Duration,
 ) -> Result<(TargetInfo, SessionId), StartError> {
-    // Target.targetInfoChanged carries the page title.
-    conn.send(
+    // Target.targetInfoChanged carries the page title. Both go out at
+    // once: one round trip to the browser, not two, before the attach.
+    let discover = conn.send(
         None,
         "Target.setDiscoverTargets",
         json!({"discover": true}),
         timeout,
-    )
-    .await?;
-    let targets = conn
-        .send(None, "Target.getTargets", json!({}), timeout)
-        .await?;
+    );
+    let targets = conn.send(None, "Target.getTargets", json!({}), timeout);
+    discover.await?;
+    let targets = targets.await?;
     let infos: Vec<TargetInfo> = targets
         .get("targetInfos")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
