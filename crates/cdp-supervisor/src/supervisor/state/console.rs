@@ -52,15 +52,25 @@ impl Console {
         url: Option<String>,
         at: f64,
     ) -> Arc<ConsoleError> {
-        let error = Arc::new(ConsoleError {
+        let entry = ConsoleError {
             level,
             text: cut(text, CONSOLE_TEXT_MAX_CHARS),
             url,
             at,
-        });
-        if self.ring.len() == CONSOLE_ERRORS_MAX {
-            self.ring.pop_front();
-        }
+        };
+        // A full ring drops its oldest entry. When nothing else holds that
+        // one (no snapshot showed it, no notice carries it), its allocation
+        // takes the new entry: a flood of errors allocates no entry.
+        let mut oldest = (self.ring.len() == CONSOLE_ERRORS_MAX)
+            .then(|| self.ring.pop_front())
+            .flatten();
+        let error = match oldest.as_mut().and_then(Arc::get_mut) {
+            Some(slot) => {
+                *slot = entry;
+                oldest.expect("the slot is its")
+            }
+            None => Arc::new(entry),
+        };
         self.ring.push_back(error.clone());
         error
     }
@@ -69,5 +79,56 @@ impl Console {
     /// no error came since.
     pub fn entries(&mut self) -> List<ConsoleError> {
         share(&mut self.shown, self.ring.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn push(c: &mut Console, i: usize) -> Arc<ConsoleError> {
+        c.push("error".into(), format!("e{i}"), None, i as f64)
+    }
+
+    #[test]
+    fn a_full_ring_reuses_its_oldest_entry_only_when_nothing_else_holds_it() {
+        let mut c = Console::default();
+        for i in 0..CONSOLE_ERRORS_MAX {
+            push(&mut c, i);
+        }
+        // A snapshot shows them: the entries it holds never change under it.
+        let shown = c.entries();
+        let oldest = Arc::as_ptr(&c.ring[0]);
+        let new = push(&mut c, 100);
+        assert_ne!(Arc::as_ptr(&new), oldest, "a shown entry is not reused");
+        assert_eq!(shown[0].text, "e0");
+        assert_eq!(shown.len(), CONSOLE_ERRORS_MAX);
+        // An entry no snapshot showed and no notice holds is reused.
+        drop(new);
+        for i in 0..CONSOLE_ERRORS_MAX {
+            push(&mut c, 200 + i);
+        }
+        let oldest = Arc::as_ptr(&c.ring[0]);
+        assert_eq!(c.ring[0].text, "e200");
+        let new = push(&mut c, 300);
+        assert_eq!(
+            Arc::as_ptr(&new),
+            oldest,
+            "its allocation carries the new one"
+        );
+        assert_eq!(new.text, "e300");
+        assert_eq!(new.at, 300.0);
+        // A notice that still holds an entry keeps it too.
+        let held = c.ring[0].clone();
+        let next = push(&mut c, 301);
+        assert_ne!(Arc::as_ptr(&next), Arc::as_ptr(&held));
+        assert_eq!(held.text, "e201");
+        // The ring is the last CONSOLE_ERRORS_MAX, oldest first, whatever was reused.
+        let texts: Vec<String> = c.entries().iter().map(|e| e.text.clone()).collect();
+        let want: Vec<String> = (202..250)
+            .chain([300, 301])
+            .map(|i| format!("e{i}"))
+            .collect();
+        assert_eq!(texts, want);
     }
 }
