@@ -312,6 +312,35 @@ async fn target_id_supervises_the_given_tab_not_the_first() {
     assert_eq!(first.recent_dialogs.len(), 1, "{first:#?}");
     assert_eq!(first.recent_dialogs[0].dialog.message, "first tab");
     second.stop().await;
+
+    // An OOPIF's target is not a tab: supervising it would hide its
+    // dialogs (Chromium reports them on its page's session). Refused, with
+    // the tabs there are; an unknown id too.
+    let oopif = h.oopif_ids().pop().expect("the first tab's OOPIF");
+    for (id, says) in [
+        (
+            oopif.as_str(),
+            format!("target {oopif:?} is \"iframe\", not a tab (page)"),
+        ),
+        (
+            "NO-SUCH-TARGET",
+            "no target \"NO-SUCH-TARGET\" in the browser".to_owned(),
+        ),
+    ] {
+        let err = Supervisor::start(
+            h.chromium.ws_url(),
+            SupervisorOptions {
+                target_id: Some(id.to_owned()),
+                ..options(DialogPolicy::MustRespond, Duration::from_secs(300))
+            },
+        )
+        .await
+        .expect_err("not a tab to supervise");
+        let text = err.to_string();
+        assert!(text.starts_with(&says), "{text}");
+        assert!(text.contains(&second_id), "lists the tabs: {text}");
+        assert!(!text.contains('\n'), "one line: {text}");
+    }
 }
 
 /// Bug class 15: attaching to a page that is already loaded gives the full

@@ -146,6 +146,18 @@ pub enum StartError {
         /// The browser's page targets, each as `<target_id> (<url>)`.
         pages: Vec<String>,
     },
+    /// [`SupervisorOptions::target_id`] names a target that is not a tab
+    /// (an OOPIF's `iframe`, a worker, the browser's own UI): a dialog in it
+    /// would be reported to a page session the supervisor does not hold.
+    #[error("target {target_id:?} is {target_type:?}, not a tab (page); page targets: {}", if pages.is_empty() { "none".to_owned() } else { pages.join(", ") })]
+    NotAPage {
+        /// The target id asked for.
+        target_id: String,
+        /// Its `targetInfo.type` (`iframe`, `service_worker`, `browser_ui`…).
+        target_type: String,
+        /// The browser's page targets, each as `<target_id> (<url>)`.
+        pages: Vec<String>,
+    },
     /// A CDP command of the attach failed (`Target.getTargets`,
     /// `Target.createTarget`, `Target.attachToTarget`, …).
     #[error("attach failed: {0}")]
@@ -2047,18 +2059,30 @@ async fn pick_and_attach(
         .filter(|t| t.target_type == "page" && Some(t.target_id.0.as_str()) != avoid)
         .collect();
     let target = match target_id {
-        Some(want) => match infos.iter().find(|t| t.target_id.0 == want) {
-            Some(t) => (*t).clone(),
-            None => {
-                return Err(StartError::NoSuchTarget {
-                    target_id: want.to_owned(),
-                    pages: pages
-                        .iter()
-                        .map(|t| format!("{} ({})", t.target_id, t.url))
-                        .collect(),
-                });
+        Some(want) => {
+            let listed = || {
+                pages
+                    .iter()
+                    .map(|t| format!("{} ({})", t.target_id, t.url))
+                    .collect()
+            };
+            match infos.iter().find(|t| t.target_id.0 == want) {
+                Some(t) if t.target_type == "page" => t.clone(),
+                Some(t) => {
+                    return Err(StartError::NotAPage {
+                        target_id: want.to_owned(),
+                        target_type: t.target_type.clone(),
+                        pages: listed(),
+                    });
+                }
+                None => {
+                    return Err(StartError::NoSuchTarget {
+                        target_id: want.to_owned(),
+                        pages: listed(),
+                    });
+                }
             }
-        },
+        }
         None => match pages.first() {
             Some(t) => (*t).clone(),
             None => {
