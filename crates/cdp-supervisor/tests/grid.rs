@@ -317,6 +317,23 @@ async fn a_page_level_endpoint_is_supervised_as_that_one_tab_and_says_what_it_ca
     );
     session.close().await;
 
+    // A target_id that names no tab is said as such, not blamed on the
+    // endpoint.
+    let err = Supervisor::start(
+        &page_ws,
+        SupervisorOptions {
+            target_id: Some("NO-SUCH-TARGET".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect_err("no such tab");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("no target \"NO-SUCH-TARGET\"") && !text.contains("browser-level"),
+        "{text}"
+    );
+
     // The same through a grid that wants a header (Selenoid-like).
     let port = url::Url::parse(&chromium.http_url())
         .unwrap()

@@ -430,9 +430,14 @@ impl Supervisor {
             let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
             conn.set_event_filter(Event::handled);
             let (target, session) = if is_page_level(&ws) {
-                let page_level = |e: StartError| StartError::PageLevel {
-                    url: shown_url.clone(),
-                    reason: e.to_string(),
+                // What the endpoint refused; a target_id that names no
+                // tab is the caller's mistake, said as it is.
+                let page_level = |e: StartError| match e {
+                    StartError::NoSuchTarget { .. } | StartError::NotAPage { .. } => e,
+                    e => StartError::PageLevel {
+                        url: shown_url.clone(),
+                        reason: e.to_string(),
+                    },
                 };
                 tracing::warn!(url = %shown_url, "{PAGE_LEVEL_NOTE}");
                 // Its own tab, whatever else the browser has.

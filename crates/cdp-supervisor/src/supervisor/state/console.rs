@@ -67,7 +67,7 @@ impl Console {
         let error = match oldest.as_mut().and_then(Arc::get_mut) {
             Some(slot) => {
                 *slot = entry;
-                oldest.expect("the slot is its")
+                oldest.expect("the entry just reused")
             }
             None => Arc::new(entry),
         };
