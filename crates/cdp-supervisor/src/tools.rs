@@ -1799,8 +1799,7 @@ async fn snapshot_json(s: &Supervisor) -> Value {
 fn with_live_tabs(tabs: &mut Value, live: &[LivePage]) {
     for t in tabs.as_array_mut().into_iter().flatten() {
         if let Some(p) = live.iter().find(|p| t["target_id"] == p.target_id.as_str()) {
-            let url = live_or_known(&p.url, t["url"].as_str().unwrap_or_default());
-            t["url"] = json!(url);
+            t["url"] = json!(p.url);
             t["title"] = json!(p.title);
         }
     }
@@ -1810,16 +1809,9 @@ fn with_live_tabs(tabs: &mut Value, live: &[LivePage]) {
 /// known ones from `snap`.
 async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
     match s.live_page(LIVE_READ_TIMEOUT).await {
-        Some(p) => (live_or_known(&p.url, &snap.url).to_owned(), p.title),
+        Some(p) => (p.url, p.title),
         None => (snap.url.to_string(), snap.title.to_string()),
     }
-}
-
-/// The URL Chromium reports now, or the last known one while it reports
-/// none: a tab between two documents can answer `""` (seen on a page
-/// navigating every 20 ms: 3 snapshots in 60 said `url: ""`).
-fn live_or_known<'a>(live: &'a str, known: &'a str) -> &'a str {
-    if live.is_empty() { known } else { live }
 }
 
 /// The tool error of a call a dialog interrupted (DESIGN: "Calls a dialog
@@ -1873,34 +1865,6 @@ fn check_method(method: &str) -> Result<(), ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_live_url_chromium_reports_empty_keeps_the_last_known_one() {
-        let live = |url: &str, title: &str| LivePage {
-            target_id: "T1".into(),
-            url: url.into(),
-            title: title.into(),
-        };
-        let mut tabs = json!([
-            {"target_id": "T1", "url": "http://a.test/1", "title": "one"},
-            {"target_id": "T2", "url": "http://a.test/2", "title": "two"},
-        ]);
-        // Between two documents: the URL is the last known, the title live.
-        with_live_tabs(&mut tabs, &[live("", "loading")]);
-        assert_eq!(tabs[0]["url"], "http://a.test/1");
-        assert_eq!(tabs[0]["title"], "loading");
-        assert_eq!(
-            tabs[1]["url"], "http://a.test/2",
-            "a tab not read is as known"
-        );
-        with_live_tabs(&mut tabs, &[live("http://a.test/3", "three")]);
-        assert_eq!(tabs[0]["url"], "http://a.test/3");
-        assert_eq!(live_or_known("", "http://a.test/1"), "http://a.test/1");
-        assert_eq!(
-            live_or_known("about:blank", "http://a.test/1"),
-            "about:blank"
-        );
-    }
 
     #[test]
     fn every_tools_arguments_are_checked_without_a_browser() {

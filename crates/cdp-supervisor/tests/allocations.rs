@@ -2,8 +2,9 @@
 //! allocation for events we drop"). A counting allocator, per thread so
 //! that tests running beside each other do not count each other, checks the
 //! promises the wire's docs make: an event nobody handles is dropped before
-//! anything of it is copied, in place or through the full decoder, and a
-//! console call that is not an error prints nothing, so allocates nothing.
+//! anything of it is copied (through the full decoder, only serde_json's
+//! own stack for nested params), and a console call that is not an error
+//! prints nothing, so allocates nothing.
 //! Counts of allocations, not times: these cannot flake on a loaded machine.
 
 use cdp_supervisor::cdp::Event;

@@ -223,7 +223,8 @@ pub enum CallOutcome {
 pub struct LivePage {
     /// The page's target id.
     pub target_id: String,
-    /// Its URL now.
+    /// Its URL now; the last known one while Chromium reports none (`""`,
+    /// a tab between two documents).
     pub url: String,
     /// Its `document.title` now.
     pub title: String,
@@ -1125,11 +1126,11 @@ impl Supervisor {
     /// is left out.
     pub async fn live_tabs(&self, within: Duration) -> Option<Vec<LivePage>> {
         let conn = self.connection()?;
-        let ours: Vec<String> = self
+        let ours: Vec<(String, String)> = self
             .snapshot()
             .tabs
             .iter()
-            .map(|t| t.target_id.clone())
+            .map(|t| (t.target_id.clone(), t.url.to_string()))
             .collect();
         let all = conn
             .send(None, "Target.getTargets", json!({}), within)
@@ -1138,18 +1139,7 @@ impl Supervisor {
         let infos: Vec<TargetInfo> = all
             .get("targetInfos")
             .and_then(|v| serde_json::from_value(v.clone()).ok())?;
-        Some(
-            ours.into_iter()
-                .filter_map(|id| {
-                    let t = infos.iter().find(|t| t.target_id.0 == id)?;
-                    Some(LivePage {
-                        target_id: id,
-                        url: t.url.clone(),
-                        title: t.title.clone(),
-                    })
-                })
-                .collect(),
-        )
+        Some(live_pages(ours, &infos))
     }
 
     /// The page's URL and title as Chromium has them now
@@ -1161,7 +1151,8 @@ impl Supervisor {
     /// each load; Chromium sends no event when a script changes it).
     pub async fn live_page(&self, within: Duration) -> Option<LivePage> {
         let conn = self.connection()?;
-        let target_id = self.snapshot().frame_tree.top.as_ref()?.frame_id.clone();
+        let snap = self.snapshot();
+        let target_id = snap.frame_tree.top.as_ref()?.frame_id.clone();
         let info = conn
             .send(
                 None,
@@ -1178,7 +1169,7 @@ impl Supervisor {
         };
         Some(LivePage {
             target_id,
-            url: field("url")?,
+            url: live_or_known(&field("url")?, &snap.url).to_owned(),
             title: field("title").unwrap_or_default(),
         })
     }
@@ -2138,9 +2129,69 @@ async fn pick_and_attach(
     Ok((target, session))
 }
 
+/// Each of `ours` (target id, URL as last known) that Chromium lists in
+/// `infos`, with its URL and title there ([`Supervisor::live_tabs`]).
+fn live_pages(ours: Vec<(String, String)>, infos: &[TargetInfo]) -> Vec<LivePage> {
+    ours.into_iter()
+        .filter_map(|(id, known)| {
+            let t = infos.iter().find(|t| t.target_id.0 == id)?;
+            Some(LivePage {
+                url: live_or_known(&t.url, &known).to_owned(),
+                title: t.title.clone(),
+                target_id: id,
+            })
+        })
+        .collect()
+}
+
+/// The URL Chromium reports now, or the last known one while it reports
+/// none: a tab between two documents can answer `""` (seen on a page
+/// navigating every 20 ms: 3 snapshots in 60 said `url: ""`).
+fn live_or_known<'a>(live: &'a str, known: &'a str) -> &'a str {
+    if live.is_empty() { known } else { live }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_url_chromium_reports_empty_keeps_the_last_known_one() {
+        let info = |id: &str, url: &str, title: &str| TargetInfo {
+            target_id: TargetId(id.into()),
+            target_type: "page".into(),
+            title: title.into(),
+            url: url.into(),
+            attached: true,
+            parent_frame_id: None,
+            opener_id: None,
+        };
+        let ours = || {
+            vec![
+                ("T1".to_owned(), "http://a.test/1".to_owned()),
+                ("T2".to_owned(), "http://a.test/2".to_owned()),
+            ]
+        };
+        // Between two documents: the URL is the last known, the title live;
+        // a tab Chromium does not list is left out.
+        let live = live_pages(ours(), &[info("T1", "", "loading")]);
+        assert_eq!(live.len(), 1, "{live:?}");
+        assert_eq!(live[0].target_id, "T1");
+        assert_eq!(live[0].url, "http://a.test/1");
+        assert_eq!(live[0].title, "loading");
+        let live = live_pages(
+            ours(),
+            &[info("T2", "http://a.test/3", "three"), info("T1", "", "")],
+        );
+        assert_eq!(live[0].url, "http://a.test/1");
+        assert_eq!(live[1].url, "http://a.test/3", "{live:?}");
+        assert_eq!(live[1].title, "three");
+        assert_eq!(live_or_known("", "http://a.test/1"), "http://a.test/1");
+        assert_eq!(
+            live_or_known("about:blank", "http://a.test/1"),
+            "about:blank"
+        );
+    }
 
     #[test]
     fn the_notice_hub_holds_a_channel_only_while_someone_listens() {
