@@ -1824,9 +1824,23 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
         "method": method,
         "pending_dialogs": pending_dialogs,
     });
+    // No dialog known: one that opened before the supervisor attached
+    // blocks the page (page_blocked), and browser_dialog cannot answer it.
+    let remedy = if structured["pending_dialogs"]
+        .as_array()
+        .is_some_and(Vec::is_empty)
+    {
+        format!(
+            "That dialog opened before the supervisor attached, so browser_dialog cannot answer it (page_blocked: true): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
+        )
+    } else {
+        format!(
+            "Answer the dialog with browser_dialog: its completed_calls will carry call_id {call_id} with this command's result. If the dialog closes another way (the watchdog, a navigation, another client), browser_snapshot's completed_calls lists it."
+        )
+    };
     ToolError {
         message: format!(
-            "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). Answer the dialog with browser_dialog: its completed_calls will carry call_id {call_id} with this command's result. If the dialog closes another way (the watchdog, a navigation, another client), browser_snapshot's completed_calls lists it."
+            "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). {remedy}"
         ),
         structured: Some(structured),
     }

@@ -14,7 +14,7 @@ use state_support::*;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use DialogPolicy::{AutoDismiss, MustRespond};
+use DialogPolicy::{AutoAccept, AutoDismiss, MustRespond};
 
 // ---- attach and the frame tree --------------------------------------------
 
@@ -513,6 +513,110 @@ fn page_blocked_under_auto_policy_is_released_at_once() {
     h.attach_page(&top_tree(&[]));
     h.fire_after(PAGE_ENABLE_GRACE);
     assert!(h.sends().iter().any(|c| c.method == "Page.navigate"));
+}
+
+/// Found by a helper (stop 26): an OOPIF already showing an `alert()` when
+/// we attached. The page's own session answered, so nothing said the page
+/// was blocked: the attach waited out its whole deadline, the snapshot said
+/// `page_blocked: false`, and `browser_dialog` found no dialog.
+#[test]
+fn regression_7_an_oopif_blocked_before_attach_says_page_blocked() {
+    let mut h = H::new(MustRespond);
+    h.attach_page(&top_tree(&[]));
+    h.reply_ok("S1", Purpose::PageEnable, json!({}));
+    h.advance(Duration::from_millis(5));
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    assert!(!h.snap().page_blocked, "not before the grace");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    let snap = h.snap();
+    assert!(snap.page_blocked);
+    assert_eq!(snap.blocked_frame_ids, ["F9"], "the OOPIF, not the top");
+    assert!(notices(&h.drain()).contains(&Notice::PageBlocked));
+    // The remedy is the top's: the release navigates the page.
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    let cmds = h.sends();
+    let nav: Vec<_> = cmds
+        .iter()
+        .filter(|c| c.method == "Page.navigate")
+        .collect();
+    assert_eq!(nav.len(), 1, "{cmds:?}");
+    assert_eq!(nav[0].target, on("S1"));
+    h.frame_navigated("S1", "T1", None, PAGE_URL);
+    assert!(!h.snap().page_blocked);
+    assert!(h.snap().blocked_frame_ids.is_empty());
+}
+
+#[test]
+fn an_oopif_that_answers_or_goes_away_is_not_blocked() {
+    // It answers late: the block it showed ends, and the armed release too.
+    let mut h = H::attached(MustRespond);
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(h.snap().page_blocked);
+    h.reply_ok("S9", Purpose::PageEnable, json!({}));
+    assert!(!h.snap().page_blocked);
+    assert_eq!(h.st.poll_timeout(), None, "no release left armed");
+    // Its session detaches before the grace: nothing to wait for.
+    let mut h = H::attached(MustRespond);
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.detach_target(Some("S1"), "S9", "F9");
+    assert_eq!(h.st.poll_timeout(), None);
+    // Two blocked, one answers: still blocked by the other.
+    let mut h = H::attached(MustRespond);
+    h.attach_blocked_oopif("S1", "F8", "S8");
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    h.reply_ok("S8", Purpose::PageEnable, json!({}));
+    assert!(h.snap().page_blocked);
+    assert_eq!(h.snap().blocked_frame_ids, ["F9"]);
+}
+
+#[test]
+fn an_oopif_with_a_known_dialog_or_attached_later_is_not_taken_for_blocked() {
+    // Its own dialog, seen, explains the silence.
+    let mut h = H::attached(MustRespond);
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.alert("S1", "F9", "seen");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(!h.snap().page_blocked);
+    assert_eq!(h.pending_ids(), ["d-1"]);
+    // One that appears after the attach opens its dialogs in front of us:
+    // a busy renderer under an auto policy must not navigate the page.
+    let mut h = H::attached(AutoDismiss);
+    h.advance(PAGE_ENABLE_GRACE);
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    assert_eq!(h.st.poll_timeout(), None);
+    assert!(!h.snap().page_blocked);
+}
+
+#[test]
+fn a_blocked_oopif_under_an_auto_policy_is_released_at_once() {
+    let mut h = H::new(AutoAccept);
+    h.attach_page(&top_tree(&[]));
+    h.reply_ok("S1", Purpose::PageEnable, json!({}));
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    let cmds = h.sends();
+    assert!(
+        cmds.iter()
+            .any(|c| c.method == "Page.navigate" && c.target == on("S1")),
+        "{cmds:?}"
+    );
+}
+
+#[test]
+fn after_a_reconnect_an_oopif_block_is_found_again_not_kept() {
+    let mut h = H::attached(MustRespond);
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(h.snap().page_blocked);
+    h.st.connection_lost();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    // The OOPIF is gone: nothing blocks the page any more.
+    assert!(!h.snap().page_blocked);
+    assert_eq!(h.st.poll_timeout(), None);
 }
 
 // ---- console ---------------------------------------------------------------

@@ -501,16 +501,19 @@ fn frames_of(tree: &FrameTreeView, page: &SessionId) -> Vec<FrameInfo> {
     out
 }
 
-/// The frames whose renderer a pending dialog of this tab blocks: the
-/// dialog's frame and every frame reached through the same session.
+/// The frames whose renderer a pending dialog of this tab blocks (or one we
+/// never saw: [`Snapshot::blocked_frame_ids`]): the dialog's frame and every
+/// frame reached through the same session.
 fn blocked_frames(snap: &Snapshot, frames: &[FrameInfo]) -> HashSet<String> {
     let tab = frames
         .first()
         .map(|f| f.frame_id.clone())
         .unwrap_or_default();
     let mut blocked_hosts: HashSet<&SessionId> = HashSet::new();
-    if snap.page_blocked {
-        blocked_hosts.extend(frames.first().map(|f| &f.host));
+    // A dialog we never saw blocks the renderer of each of these frames.
+    for blocked in &snap.blocked_frame_ids {
+        let frame = frames.iter().find(|f| &f.frame_id == blocked);
+        blocked_hosts.extend(frame.map(|f| &f.host));
     }
     for d in &snap.pending_dialogs {
         if d.dialog_type == DialogType::FileChooser {
@@ -544,6 +547,23 @@ fn blocked_frames(snap: &Snapshot, frames: &[FrameInfo]) -> HashSet<String> {
         .filter(|f| blocked_hosts.contains(&f.host))
         .map(|f| f.frame_id.clone())
         .collect()
+}
+
+/// What frees a renderer blocked by a dialog we never saw (`page_blocked`).
+const UNSEEN_REMEDY: &str = "that dialog opened before the supervisor attached and cannot be answered (page_blocked: true): only navigating releases it (browser_navigate, e.g. to the current URL)";
+
+/// What frees `frame_id`, one of [`blocked_frames`], said to the agent:
+/// answering its dialog, or, when a dialog we never saw blocks its renderer
+/// (`page_blocked`: Chromium will not answer that one), navigating the page.
+fn remedy(snap: &Snapshot, frames: &[FrameInfo], frame_id: &str) -> &'static str {
+    let host = |id: &str| frames.iter().find(|f| f.frame_id == id).map(|f| &f.host);
+    let unseen =
+        host(frame_id).is_some_and(|h| snap.blocked_frame_ids.iter().any(|b| host(b) == Some(h)));
+    if unseen {
+        UNSEEN_REMEDY
+    } else {
+        "answer the dialog with browser_dialog"
+    }
 }
 
 /// Whether tabs `a` and `b` are one's opener (or popup) of the other, at any depth.
@@ -638,7 +658,9 @@ impl Supervisor {
             let reads = frames.iter().enumerate().map(|(i, f)| {
             let conn = conn.clone();
             let skipped = under_blocked(f);
-            let blocked = blocked.contains(&f.frame_id);
+            let blocked = blocked
+                .contains(&f.frame_id)
+                .then(|| remedy(&snap, &frames, &f.frame_id));
             let parent_host = f
                 .parent
                 .as_deref()
@@ -648,9 +670,9 @@ impl Supervisor {
             async move {
                 let tree = if skipped {
                     Err("not read: under a frame that could not be read".to_owned())
-                } else if blocked {
+                } else if let Some(remedy) = blocked {
                     Err(format!(
-                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read; answer the dialog (browser_dialog), then call browser_snapshot again",
+                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read; {remedy}, then call browser_snapshot again",
                         f.frame_id, f.url
                     ))
                 } else {
@@ -790,9 +812,11 @@ impl Supervisor {
         // Its renderer cannot be read while a dialog blocks it: say so
         // rather than wait (nothing is dispatched).
         let (_, page) = self.route(None, None, false).await?;
-        if blocked_frames(&snap, &frames_of(&snap.frame_tree, &page)).contains(&node.frame_id) {
+        let frames = frames_of(&snap.frame_tree, &page);
+        if blocked_frames(&snap, &frames).contains(&node.frame_id) {
             return Err(ActError::Element(format!(
-                "a JavaScript dialog blocks the frame of ref {r}, so the element cannot be reached; answer the dialog with browser_dialog first (nothing was done)"
+                "a JavaScript dialog blocks the frame of ref {r}, so the element cannot be reached (nothing was done); {} first",
+                remedy(&snap, &frames, &node.frame_id)
             )));
         }
         let resolved = read(
@@ -1117,12 +1141,17 @@ impl Supervisor {
             .iter()
             .find(|t| t.current)
             .map(|t| t.target_id.clone());
-        if snap.pending_dialogs.iter().any(|d| {
+        let known = snap.pending_dialogs.iter().any(|d| {
             d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
-        }) || snap.page_blocked
-        {
+        });
+        if known || snap.page_blocked {
+            let remedy = if known {
+                "answer the dialog with browser_dialog"
+            } else {
+                UNSEEN_REMEDY
+            };
             return Err(ActError::Element(format!(
-                "a JavaScript dialog blocks the page, so the key {key:?} would be lost; answer the dialog with browser_dialog first (nothing was pressed)"
+                "a JavaScript dialog blocks the page, so the key {key:?} would be lost (nothing was pressed); {remedy} first"
             )));
         }
         let (_, page) = self.route(None, None, false).await?;

@@ -197,6 +197,12 @@ pub struct Snapshot {
     /// The page was already blocked by a dialog we never saw (it opened
     /// before we attached): only navigating the page releases it.
     pub page_blocked: bool,
+    /// Which frames `page_blocked` is about: the top frame, or an OOPIF that
+    /// was there when we attached, whose session answered no `Page.enable`.
+    /// Not serialized (the agent's remedy is the same either way); the
+    /// page outline skips the renderer they are in.
+    #[serde(skip)]
+    pub blocked_frame_ids: Vec<String>,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
     /// The last 10 documents the navigation policy stopped, oldest first.
@@ -218,6 +224,7 @@ impl PartialEq for Snapshot {
             frame_tree,
             console_errors,
             page_blocked,
+            blocked_frame_ids,
             connection,
             blocked_navigations,
             tabs,
@@ -226,6 +233,7 @@ impl PartialEq for Snapshot {
         *url == other.url
             && *title == other.title
             && *page_blocked == other.page_blocked
+            && *blocked_frame_ids == other.blocked_frame_ids
             && *connection == other.connection
             && *tabs_truncated == other.tabs_truncated
             && same(pending_dialogs, &other.pending_dialogs)

@@ -11,6 +11,13 @@ the way an agent sees the product:
                                 `mcp --cdp-url` to a tab that already shows an
                                 alert: the first call, browser_snapshot, says
                                 page_blocked with the page's url
+  first_call_sees_an_oopif_blocked_before_attach
+                                the same when the alert is in an OOPIF and the
+                                top frame is free: page_blocked at once (not
+                                after the 15 s attach deadline), the outline
+                                reads the top and says the OOPIF cannot be read,
+                                browser_dialog and key presses name the remedy,
+                                and browser_navigate releases the OOPIF
   interrupted_evaluate_runs_once
                                 an evaluate a dialog blocks is a tool error with
                                 a call_id, its result comes once in
@@ -128,7 +135,8 @@ def site_pages(port: int) -> dict[str, str]:
             "oopif frame",
             "<p>frame on the other site</p>",
             'function openConfirm() { const r = confirm("confirm from oopif");'
-            ' parent.postMessage("oopif-result:" + r, "*"); }',
+            ' parent.postMessage("oopif-result:" + r, "*"); }'
+            ' function openAlert() { alert("alert from oopif"); }',
         ),
         "/leave.html": page(
             "leave page",
@@ -335,6 +343,81 @@ async def first_call_snapshot_sees_blocked_page(sc: Scenario, binary: str) -> No
         snap = await snapshot(one.client)
         sc.expect(any(d.get("message") == "blocking alert" for d in snap.get("pending_dialogs", [])),
                   "server #1 still lists its alert as pending")
+
+
+async def first_call_sees_an_oopif_blocked_before_attach(sc: Scenario, binary: str) -> None:
+    # Found by a helper (stop 26): the page's own session answered, so the
+    # attach waited out its 15 s deadline for the OOPIF's, then said
+    # page_blocked: false and no dialog; each later snapshot took 5 s.
+    port = await start_site(sc, site_pages)
+    chromium = await launch_chromium(sc, "2o")
+    top = f"http://127.0.0.1:{port}/top.html"
+    async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as one:
+        nav = await call(one.client, "browser_navigate", {"url": top})
+        sc.check(nav.get("status") == "loaded", f"server #1 navigates to top.html ({nav.get('status')})")
+        snap = await snapshot(one.client)
+        oopifs = [c for c in snap["frame_tree"]["children"] if c.get("is_oopif")]
+        sc.check(len(oopifs) == 1, f"top.html has one OOPIF ({snap['frame_tree']})")
+        fid = oopifs[0]["frame_id"]
+        await trigger(one.client, "openAlert", fid)
+        await wait_pending(sc, one.client, "alert", "alert from oopif", "server #1")
+        async with mcp_server(sc, binary, "s2", ["--cdp-url", chromium.http_url]) as two:
+            c = two.client
+            r = await call_raw(c, "browser_snapshot")
+            sc.log(f"server #2's first browser_snapshot took {r.seconds:.2f} s")
+            sc.check(not r.is_error and r.data is not None, f"server #2's first browser_snapshot succeeds ({r.text[:300]})")
+            snap = r.data
+            sc.expect(r.seconds < 10, f"it came well before the 15 s attach deadline ({r.seconds:.2f} s)")
+            sc.expect(snap.get("page_blocked") is True, f"it says page_blocked: true ({snap.get('page_blocked')!r})")
+            sc.expect(snap.get("url") == top and snap.get("title") == "top page",
+                      f"it has the page's url and title ({snap.get('url')!r}, {snap.get('title')!r})")
+            sc.expect(any(k.get("frame_id") == fid and k.get("is_oopif") for k in snap["frame_tree"]["children"]),
+                      f"its frame_tree lists the blocked OOPIF {fid} ({snap['frame_tree']})")
+            outline = snap.get("page") or ""
+            sc.expect('button "alert"' in outline, f"the outline reads the free top frame ({outline[:400]!r})")
+            sc.expect(fid in outline and "opened before the supervisor attached" in outline and "browser_navigate" in outline,
+                      f"the outline says the OOPIF cannot be read and what releases it ({outline[:600]!r})")
+            r = await call_raw(c, "browser_snapshot")
+            sc.log(f"server #2's second browser_snapshot took {r.seconds:.2f} s")
+            sc.expect(not r.is_error and r.seconds < 4,
+                      f"the next snapshot does not wait on the blocked renderer ({r.seconds:.2f} s)")
+            r = await call_raw(c, "browser_dialog", {"action": "accept"})
+            sc.expect(r.is_error and "page_blocked" in r.text and "browser_navigate" in r.text,
+                      f"browser_dialog says only navigating releases the page ({r.text[:300]})")
+            r = await call_raw(c, "browser_press_key", {"key": "a"})
+            sc.expect(r.is_error and "browser_navigate" in r.text and "browser_dialog" not in r.text,
+                      f"a key press is refused naming browser_navigate, not browser_dialog ({r.text[:300]})")
+            r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "frame_id": fid,
+                                                  "params": {"expression": "1 + 1", "returnByValue": True}})
+            data = r.data or {}
+            call_id = data.get("call_id")
+            sc.expect(r.is_error and data.get("interrupted_by_dialog") is True and interrupted_text_ok(r.text),
+                      f"an evaluate in the blocked OOPIF is interrupted, not to be resent ({r.text[:300]})")
+            sc.expect("browser_navigate" in r.text and "browser_dialog cannot answer" in r.text,
+                      f"its text names browser_navigate as the remedy ({r.text[:500]})")
+            nav = await call(c, "browser_navigate", {"url": top})
+            sc.check(nav.get("status") == "loaded", f"server #2's browser_navigate releases the page ({nav})")
+            snap = await snapshot(c)
+            sc.expect(snap.get("page_blocked") is False, f"then page_blocked is false ({snap.get('page_blocked')!r})")
+            done = [e for e in snap.get("completed_calls") or [] if e.get("call_id") == call_id]
+            sc.expect(call_id is not None and len(done) == 1,
+                      f"the snapshot's completed_calls lists the interrupted call once ({snap.get('completed_calls')})")
+            oopifs = [k for k in snap["frame_tree"]["children"] if k.get("is_oopif")]
+            sc.check(len(oopifs) == 1, f"the reloaded page has its OOPIF ({snap['frame_tree']})")
+            title = await evaluate(c, "document.title", oopifs[0]["frame_id"])
+            sc.expect(title == "oopif frame", f"the OOPIF answers again ({title!r})")
+            sc.expect("opened before the supervisor attached" not in (snap.get("page") or ""),
+                      "the outline no longer says a frame is blocked")
+        # Server #1 saw its alert end with the document (not still pending).
+        deadline = time.monotonic() + 10
+        while True:
+            snap = await snapshot(one.client)
+            if not any(d.get("message") == "alert from oopif" for d in snap.get("pending_dialogs", [])):
+                break
+            if time.monotonic() > deadline:
+                sc.expect(False, f"server #1 still lists the OOPIF's alert as pending ({snap.get('pending_dialogs')})")
+                break
+            await anyio.sleep(0.1)
 
 
 # --- 3. an interrupted evaluate runs once and is delivered once ------------------------
@@ -905,6 +988,7 @@ async def browser_gone_is_said_not_hidden(sc: Scenario, binary: str) -> None:
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "title_after_each_dialog": title_after_each_dialog,
     "first_call_snapshot_sees_blocked_page": first_call_snapshot_sees_blocked_page,
+    "first_call_sees_an_oopif_blocked_before_attach": first_call_sees_an_oopif_blocked_before_attach,
     "interrupted_evaluate_runs_once": interrupted_evaluate_runs_once,
     "snapshot_during_stalled_rebind": snapshot_during_stalled_rebind,
     "connect_to_dead_endpoint_keeps_old": connect_to_dead_endpoint_keeps_old,
@@ -919,7 +1003,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
 # the CPU: the stalled rebind alone.
 PHASES = [
     ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old",
-     "frame_tree_after_page_changes"],
+     "frame_tree_after_page_changes", "first_call_sees_an_oopif_blocked_before_attach"],
     ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden",
      "frame_tree_after_back_forward_cache", "urls_and_tab_titles_after_page_changes"],
     ["snapshot_during_stalled_rebind"],

@@ -165,7 +165,8 @@ impl H {
     }
 
     /// An OOPIF target `frame_id` (target id == frame id) auto-attached as
-    /// `session` under `parent_session`; its own frame tree answered.
+    /// `session` under `parent_session`; its own frame tree and its
+    /// `Page.enable` answered, as an OOPIF no dialog blocks answers them.
     pub fn attach_oopif(
         &mut self,
         parent_session: &str,
@@ -190,7 +191,26 @@ impl H {
             Purpose::FrameTree,
             json!({"frameTree": {"frame": frame(frame_id, None, url)}}),
         );
+        self.reply_ok(session, Purpose::PageEnable, json!({}));
         cmds
+    }
+
+    /// As [`H::attach_oopif`], but the OOPIF's renderer answers nothing:
+    /// a dialog opened before we attached blocks it.
+    pub fn attach_blocked_oopif(&mut self, parent_session: &str, frame_id: &str, session: &str) {
+        let p = json!({
+            "sessionId": session,
+            "targetInfo": {"targetId": frame_id, "type": "iframe", "title": "",
+                           "url": "https://b.test/frame", "attached": true,
+                           "canAccessOpener": false, "browserContextId": "B1"},
+            "waitingForDebugger": false
+        });
+        self.ev(
+            Some(parent_session),
+            "Target.attachedToTarget",
+            &p.to_string(),
+        );
+        self.drain();
     }
 
     pub fn detach_target(&mut self, parent_session: Option<&str>, session: &str, target: &str) {

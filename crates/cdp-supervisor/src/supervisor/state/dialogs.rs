@@ -134,11 +134,6 @@ impl Dialogs {
         self.next = n;
     }
 
-    /// Whether any dialog is pending.
-    pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
-    }
-
     /// Whether the dialog `id` waits on no command of ours (so its timer counts).
     pub fn idle(&self, id: &str) -> bool {
         self.pending
@@ -496,7 +491,7 @@ impl State {
             }
         };
         let Some(d) = found else {
-            if self.page_blocked && self.targets.is_top(session) {
+            if self.page_blocked() && self.targets.is_top(session) {
                 self.unblock_page();
             }
             return;
@@ -776,20 +771,44 @@ impl State {
                     }
                     self.timers.set(Timer::Dialog(id), at);
                 }
-                if self.page_blocked {
+                if self.page_blocked() {
                     self.timers.set(Timer::PageBlockedRelease, at);
                 }
             }
         }
     }
 
-    /// `Page.enable` went unanswered: with no dialog known, the page is
-    /// blocked by one opened before we attached.
-    pub(super) fn page_enable_overdue(&mut self, now: Now) {
-        if !self.dialogs.is_empty() {
+    /// `Page.enable` on `session` (the page's, or an OOPIF's that was there
+    /// when we attached) went unanswered: with no dialog known in its
+    /// frames, a dialog opened before we attached blocks it. Navigating the
+    /// top frame releases it either way (an OOPIF's document goes with its
+    /// parent's).
+    pub(super) fn page_enable_overdue(&mut self, session: &SessionId, now: Now) {
+        let Some(own) = self.targets.frame_of(session) else {
+            return;
+        };
+        let frames = if self.targets.is_top(Some(session)) {
+            // Its renderer is the page's: any dialog known there explains it.
+            None
+        } else {
+            Some(self.frames.of_session(session))
+        };
+        let explained = self.dialogs.views().any(|d| match &frames {
+            None => true,
+            Some(mine) => d
+                .frame_id
+                .as_deref()
+                .is_some_and(|f| f == own.0 || mine.iter().any(|m| m.0 == f)),
+        });
+        if explained || self.unseen_blocks.contains(&own) {
             return;
         }
-        self.page_blocked = true;
+        let first = self.unseen_blocks.is_empty();
+        self.unseen_blocks.push(own);
+        if !first {
+            // Already blocked: the release armed then releases this one too.
+            return;
+        }
         // The blocking dialog's type is unknown: released at once only when
         // no type waits for an answer.
         let wait = match self.opts.policy.as_uniform() {
@@ -801,11 +820,28 @@ impl State {
         self.out.notice(Notice::PageBlocked);
     }
 
-    /// The page is free again (its `Page.enable` answered, a closed event,
-    /// a new top document, our release went through).
+    /// The page is free again (a closed event, a new top document, our
+    /// release went through).
     pub(super) fn unblock_page(&mut self) {
-        self.page_blocked = false;
+        self.unseen_blocks.clear();
         self.timers.cancel(&Timer::PageBlockedRelease);
+    }
+
+    /// `frame` is free again (its session answered `Page.enable`, or went
+    /// away); the page is, once no other frame is blocked.
+    pub(super) fn unblock_frame(&mut self, frame: &FrameId) {
+        self.unseen_blocks.retain(|f| f != frame);
+        if self.unseen_blocks.is_empty() {
+            self.timers.cancel(&Timer::PageBlockedRelease);
+        }
+    }
+
+    /// No session is waited on for its `Page.enable` any more (the
+    /// connection or the page went away).
+    pub(super) fn cancel_enable_graces(&mut self) {
+        self.timers.cancel(&Timer::PageEnableGrace);
+        self.timers
+            .cancel_where(|t| matches!(t, Timer::OopifEnableGrace(_)));
     }
 }
 

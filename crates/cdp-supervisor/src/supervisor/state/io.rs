@@ -160,7 +160,8 @@ impl ReplyError {
 pub enum Purpose {
     /// Domain enables, auto-attach, resume: only a failure is worth a log line.
     Setup,
-    /// `Page.enable` on the page session: its reply proves the page is not blocked.
+    /// `Page.enable` on a page or OOPIF session: its reply proves that no
+    /// dialog blocks the session's renderer.
     PageEnable,
     /// `Page.getFrameTree` on a session.
     FrameTree,

@@ -194,8 +194,14 @@ pub struct State {
     timers: timers::Timers,
     /// The navigations the policy stopped.
     blocked: blocking::Blocked,
-    /// Blocked by a dialog opened before we attached (`Page.enable` unanswered).
-    page_blocked: bool,
+    /// The frames a dialog opened before we attached blocks: their
+    /// session's `Page.enable` went unanswered past the grace (the top
+    /// frame's, or an OOPIF's that existed when we attached).
+    /// `page_blocked` is "any".
+    unseen_blocks: Vec<FrameId>,
+    /// When the page was last attached: an OOPIF adopted within the grace
+    /// after it existed before us, and may be blocked by a dialog we never saw.
+    attached_at: Option<Instant>,
 }
 
 impl State {
@@ -211,7 +217,8 @@ impl State {
             console: Default::default(),
             timers: Default::default(),
             blocked: Default::default(),
-            page_blocked: false,
+            unseen_blocks: Vec::new(),
+            attached_at: None,
         }
     }
 
@@ -266,9 +273,10 @@ impl State {
         self.dialogs.in_flight()
     }
 
-    /// Whether the page is blocked by a dialog opened before we attached.
+    /// Whether the page is blocked by a dialog opened before we attached
+    /// (in its top frame or in an OOPIF that was there when we attached).
     pub fn page_blocked(&self) -> bool {
-        self.page_blocked
+        !self.unseen_blocks.is_empty()
     }
 
     /// The page's title as last heard (`Target.targetInfoChanged`, or
@@ -314,9 +322,8 @@ impl State {
     /// (`closed_by: "remote"`), and it blocks nothing any more. The
     /// sessions stay: Chromium keeps them, and a navigation reloads the tab.
     pub fn renderer_crashed(&mut self, now: Now) {
-        self.page_blocked = false;
-        self.timers.cancel(&Timer::PageEnableGrace);
-        self.timers.cancel(&Timer::PageBlockedRelease);
+        self.unblock_page();
+        self.cancel_enable_graces();
         self.close_all_dialogs(now);
     }
 
@@ -353,6 +360,13 @@ impl State {
         now: Now,
     ) {
         let top = FrameId(target_id.0.clone());
+        // A top frame found blocked stays so until its new Page.enable
+        // answers; an OOPIF's block is found again by its own grace.
+        self.unseen_blocks.retain(|f| *f == top);
+        if self.unseen_blocks.is_empty() {
+            self.timers.cancel(&Timer::PageBlockedRelease);
+        }
+        self.attached_at = Some(now.instant);
         // A fresh tree (after a reconnect, the last one seen was kept until now).
         self.frames.reset(top, url, &session_id);
         self.navs.reset();
@@ -378,7 +392,7 @@ impl State {
     /// The driver still owes a reply for every command in flight.
     pub fn connection_lost(&mut self) {
         self.targets.connection_lost();
-        self.timers.cancel(&Timer::PageEnableGrace);
+        self.cancel_enable_graces();
         self.dialogs.connection_lost();
     }
 
@@ -514,7 +528,7 @@ impl State {
                     self.frames.set_top_loader(&l.frame_id, l.loader_id);
                 }
             }
-            Event::AttachedToTarget(a) => self.on_attached(session_id, a),
+            Event::AttachedToTarget(a) => self.on_attached(session_id, a, now),
             Event::DetachedFromTarget(d) => self.on_session_gone(&d.session_id, now),
             Event::TargetInfoChanged(t) => {
                 if Some(&t.target_info.target_id) == self.targets.top_target() {
@@ -553,6 +567,7 @@ impl State {
         &mut self,
         parent: Option<&SessionId>,
         a: crate::cdp::protocol::AttachedToTarget,
+        now: Now,
     ) {
         let intercept = intercept(&self.opts);
         match self.targets.adopt(parent, &a, intercept, &mut self.out) {
@@ -582,6 +597,21 @@ impl State {
                 if let Some(p) = &a.target_info.parent_frame_id {
                     self.frames.set_parent(&frame_id, p);
                 }
+                // An OOPIF that was there when we attached may show a dialog
+                // we never saw: Chromium replays none, and its session then
+                // answers nothing. One that appears later opens its dialogs
+                // in front of us; a busy renderer must not be taken for a
+                // blocked one (an auto policy would navigate the page).
+                let grace = self.opts.page_enable_grace;
+                if self
+                    .attached_at
+                    .is_some_and(|at| now.instant.saturating_duration_since(at) < grace)
+                {
+                    self.timers.set(
+                        Timer::OopifEnableGrace(a.session_id.clone()),
+                        now.instant.checked_add(grace),
+                    );
+                }
             }
         }
     }
@@ -591,9 +621,8 @@ impl State {
             return;
         };
         if was_top {
-            self.page_blocked = false;
-            self.timers.cancel(&Timer::PageEnableGrace);
-            self.timers.cancel(&Timer::PageBlockedRelease);
+            self.unblock_page();
+            self.cancel_enable_graces();
             for f in self.frames.clear() {
                 self.out
                     .watch_notice(|| Notice::FrameDetached { frame_id: f.0 });
@@ -604,7 +633,11 @@ impl State {
             });
             return;
         }
-        // An OOPIF's session: its frames (those it still reports) go with it.
+        // An OOPIF's session: its frames (those it still reports) go with
+        // it, and a block we found in it.
+        self.timers
+            .cancel(&Timer::OopifEnableGrace(session.clone()));
+        self.unblock_frame(&FrameId(target.0.clone()));
         for f in self.frames.of_session(session) {
             let gone = self.frames.remove_subtree(&f, &mut self.out);
             self.close_dialogs_in(&gone, None, now);
@@ -641,7 +674,7 @@ impl State {
             ended.push(frame.id.clone());
             self.close_dialogs_in(&ended, by, now);
         }
-        if is_top && self.page_blocked {
+        if is_top && self.page_blocked() {
             self.unblock_page();
         }
     }
@@ -664,9 +697,16 @@ impl State {
             }
             Purpose::Release => self.release_replied(result, now),
             Purpose::PageEnable => {
-                if result.is_ok() && self.targets.is_top(target.session()) {
-                    self.timers.cancel(&Timer::PageEnableGrace);
-                    self.unblock_page();
+                // The session answers: no dialog blocks its renderer.
+                if let (Ok(_), Some(s)) = (&result, target.session())
+                    && let Some(frame) = self.targets.frame_of(s)
+                {
+                    if self.targets.is_top(Some(s)) {
+                        self.timers.cancel(&Timer::PageEnableGrace);
+                    } else {
+                        self.timers.cancel(&Timer::OopifEnableGrace(s.clone()));
+                    }
+                    self.unblock_frame(&frame);
                 }
             }
             Purpose::FrameTree => {
@@ -724,7 +764,7 @@ impl State {
     fn live(&self, t: &Timer) -> bool {
         match t {
             Timer::Dialog(id) => self.dialogs.idle(id),
-            Timer::PageEnableGrace | Timer::PageBlockedRelease => true,
+            Timer::PageEnableGrace | Timer::OopifEnableGrace(_) | Timer::PageBlockedRelease => true,
         }
     }
 
@@ -748,7 +788,12 @@ impl State {
             for t in due {
                 match t {
                     Timer::Dialog(id) => self.dialog_due(&id, now),
-                    Timer::PageEnableGrace => self.page_enable_overdue(now),
+                    Timer::PageEnableGrace => {
+                        if let Some(s) = self.targets.top_session().cloned() {
+                            self.page_enable_overdue(&s, now);
+                        }
+                    }
+                    Timer::OopifEnableGrace(s) => self.page_enable_overdue(&s, now),
                     Timer::PageBlockedRelease => {
                         let by = match self.opts.policy.as_uniform() {
                             Some(DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept) => {
@@ -790,7 +835,8 @@ impl State {
             title: self.targets.title().clone(),
             frame_tree: self.frames.view(&self.targets),
             console_errors: self.console.entries(),
-            page_blocked: self.page_blocked,
+            page_blocked: self.page_blocked(),
+            blocked_frame_ids: self.unseen_blocks.iter().map(|f| f.0.clone()).collect(),
             pending_dialogs: Default::default(),
             recent_dialogs: Default::default(),
             blocked_navigations: Default::default(),

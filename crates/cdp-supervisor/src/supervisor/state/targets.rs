@@ -275,12 +275,7 @@ impl Targets {
             }),
             Purpose::Setup,
         );
-        let enable = if child {
-            Purpose::Setup
-        } else {
-            Purpose::PageEnable
-        };
-        out.send(s(), "Page.enable", json!({}), enable);
+        out.send(s(), "Page.enable", json!({}), Purpose::PageEnable);
         // A file input's chooser becomes a pending dialog
         // (`Page.fileChooserOpened`) instead of a native window nobody sees.
         out.send(

@@ -2,6 +2,7 @@
 //! str0m's `poll_timeout`. Adding a wakeup is adding a variant here and its
 //! arm in [`super::State::handle_timeout`].
 
+use crate::cdp::protocol::SessionId;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -14,6 +15,10 @@ pub enum Timer {
     /// `Page.enable` on the page session has gone unanswered this long: the
     /// page is blocked by a dialog we never saw.
     PageEnableGrace,
+    /// `Page.enable` on the session of an OOPIF that was there when we
+    /// attached has gone unanswered this long: a dialog we never saw blocks
+    /// its renderer.
+    OopifEnableGrace(SessionId),
     /// Release a page blocked by a dialog we never saw (navigate it).
     PageBlockedRelease,
 }
@@ -41,6 +46,14 @@ impl Timers {
         self.at.remove(timer);
         if self.at.is_empty() {
             // An emptied map keeps its root node (~0.5 KiB) otherwise.
+            self.at = BTreeMap::new();
+        }
+    }
+
+    /// Disarms every timer `which` accepts.
+    pub fn cancel_where(&mut self, which: impl Fn(&Timer) -> bool) {
+        self.at.retain(|t, _| !which(t));
+        if self.at.is_empty() {
             self.at = BTreeMap::new();
         }
     }
