@@ -1025,7 +1025,14 @@ impl AgentSession {
         };
         // The outline first: it may take a while (a big page), and the
         // dialogs and tabs read after it are the fresher for it.
-        let outline = if page { s.page_outline().await } else { None };
+        let mut outline = if page { s.page_outline().await } else { None };
+        if let Some(o) = &outline
+            && !s.outline_agrees(o).await
+        {
+            // A dialog opened or closed while it was read: once more, so
+            // that it agrees with the dialogs shown beside it.
+            outline = s.page_outline().await;
+        }
         let mut v = snapshot_json(&s).await;
         if let Some(o) = outline {
             v["page"] = json!(o.text);

@@ -7,7 +7,7 @@ use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     CONSOLE_ERRORS_MAX, DEFAULT_DIALOG_TIMEOUT, FRAME_TREE_MAX_ENTRIES, FRAMES_TRACKED_MAX, Notice,
-    Options, Output, PAGE_ENABLE_GRACE, Purpose, RouteError,
+    OOPIF_RELEASE_MIN, Options, Output, PAGE_ENABLE_GRACE, Purpose, RouteError,
 };
 use serde_json::json;
 use state_support::*;
@@ -596,12 +596,39 @@ fn a_blocked_oopif_under_an_auto_policy_is_released_at_once() {
     h.reply_ok("S1", Purpose::PageEnable, json!({}));
     h.attach_blocked_oopif("S1", "F9", "S9");
     h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(h.snap().page_blocked);
+    // Not at once: a frame busy running a script looks the same.
+    let cmds = h.sends();
+    assert!(
+        !cmds.iter().any(|c| c.method == "Page.navigate"),
+        "{cmds:?}"
+    );
+    h.fire_after(OOPIF_RELEASE_MIN);
     let cmds = h.sends();
     assert!(
         cmds.iter()
             .any(|c| c.method == "Page.navigate" && c.target == on("S1")),
         "{cmds:?}"
     );
+}
+
+/// Found by a helper: an OOPIF busy in a 6 s loop when we attached was
+/// taken for one a dialog blocks, and under auto_dismiss the page was
+/// reloaded at once (the user's state lost). Its late answer now clears
+/// the block before any release.
+#[test]
+fn a_busy_oopif_at_attach_answers_late_and_nothing_is_navigated() {
+    let mut h = H::new(AutoDismiss);
+    h.attach_page(&top_tree(&[]));
+    h.reply_ok("S1", Purpose::PageEnable, json!({}));
+    h.attach_blocked_oopif("S1", "F9", "S9");
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(h.snap().page_blocked);
+    h.advance(Duration::from_secs(5));
+    h.reply_ok("S9", Purpose::PageEnable, json!({}));
+    assert!(!h.snap().page_blocked);
+    assert_eq!(h.st.poll_timeout(), None, "no release left armed");
+    assert!(!h.sends().iter().any(|c| c.method == "Page.navigate"));
 }
 
 #[test]

@@ -124,6 +124,10 @@ pub struct PageOutline {
     pub frame_refs: BTreeMap<String, String>,
     /// How many lines the text has.
     pub lines: usize,
+    /// The frames it could not read because a dialog blocks them (or one
+    /// we never saw: `page_blocked`), sorted; see
+    /// [`Supervisor::outline_agrees`].
+    pub blocked_frames: Vec<String>,
 }
 
 /// Why an action was not done; its text is the agent's.
@@ -549,20 +553,32 @@ fn blocked_frames(snap: &Snapshot, frames: &[FrameInfo]) -> HashSet<String> {
         .collect()
 }
 
-/// What frees a renderer blocked by a dialog we never saw (`page_blocked`).
-const UNSEEN_REMEDY: &str = "that dialog opened before the supervisor attached and cannot be answered (page_blocked: true): only navigating releases it (browser_navigate, e.g. to the current URL)";
+/// What frees a renderer a dialog blocks, said to the agent: answering it.
+const ANSWER_REMEDY: &str = "answer the dialog with browser_dialog first";
+/// … when Chromium refuses to answer it (`answerable: false`).
+const REFUSED_REMEDY: &str = "Chromium refuses to answer that dialog (answerable: false): only navigating releases it (browser_navigate, e.g. to the current URL)";
+/// … when it is one we never saw (`page_blocked`). A script running for
+/// seconds at attach looks the same to Chromium's protocol, so the text
+/// says so: an agent should not reload a page on our guess alone.
+const UNSEEN_REMEDY: &str = "it answered nothing for 1.5 s after the supervisor attached: a dialog that opened before the supervisor attached blocks it and cannot be answered (page_blocked: true), unless a long script is running there (then page_blocked clears by itself); only navigating releases it (browser_navigate, e.g. to the current URL)";
 
-/// What frees `frame_id`, one of [`blocked_frames`], said to the agent:
-/// answering its dialog, or, when a dialog we never saw blocks its renderer
-/// (`page_blocked`: Chromium will not answer that one), navigating the page.
+/// What frees the renderer of `frame_id`, one of [`blocked_frames`]:
+/// answering its dialog; navigating, when Chromium refuses to answer it or
+/// it is one we never saw.
 fn remedy(snap: &Snapshot, frames: &[FrameInfo], frame_id: &str) -> &'static str {
     let host = |id: &str| frames.iter().find(|f| f.frame_id == id).map(|f| &f.host);
-    let unseen =
-        host(frame_id).is_some_and(|h| snap.blocked_frame_ids.iter().any(|b| host(b) == Some(h)));
-    if unseen {
-        UNSEEN_REMEDY
-    } else {
-        "answer the dialog with browser_dialog"
+    let Some(h) = host(frame_id) else {
+        return ANSWER_REMEDY;
+    };
+    let mut known = snap.pending_dialogs.iter().filter(|d| {
+        d.dialog_type != DialogType::FileChooser && d.frame_id.as_deref().and_then(host) == Some(h)
+    });
+    match known.clone().next() {
+        Some(_) if known.any(|d| d.answerable) => ANSWER_REMEDY,
+        Some(_) => REFUSED_REMEDY,
+        None if snap.blocked_frame_ids.iter().any(|b| host(b) == Some(h)) => UNSEEN_REMEDY,
+        // A dialog of a related tab (a same-site popup's).
+        None => ANSWER_REMEDY,
     }
 }
 
@@ -631,7 +647,7 @@ impl Supervisor {
         let conn = self.connection()?;
         let (_, page) = self.route(None, None, false).await.ok()?;
         let mut attempt = 0;
-        let (frames, docs) = loop {
+        let (frames, docs, blocked) = loop {
             attempt += 1;
             let snap = self.snapshot();
             let frames = frames_of(&snap.frame_tree, &page);
@@ -672,7 +688,7 @@ impl Supervisor {
                     Err("not read: under a frame that could not be read".to_owned())
                 } else if let Some(remedy) = blocked {
                     Err(format!(
-                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read; {remedy}, then call browser_snapshot again",
+                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read: {remedy}, then call browser_snapshot again",
                         f.frame_id, f.url
                     ))
                 } else {
@@ -724,7 +740,7 @@ impl Supervisor {
                         .zip(owner),
                 })
                 .collect();
-            break (frames, docs);
+            break (frames, docs, blocked);
         };
         let tab = frames.first()?.frame_id.clone();
         let pos: HashMap<&str, usize> = frames
@@ -735,7 +751,9 @@ impl Supervisor {
         let mut tables = self.ref_tables();
         let t = tables.tabs.entry(tab).or_default();
         t.first_of_last = t.next + 1;
-        let (outline, refs) = render(&docs, &mut t.next);
+        let (mut outline, refs) = render(&docs, &mut t.next);
+        outline.blocked_frames = blocked.into_iter().collect();
+        outline.blocked_frames.sort_unstable();
         t.nodes = refs
             .into_iter()
             .map(|(r, at)| {
@@ -749,6 +767,23 @@ impl Supervisor {
             })
             .collect();
         Some(outline)
+    }
+
+    /// Whether the frames a dialog blocks now are the ones `outline` was
+    /// read with. When they are not, its text says a frame is blocked that
+    /// is not, or read one that now is: shown beside the dialogs of now,
+    /// a snapshot would contradict itself (a helper saw it for ~60 ms after
+    /// each dialog opened or closed).
+    pub async fn outline_agrees(&self, outline: &PageOutline) -> bool {
+        let Ok((_, page)) = self.route(None, None, false).await else {
+            return true;
+        };
+        let snap = self.snapshot();
+        let mut now: Vec<String> = blocked_frames(&snap, &frames_of(&snap.frame_tree, &page))
+            .into_iter()
+            .collect();
+        now.sort_unstable();
+        now == outline.blocked_frames
     }
 
     /// The node `r` names in the current tab's last outline, checked to be
@@ -815,7 +850,7 @@ impl Supervisor {
         let frames = frames_of(&snap.frame_tree, &page);
         if blocked_frames(&snap, &frames).contains(&node.frame_id) {
             return Err(ActError::Element(format!(
-                "a JavaScript dialog blocks the frame of ref {r}, so the element cannot be reached (nothing was done); {} first",
+                "a JavaScript dialog blocks the frame of ref {r}, so the element cannot be reached (nothing was done): {}",
                 remedy(&snap, &frames, &node.frame_id)
             )));
         }
@@ -1141,20 +1176,21 @@ impl Supervisor {
             .iter()
             .find(|t| t.current)
             .map(|t| t.target_id.clone());
-        let known = snap.pending_dialogs.iter().any(|d| {
+        // Not connected: said as such, not as a dialog we last knew of.
+        let (_, page) = self.route(None, None, false).await?;
+        let mut known = snap.pending_dialogs.iter().filter(|d| {
             d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
         });
-        if known || snap.page_blocked {
-            let remedy = if known {
-                "answer the dialog with browser_dialog"
-            } else {
-                UNSEEN_REMEDY
-            };
+        let remedy = match known.clone().next() {
+            Some(_) if known.any(|d| d.answerable) => Some(ANSWER_REMEDY),
+            Some(_) => Some(REFUSED_REMEDY),
+            None => snap.page_blocked.then_some(UNSEEN_REMEDY),
+        };
+        if let Some(remedy) = remedy {
             return Err(ActError::Element(format!(
-                "a JavaScript dialog blocks the page, so the key {key:?} would be lost (nothing was pressed); {remedy} first"
+                "a JavaScript dialog blocks the page, so the key {key:?} would be lost (nothing was pressed): {remedy}"
             )));
         }
-        let (_, page) = self.route(None, None, false).await?;
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
         let result = json!({"pressed": key});
@@ -1523,6 +1559,75 @@ mod tests {
             "- RootWebArea \"Top\"\n  - Iframe\n    - frame F: a dialog blocks it"
         );
         assert!(refs.is_empty() && o.frame_refs.is_empty());
+    }
+
+    /// A helper saw the outline tell the agent to answer with browser_dialog
+    /// a dialog Chromium refuses (`answerable: false`), and, for one we
+    /// never saw, a remedy browser_dialog cannot give.
+    #[test]
+    fn each_blocked_frame_is_given_the_remedy_that_frees_it() {
+        use crate::supervisor::snapshot::{ChildFrame, PendingDialog, TopFrame};
+        use std::sync::Arc;
+        let tree = FrameTreeView {
+            top: Some(Arc::new(TopFrame {
+                frame_id: "T".into(),
+                url: "http://a.test/".into(),
+                origin: "http://a.test".into(),
+            })),
+            children: vec![Arc::new(ChildFrame {
+                frame_id: "F".into(),
+                url: "http://b.test/".into(),
+                origin: "http://b.test".into(),
+                parent_frame_id: "T".into(),
+                is_oopif: true,
+                session_id: Some("S9".into()),
+            })],
+            truncated: false,
+        };
+        let dialog = |frame: &str, answerable: bool| {
+            Arc::new(PendingDialog {
+                id: "d-1".into(),
+                dialog_type: DialogType::Alert,
+                message: String::new(),
+                default_prompt: String::new(),
+                opened_at: 0.0,
+                frame_id: Some(frame.into()),
+                url: String::new(),
+                answerable,
+                mode: None,
+                target_id: Some("T".into()),
+            })
+        };
+        let snap = |dialogs: Vec<Arc<PendingDialog>>, unseen: &[&str]| Snapshot {
+            frame_tree: Arc::new(tree.clone()),
+            pending_dialogs: dialogs.into_iter().collect(),
+            page_blocked: !unseen.is_empty(),
+            blocked_frame_ids: unseen.iter().map(|f| f.to_string()).collect(),
+            ..Snapshot::default()
+        };
+        let frames = frames_of(&tree, &SessionId::from("S1"));
+        let blocked = |s: &Snapshot| {
+            let mut b: Vec<String> = blocked_frames(s, &frames).into_iter().collect();
+            b.sort();
+            b
+        };
+        // A dialog in the OOPIF: that frame only, answered with browser_dialog.
+        let s = snap(vec![dialog("F", true)], &[]);
+        assert_eq!(blocked(&s), ["F"]);
+        assert_eq!(remedy(&s, &frames, "F"), ANSWER_REMEDY);
+        // One Chromium refuses: only navigating frees it.
+        let s = snap(vec![dialog("T", false)], &[]);
+        assert_eq!(blocked(&s), ["T"]);
+        assert_eq!(remedy(&s, &frames, "T"), REFUSED_REMEDY);
+        // One we never saw in the OOPIF: the top is read, the OOPIF is not.
+        let s = snap(vec![], &["F"]);
+        assert_eq!(blocked(&s), ["F"]);
+        assert_eq!(remedy(&s, &frames, "F"), UNSEEN_REMEDY);
+        // Both: each frame its own remedy.
+        let s = snap(vec![dialog("T", true)], &["F"]);
+        assert_eq!(blocked(&s), ["F", "T"]);
+        assert_eq!(remedy(&s, &frames, "T"), ANSWER_REMEDY);
+        assert_eq!(remedy(&s, &frames, "F"), UNSEEN_REMEDY);
     }
 
     #[test]

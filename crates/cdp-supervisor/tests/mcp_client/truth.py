@@ -18,6 +18,11 @@ the way an agent sees the product:
                                 reads the top and says the OOPIF cannot be read,
                                 browser_dialog and key presses name the remedy,
                                 and browser_navigate releases the OOPIF
+  busy_oopif_at_attach_is_not_reloaded
+                                an OOPIF busy in a 4 s script when a server
+                                under auto_dismiss attaches looks blocked for a
+                                while, but the page is not reloaded: its state
+                                is kept and page_blocked clears by itself
   interrupted_evaluate_runs_once
                                 an evaluate a dialog blocks is a tool error with
                                 a call_id, its result comes once in
@@ -136,7 +141,8 @@ def site_pages(port: int) -> dict[str, str]:
             "<p>frame on the other site</p>",
             'function openConfirm() { const r = confirm("confirm from oopif");'
             ' parent.postMessage("oopif-result:" + r, "*"); }'
-            ' function openAlert() { alert("alert from oopif"); }',
+            ' function openAlert() { alert("alert from oopif"); }'
+            ' function busy(ms) { const t = Date.now(); while (Date.now() < t + ms) {} }',
         ),
         "/leave.html": page(
             "leave page",
@@ -418,6 +424,46 @@ async def first_call_sees_an_oopif_blocked_before_attach(sc: Scenario, binary: s
                 sc.expect(False, f"server #1 still lists the OOPIF's alert as pending ({snap.get('pending_dialogs')})")
                 break
             await anyio.sleep(0.1)
+
+
+async def busy_oopif_at_attach_is_not_reloaded(sc: Scenario, binary: str) -> None:
+    # Found by a helper: a busy OOPIF was taken for a blocked one, and
+    # auto_dismiss reloaded the user's page at once (its state lost).
+    port = await start_site(sc, site_pages)
+    chromium = await launch_chromium(sc, "2b")
+    top = f"http://127.0.0.1:{port}/top.html"
+    async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as one:
+        nav = await call(one.client, "browser_navigate", {"url": top})
+        sc.check(nav.get("status") == "loaded", f"server #1 navigates to top.html ({nav.get('status')})")
+        snap = await snapshot(one.client)
+        oopifs = [c for c in snap["frame_tree"]["children"] if c.get("is_oopif")]
+        sc.check(len(oopifs) == 1, f"top.html has one OOPIF ({snap['frame_tree']})")
+        await evaluate(one.client, "window.marker = 'kept'")
+        v = await evaluate(one.client, 'setTimeout(() => busy(4000), 0); "scheduled"', oopifs[0]["frame_id"])
+        sc.check(v == "scheduled", f"the OOPIF starts a 4 s script ({v!r})")
+        env = {"CDP_SUPERVISOR_BROWSER__DIALOG_POLICY": "auto_dismiss"}
+        async with mcp_server(sc, binary, "s2", ["--cdp-url", chromium.http_url], env=env) as two:
+            c = two.client
+            r = await call_raw(c, "browser_snapshot")
+            sc.check(not r.is_error and r.data is not None, f"server #2's first browser_snapshot succeeds ({r.text[:300]})")
+            first = r.data
+            sc.log(f"server #2's first snapshot ({r.seconds:.2f} s): page_blocked {first.get('page_blocked')}")
+            if first.get("page_blocked"):
+                sc.expect("unless a long script is running" in (first.get("page") or ""),
+                          f"the outline says it may be a script, not only a dialog ({(first.get('page') or '')[:600]!r})")
+            deadline = time.monotonic() + 20
+            while True:
+                snap = await snapshot(c)
+                if snap.get("page_blocked") is False:
+                    break
+                if time.monotonic() > deadline:
+                    sc.expect(False, "page_blocked clears once the script ends")
+                    break
+                await anyio.sleep(0.2)
+            marker = await evaluate(c, "window.marker")
+            sc.expect(marker == "kept", f"the page was not reloaded: its state is kept ({marker!r})")
+            sc.expect(snap.get("page_blocked") is False and not snap.get("pending_dialogs"),
+                      f"then nothing is blocked or pending ({snap.get('page_blocked')}, {snap.get('pending_dialogs')})")
 
 
 # --- 3. an interrupted evaluate runs once and is delivered once ------------------------
@@ -989,6 +1035,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "title_after_each_dialog": title_after_each_dialog,
     "first_call_snapshot_sees_blocked_page": first_call_snapshot_sees_blocked_page,
     "first_call_sees_an_oopif_blocked_before_attach": first_call_sees_an_oopif_blocked_before_attach,
+    "busy_oopif_at_attach_is_not_reloaded": busy_oopif_at_attach_is_not_reloaded,
     "interrupted_evaluate_runs_once": interrupted_evaluate_runs_once,
     "snapshot_during_stalled_rebind": snapshot_during_stalled_rebind,
     "connect_to_dead_endpoint_keeps_old": connect_to_dead_endpoint_keeps_old,
@@ -1003,7 +1050,8 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
 # the CPU: the stalled rebind alone.
 PHASES = [
     ["snapshot_before_browser_has_note", "first_call_snapshot_sees_blocked_page", "connect_to_dead_endpoint_keeps_old",
-     "frame_tree_after_page_changes", "first_call_sees_an_oopif_blocked_before_attach"],
+     "frame_tree_after_page_changes", "first_call_sees_an_oopif_blocked_before_attach",
+     "busy_oopif_at_attach_is_not_reloaded"],
     ["title_after_each_dialog", "interrupted_evaluate_runs_once", "browser_gone_is_said_not_hidden",
      "frame_tree_after_back_forward_cache", "urls_and_tab_titles_after_page_changes"],
     ["snapshot_during_stalled_rebind"],

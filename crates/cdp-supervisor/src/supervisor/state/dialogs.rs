@@ -9,7 +9,8 @@
 
 use super::{
     ANSWERS_AFTER_CLOSE_MAX, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, DialogRequest,
-    Notice, Now, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target, Timer, cut,
+    Notice, Now, OOPIF_RELEASE_MIN, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target,
+    Timer, cut,
 };
 use crate::cdp::protocol::{
     DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FileChooserOpened, FrameId,
@@ -811,10 +812,15 @@ impl State {
         }
         // The blocking dialog's type is unknown: released at once only when
         // no type waits for an answer.
-        let wait = match self.opts.policy.as_uniform() {
+        let mut wait = match self.opts.policy.as_uniform() {
             Some(DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept) => std::time::Duration::ZERO,
             _ => self.opts.dialog_timeout,
         };
+        if frames.is_some() {
+            // An OOPIF: the top is usable meanwhile, and a renderer busy
+            // for seconds looks the same as a blocked one.
+            wait = wait.max(OOPIF_RELEASE_MIN);
+        }
         self.timers
             .set(Timer::PageBlockedRelease, now.instant.checked_add(wait));
         self.out.notice(Notice::PageBlocked);

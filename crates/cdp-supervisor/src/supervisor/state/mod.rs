@@ -115,6 +115,13 @@ pub const DEFAULT_DIALOG_TIMEOUT: Duration = Duration::from_secs(300);
 /// call the page blocked by a dialog we never saw (an idle page answers in
 /// milliseconds; a blocked one never does).
 pub const PAGE_ENABLE_GRACE: Duration = Duration::from_millis(1_500);
+/// The soonest a page is navigated to release an OOPIF found blocked by a
+/// dialog we never saw, whatever the policy: a frame busy running a script
+/// for seconds when we attach answers nothing either, and releasing it
+/// would reload the user's page for nothing (a helper's 6 s loop was
+/// taken for a dialog, and auto_dismiss reloaded the page at once). A
+/// blocked OOPIF leaves the top usable meanwhile.
+pub const OOPIF_RELEASE_MIN: Duration = Duration::from_secs(10);
 
 /// What each session's one `Fetch.enable` pauses under `opts`.
 fn intercept(opts: &Options) -> Intercept<'_> {
