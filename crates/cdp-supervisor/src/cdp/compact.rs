@@ -22,6 +22,7 @@ const SHORT_STRING: usize = 32;
 /// The index of the first byte at or after `from` that ends or interrupts
 /// a string's plain run: `"`, `\` or a control character (< 0x20, which
 /// serde_json refuses in strings). `None` when there is none.
+#[inline]
 pub fn string_stop(b: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
@@ -29,7 +30,8 @@ pub fn string_stop(b: &[u8], from: usize) -> Option<usize> {
     // may be flagged too, by the borrow), so its lowest flag is the answer.
     let below = |v: u64, n: u8| v.wrapping_sub(ONES * u64::from(n)) & !v & HIGH;
     let mut j = from;
-    while j + 8 <= b.len().min(from + SHORT_STRING) {
+    let short_end = b.len().min(from + SHORT_STRING);
+    while j + 8 <= short_end {
         let v = u64::from_le_bytes(b[j..j + 8].try_into().expect("8 bytes"));
         let m = below(v ^ (ONES * u64::from(b'"')), 1)
             | below(v ^ (ONES * u64::from(b'\\')), 1)
