@@ -726,13 +726,14 @@ impl Supervisor {
             None => self.route(None, target_id, false).await,
         };
         let Ok((conn, session)) = routed else { return };
+        let before = self.dialogs_before();
         let probe = conn.send(
             Some(&session),
             "Runtime.evaluate",
             json!({"expression": "0"}),
             within,
         );
-        let _ = self.race_dialogs(probe, false).await;
+        let _ = self.race_dialogs_since(before, probe, false).await;
         // The probe's reply came straight to us: what the script did before
         // it (a tab it opened) must be in the snapshot the caller reads next.
         self.caught_up().await;
@@ -797,8 +798,10 @@ impl Supervisor {
         let keep = timeout.saturating_add(self.shared.dialog_timeout);
         // Through the driver and the core: in wire order with the events, so
         // the core knows which navigations (and closed dialogs) it causes.
+        let before = self.dialogs_before();
         let reply = self.send_agent(Target::Session(session), method, params, keep);
-        self.interruptible(
+        self.interruptible_since(
+            before,
             method,
             async move { reply.await.map_err(CdpCallError::from) },
             timeout,
@@ -826,6 +829,22 @@ impl Supervisor {
     where
         F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
     {
+        self.interruptible_since(self.dialogs_before(), method, work, timeout)
+            .await
+    }
+
+    /// [`Supervisor::interruptible`] for `work` whose command went out
+    /// after `since` ([`Supervisor::dialogs_before`]) was taken.
+    pub(crate) async fn interruptible_since<F>(
+        &self,
+        since: DialogsBefore,
+        method: &str,
+        work: F,
+        timeout: Duration,
+    ) -> Result<CallOutcome, CdpCallError>
+    where
+        F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
+    {
         let mut reply = Box::pin(work);
         let own_deadline = async {
             tokio::select! {
@@ -833,7 +852,7 @@ impl Supervisor {
                 () = tokio::time::sleep(timeout) => None,
             }
         };
-        let pending_dialogs = match self.race_dialogs(own_deadline, true).await {
+        let pending_dialogs = match self.race_dialogs_since(since, own_deadline, true).await {
             Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
             Ok(None) => {
                 let s = self.snapshot();
@@ -1047,8 +1066,9 @@ impl Supervisor {
     pub async fn close_tab(&self, target_id: &str, timeout: Duration) -> Result<(), CdpCallError> {
         let (_conn, session) = self.route(None, Some(target_id), true).await?;
         let mut snaps = self.subscribe();
+        let before = self.dialogs_before();
         let reply = self.send_agent(Target::Session(session), "Page.close", json!({}), timeout);
-        match self.race_dialogs(reply, false).await {
+        match self.race_dialogs_since(before, reply, false).await {
             // Between documents (a tab just created on about:blank and sent
             // to its URL) Chromium's page answers "Not attached to an active
             // page"; there is no beforeunload to run then: close the target.
@@ -1174,11 +1194,33 @@ impl Supervisor {
         })
     }
 
+    /// The dialogs pending now, for [`Supervisor::race_dialogs_since`]:
+    /// take it **before** sending the command a dialog may block. A
+    /// dialog the command opens at once can be published before the race
+    /// first looks; counted as already there, it was missed, and a
+    /// navigation to a page that asks `beforeunload` waited out its 30 s
+    /// (seen in CI under load).
+    pub(crate) fn dialogs_before(&self) -> DialogsBefore {
+        let mut snaps = self.subscribe();
+        let (ids, blocked) = {
+            let s = snaps.borrow_and_update();
+            let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
+            let blocked = s.pending_dialogs.iter().any(blocks) || s.page_blocked;
+            (ids, blocked)
+        };
+        DialogsBefore {
+            snaps,
+            ids,
+            blocked,
+        }
+    }
+
     /// Runs `fut` unless a dialog blocks the page first: a new pending
     /// dialog (under an auto policy, only one the policy could not answer),
     /// or — when `existing_block` and one already blocked the page at the
     /// start — no result within [`BLOCKED_CALL_GRACE`]. `Err` carries the
-    /// pending dialogs.
+    /// pending dialogs. For a `fut` whose command is already sent, use
+    /// [`Supervisor::race_dialogs_since`].
     pub(crate) async fn race_dialogs<F, T>(
         &self,
         fut: F,
@@ -1187,13 +1229,26 @@ impl Supervisor {
     where
         F: Future<Output = T>,
     {
-        let mut snaps = self.subscribe();
-        let (before, blocked_at_start) = {
-            let s = snaps.borrow_and_update();
-            let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
-            let blocked = s.pending_dialogs.iter().any(blocks) || s.page_blocked;
-            (ids, blocked)
-        };
+        self.race_dialogs_since(self.dialogs_before(), fut, existing_block)
+            .await
+    }
+
+    /// [`Supervisor::race_dialogs`], "new" and "at the start" meaning
+    /// since `since` ([`Supervisor::dialogs_before`]).
+    pub(crate) async fn race_dialogs_since<F, T>(
+        &self,
+        since: DialogsBefore,
+        fut: F,
+        existing_block: bool,
+    ) -> Result<T, List<PendingDialog>>
+    where
+        F: Future<Output = T>,
+    {
+        let DialogsBefore {
+            mut snaps,
+            ids: before,
+            blocked: blocked_at_start,
+        } = since;
         let policy = self.shared.policy;
         let auto = |d: &Arc<PendingDialog>| {
             policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
@@ -1286,13 +1341,17 @@ impl Supervisor {
         let mut notices = self.notices();
         // A navigation is how a crashed tab is reloaded.
         let (conn, session) = self.route(None, None, true).await?;
+        // Before sending: a dialog it opens (a beforeunload, an alert while
+        // loading) is new to both races below, however soon it shows.
+        let before = self.dialogs_before();
         let reply = self.send_agent(
             Target::Session(session.clone()),
             "Page.navigate",
             json!({"url": url}),
             timeout,
         );
-        let v = match tokio::time::timeout_at(deadline, self.race_dialogs(reply, false)).await {
+        let sent = self.race_dialogs_since(before.clone(), reply, false);
+        let v = match tokio::time::timeout_at(deadline, sent).await {
             Err(_) => return Ok(NavigateOutcome::LoadTimeout),
             Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
             Ok(Ok(r)) => r?,
@@ -1345,7 +1404,9 @@ impl Supervisor {
             }
         };
         Ok(
-            match tokio::time::timeout_at(deadline, self.race_dialogs(load, false)).await {
+            match tokio::time::timeout_at(deadline, self.race_dialogs_since(before, load, false))
+                .await
+            {
                 Err(_) => NavigateOutcome::LoadTimeout,
                 Ok(Err(d)) => NavigateOutcome::DialogPending(d),
                 Ok(Ok(())) => NavigateOutcome::Loaded,
@@ -2129,6 +2190,17 @@ async fn pick_and_attach(
     Ok((target, session))
 }
 
+/// The dialogs pending when a call was about to be sent
+/// ([`Supervisor::dialogs_before`]); its race counts any other as new.
+#[derive(Clone)]
+pub(crate) struct DialogsBefore {
+    /// Marked seen at that moment: a later snapshot wakes the race at once.
+    snaps: watch::Receiver<Arc<Snapshot>>,
+    ids: Vec<String>,
+    /// A dialog (or one we never saw) already blocked the page.
+    blocked: bool,
+}
+
 /// Each of `ours` (target id, URL as last known) that Chromium lists in
 /// `infos`, with its URL and title there ([`Supervisor::live_tabs`]).
 fn live_pages(ours: Vec<(String, String)>, infos: &[TargetInfo]) -> Vec<LivePage> {
@@ -2212,6 +2284,53 @@ mod tests {
         let mut rx = hub.subscribe();
         hub.send(notice());
         assert_eq!(rx.try_recv().ok(), Some(notice()));
+    }
+
+    /// Seen in CI under load: `browser_navigate` to a page that asks
+    /// `beforeunload` returned `load_timeout` after 30 s. The command went
+    /// out before the race took its baseline; when the dialog it opened was
+    /// published first, the race counted it as already there and waited on
+    /// a reply Chromium holds until the dialog is answered.
+    #[tokio::test]
+    async fn regression_a_dialog_shown_before_the_race_first_looks_still_ends_it() {
+        let mock = cdp_mock::MockCdp::start().await;
+        let opts = SupervisorOptions {
+            attach_timeout: Duration::from_secs(2),
+            command_timeout: Duration::from_secs(2),
+            ..Default::default()
+        };
+        let sup = Supervisor::start(&mock.ws_url(), opts)
+            .await
+            .expect("attached to the mock");
+        // Taken before the command is sent…
+        let before = sup.dialogs_before();
+        // …whose dialog is published before the race first looks (the
+        // caller's thread was descheduled in between).
+        let params = json!({"url": "https://a.test/", "frameId": "T1", "message": "leave?",
+                            "type": "beforeunload", "hasBrowserHandler": false, "defaultPrompt": ""});
+        mock.emit(Some("S1"), "Page.javascriptDialogOpening", params)
+            .await;
+        let mut snaps = sup.subscribe();
+        let shown = snaps.wait_for(|s| !s.pending_dialogs.is_empty());
+        tokio::time::timeout(Duration::from_secs(5), shown)
+            .await
+            .expect("the dialog is published")
+            .expect("the supervisor runs");
+        let reply_held = std::future::pending::<()>();
+        let raced = sup.race_dialogs_since(before.clone(), reply_held, false);
+        match tokio::time::timeout(Duration::from_secs(5), raced).await {
+            Ok(Err(d)) => assert_eq!(d.len(), 1, "{d:?}"),
+            other => panic!("the race did not end on the dialog: {:?}", other.is_ok()),
+        }
+        // A baseline taken after the dialog showed cannot see it as new:
+        // that race waits on, which is why the baseline comes first.
+        let late = sup.race_dialogs(std::future::pending::<()>(), false);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), late)
+                .await
+                .is_err()
+        );
+        sup.stop().await;
     }
 
     /// Review (issue 8): a panic in the driver task left `is_running()` true.
