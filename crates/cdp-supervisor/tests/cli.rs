@@ -155,6 +155,28 @@ fn snapshot_prints_the_snapshot_json_of_a_page() {
     );
 }
 
+/// A helper (stop 27): `snapshot` of a page that did not load printed its
+/// JSON and exited 0 with nothing said. A page showing a dialog as it
+/// loads is still printed (the dialog is what the user may want to see),
+/// and stderr says it did not load.
+#[test]
+fn snapshot_of_a_page_that_did_not_load_says_so_on_stderr() {
+    let (_rt, site) = demo_site();
+    let url = site.url("a.test", "/alert-on-load");
+    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
+    let (code, out, err) = run(
+        &["snapshot", &url, "--settle-ms", "100"],
+        &[("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(v["pending_dialogs"][0]["type"], "alert", "{v}");
+    assert!(
+        err.contains("dialog_pending") && err.lines().count() == 1,
+        "one line on stderr: {err:?}"
+    );
+}
+
 /// The bundled demo site on loopback, served by the runtime returned with
 /// it (keep it alive); fails loudly when Chromium is missing.
 fn demo_site() -> (
@@ -315,4 +337,75 @@ fn watch_json_shows_the_frames_and_console_errors_that_come_after_it() {
             );
         }
     }
+}
+
+/// A helper (stop 27) ran human `watch --cdp-url` on a tab an alert already
+/// blocked: 6 of 8 first attaches printed only the frame tree. The
+/// page-blocked notice went out during the attach, before `watch` listened.
+#[test]
+fn watch_says_at_attach_what_already_blocks_the_page() {
+    common::require_chromium();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (site, chromium) = rt.block_on(common::site_and_chromium());
+    // Another client's alert, open before `watch` attaches.
+    let first = rt.block_on(async {
+        let sup = cdp_supervisor::supervisor::driver::Supervisor::start(
+            chromium.ws_url(),
+            common::options(
+                cdp_supervisor::supervisor::policy::DialogPolicy::MustRespond,
+                Duration::from_secs(300),
+            ),
+        )
+        .await
+        .expect("the first client attaches");
+        let _ = sup
+            .navigate(
+                &site.url("a.test", "/alert-on-load"),
+                Duration::from_secs(30),
+            )
+            .await;
+        common::wait_snapshot(&sup, "the alert pending", |s| !s.pending_dialogs.is_empty()).await;
+        sup
+    });
+    let mut child = Command::new(BIN)
+        .args(["watch", "--cdp-url", &chromium.http_url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines: Vec<String> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    let blocked = |l: &String| l.starts_with("page blocked");
+    while Instant::now() < until && !lines.iter().any(blocked) {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            lines.push(line);
+        }
+    }
+    // A moment more: a notice that repeats the attach text would come now.
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+        lines.push(line);
+    }
+    interrupt(child);
+    rt.block_on(first.stop());
+    let attached = lines.iter().position(|l| l.starts_with("attached to"));
+    let said = lines.iter().position(blocked);
+    assert!(
+        attached.is_some() && said.is_some(),
+        "watch says the page is blocked: {lines:#?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| blocked(l)).count(),
+        1,
+        "said once: {lines:#?}"
+    );
+    drop(chromium);
 }

@@ -52,17 +52,17 @@ async fn watch_inner(
         .map_err(|e| CliError(e.message))?;
     let mut notices = sup.notices();
     let snap = sup.snapshot();
+    // Said in the attached event: not again if its notice comes after.
+    let mut shown = Shown {
+        dialogs: snap.pending_dialogs.iter().map(|d| d.id.clone()).collect(),
+        page_blocked: snap.page_blocked,
+    };
     emit(
         json_mode,
         json!({"event": "attached", "endpoint": sup.endpoint(), "url": snap.url,
                "frame_tree": snap.frame_tree, "pending_dialogs": snap.pending_dialogs,
                "page_blocked": snap.page_blocked}),
-        format!(
-            "attached to {} ({} ms)\n{}",
-            sup.endpoint(),
-            sup.attach_time().as_millis(),
-            render::frame_tree(&snap.frame_tree)
-        ),
+        attached_text(&sup, &snap),
     );
     if let Some(url) = url {
         // Navigate in the background: the notices below show what happens.
@@ -77,15 +77,63 @@ async fn watch_inner(
                     emit(json_mode, json!({"event": "navigated", "result": v}),
                         format!("navigated       {} ({})", v["url"].as_str().unwrap_or(""), v["status"].as_str().unwrap_or("")));
                 }
-                stop = next_notice(&mut notices, json_mode) => if stop { return Err(gave_up()) },
+                stop = next_notice(&mut notices, json_mode, &mut shown) => if stop { return Err(gave_up()) },
                 _ = tokio::signal::ctrl_c() => return Ok(()),
             }
         }
     }
     loop {
         tokio::select! {
-            stop = next_notice(&mut notices, json_mode) => if stop { return Err(gave_up()) },
+            stop = next_notice(&mut notices, json_mode, &mut shown) => if stop { return Err(gave_up()) },
             _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+/// The human `attached` lines: the frame tree, then what already blocks
+/// the page. Its notices may have gone out before we subscribed (a page
+/// blocked before we attached is found during the attach): a helper saw
+/// the blocked line missing in 6 of 8 first attaches.
+fn attached_text(
+    sup: &crate::supervisor::driver::Supervisor,
+    snap: &crate::supervisor::snapshot::Snapshot,
+) -> String {
+    let mut text = format!(
+        "attached to {} ({} ms)\n{}",
+        sup.endpoint(),
+        sup.attach_time().as_millis(),
+        render::frame_tree(&snap.frame_tree)
+    );
+    let already = snap
+        .pending_dialogs
+        .iter()
+        .map(|d| Notice::DialogOpened { dialog: d.clone() })
+        .chain(snap.page_blocked.then_some(Notice::PageBlocked));
+    for n in already {
+        text.push('\n');
+        text.push_str(&render::notice_line(&n));
+    }
+    text
+}
+
+/// What the attached event already said; each is skipped once if its
+/// notice still comes.
+struct Shown {
+    dialogs: Vec<String>,
+    page_blocked: bool,
+}
+
+impl Shown {
+    /// Whether `n` only repeats the attached event (forgotten once seen).
+    fn repeats(&mut self, n: &Notice) -> bool {
+        match n {
+            Notice::PageBlocked => std::mem::take(&mut self.page_blocked),
+            Notice::DialogOpened { dialog } => {
+                let before = self.dialogs.len();
+                self.dialogs.retain(|id| *id != dialog.id);
+                self.dialogs.len() != before
+            }
+            _ => false,
         }
     }
 }
@@ -94,8 +142,10 @@ async fn watch_inner(
 async fn next_notice(
     notices: &mut tokio::sync::broadcast::Receiver<Notice>,
     json_mode: bool,
+    shown: &mut Shown,
 ) -> bool {
     match notices.recv().await {
+        Ok(n) if shown.repeats(&n) => false,
         Ok(n) => {
             let value = serde_json::to_value(&n).unwrap_or_default();
             emit(json_mode, value, render::notice_line(&n));
@@ -129,10 +179,19 @@ async fn next_notice(
 pub async fn snapshot(config: Config, url: &str, settle_ms: u64) -> Result<(), CliError> {
     let session = AgentSession::new(Registry::new(), "snapshot", config);
     let result = async {
-        session
+        let nav = session
             .browser_navigate(url)
             .await
             .map_err(|e| CliError(e.message))?;
+        if nav["status"] != "loaded" {
+            // Printed all the same: what the page shows may be what the
+            // user came for; stderr says it is not a loaded page.
+            eprintln!(
+                "cdp-supervisor: {url}: {} ({}); the snapshot is of the page as it is",
+                nav["status"].as_str().unwrap_or("not loaded"),
+                nav["note"].as_str().unwrap_or("")
+            );
+        }
         tokio::time::sleep(std::time::Duration::from_millis(settle_ms)).await;
         let snap = session
             .browser_snapshot(true)
