@@ -48,7 +48,7 @@ fn demo_runs_to_the_end_and_shows_every_kind_of_answer() {
 fn user_errors_are_one_line_on_stderr_with_a_nonzero_exit() {
     // (arguments, environment, what the error must name)
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 11] = [
+    let cases: [Case; 12] = [
         (
             &["watch", "--blocked-origins", "http://b.test/admin"],
             &[],
@@ -61,6 +61,12 @@ fn user_errors_are_one_line_on_stderr_with_a_nonzero_exit() {
         ),
         (&["mcp", "--max-sessions", "0"], &[], "--max-sessions"),
         (&["watch", "--bogus"], &[], "--bogus"),
+        // A launched Chromium's own tab is supervised: an id names another's.
+        (
+            &["snapshot", "http://a.test/", "--target-id", "T1"],
+            &[],
+            "--cdp-url",
+        ),
         // A negative number is a bad value, not an unknown flag.
         (
             &["watch", "--dialog-timeout-s", "-3"],

@@ -174,6 +174,17 @@ fn load_config(path: Option<&std::path::Path>, flags: &BrowserFlags) -> Result<C
     )?;
     let allow_file = flags.allow_file_urls.then(|| "true".to_owned());
     set("browser.allow_file_urls", &allow_file, "--allow-file-urls")?;
+    if !config.browser.target_id.is_empty()
+        && config.browser.cdp_url.is_empty()
+        && config.browser.cloud_provider == crate::config::CloudProvider::Local
+    {
+        // A launched Chromium's one tab is the one supervised: the id
+        // could only name a tab of some other browser (it was ignored).
+        return Err(CliError(format!(
+            "browser.target_id {:?} names a tab of the browser at browser.cdp_url (--cdp-url), and none is given; without one a local Chromium is launched and its own tab supervised",
+            config.browser.target_id
+        )));
+    }
     Ok(config)
 }
 
