@@ -134,11 +134,7 @@ fn credentials_in_a_cdp_url_never_reach_the_error() {
 fn snapshot_prints_the_snapshot_json_of_a_page() {
     let (_rt, site) = demo_site();
     let url = site.url("a.test", "/console-error");
-    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
-    let (code, out, err) = run(
-        &["snapshot", &url, "--settle-ms", "300"],
-        &[("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)],
-    );
+    let (code, out, err) = snapshot_of(&url, "300");
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
     assert_eq!(v["url"], url);
@@ -168,12 +164,7 @@ fn snapshot_prints_the_snapshot_json_of_a_page() {
 #[test]
 fn snapshot_of_a_page_that_did_not_load_says_so_on_stderr() {
     let (_rt, site) = demo_site();
-    let url = site.url("a.test", "/alert-on-load");
-    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
-    let (code, out, err) = run(
-        &["snapshot", &url, "--settle-ms", "100"],
-        &[("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)],
-    );
+    let (code, out, err) = snapshot_of(&site.url("a.test", "/alert-on-load"), "100");
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
     assert_eq!(v["pending_dialogs"][0]["type"], "alert", "{v}");
@@ -181,6 +172,16 @@ fn snapshot_of_a_page_that_did_not_load_says_so_on_stderr() {
         err.contains("dialog_pending") && err.lines().count() == 1,
         "one line on stderr: {err:?}"
     );
+}
+
+/// `snapshot URL --settle-ms SETTLE` on a launched Chromium that resolves
+/// the demo site's hosts: exit code, stdout, stderr.
+fn snapshot_of(url: &str, settle: &str) -> (i32, String, String) {
+    let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
+    run(
+        &["snapshot", url, "--settle-ms", settle],
+        &[("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)],
+    )
 }
 
 /// The bundled demo site on loopback, served by the runtime returned with

@@ -355,6 +355,16 @@ async def first_call_snapshot_sees_blocked_page(sc: Scenario, binary: str) -> No
                   "server #1 still lists its alert as pending")
 
 
+async def top_and_its_oopif(sc: Scenario, client: Client, top: str) -> str:
+    """Navigates to top.html (`top`); the frame id of its one OOPIF."""
+    nav = await call(client, "browser_navigate", {"url": top})
+    sc.check(nav.get("status") == "loaded", f"server #1 navigates to top.html ({nav.get('status')})")
+    snap = await snapshot(client)
+    oopifs = [c for c in snap["frame_tree"]["children"] if c.get("is_oopif")]
+    sc.check(len(oopifs) == 1, f"top.html has one OOPIF ({snap['frame_tree']})")
+    return oopifs[0]["frame_id"]
+
+
 async def first_call_sees_an_oopif_blocked_before_attach(sc: Scenario, binary: str) -> None:
     # Found by a helper (stop 26): the page's own session answered, so the
     # attach waited out its 15 s deadline for the OOPIF's, then said
@@ -363,12 +373,7 @@ async def first_call_sees_an_oopif_blocked_before_attach(sc: Scenario, binary: s
     chromium = await launch_chromium(sc, "2o")
     top = f"http://127.0.0.1:{port}/top.html"
     async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as one:
-        nav = await call(one.client, "browser_navigate", {"url": top})
-        sc.check(nav.get("status") == "loaded", f"server #1 navigates to top.html ({nav.get('status')})")
-        snap = await snapshot(one.client)
-        oopifs = [c for c in snap["frame_tree"]["children"] if c.get("is_oopif")]
-        sc.check(len(oopifs) == 1, f"top.html has one OOPIF ({snap['frame_tree']})")
-        fid = oopifs[0]["frame_id"]
+        fid = await top_and_its_oopif(sc, one.client, top)
         await trigger(one.client, "openAlert", fid)
         await wait_pending(sc, one.client, "alert", "alert from oopif", "server #1")
         async with mcp_server(sc, binary, "s2", ["--cdp-url", chromium.http_url]) as two:
@@ -438,11 +443,8 @@ async def target_id_must_name_a_tab(sc: Scenario, binary: str) -> None:
     chromium = await launch_chromium(sc, "2t")
     top = f"http://127.0.0.1:{port}/top.html"
     async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as one:
-        nav = await call(one.client, "browser_navigate", {"url": top})
-        sc.check(nav.get("status") == "loaded", f"server #1 navigates to top.html ({nav.get('status')})")
-        snap = await snapshot(one.client)
-        tab = snap["frame_tree"]["top"]["frame_id"]
-        oopif = [c for c in snap["frame_tree"]["children"] if c.get("is_oopif")][0]["frame_id"]
+        oopif = await top_and_its_oopif(sc, one.client, top)
+        tab = (await snapshot(one.client))["frame_tree"]["top"]["frame_id"]
     for bad, kind in ((oopif, "is \"iframe\", not a tab"), ("NO-SUCH-TARGET", "no")):
         async with mcp_server(sc, binary, "s2", ["--cdp-url", chromium.http_url, "--target-id", bad]) as two:
             r = await call_raw(two.client, "browser_snapshot")
@@ -463,13 +465,9 @@ async def busy_oopif_at_attach_is_not_reloaded(sc: Scenario, binary: str) -> Non
     chromium = await launch_chromium(sc, "2b")
     top = f"http://127.0.0.1:{port}/top.html"
     async with mcp_server(sc, binary, "s1", ["--cdp-url", chromium.http_url]) as one:
-        nav = await call(one.client, "browser_navigate", {"url": top})
-        sc.check(nav.get("status") == "loaded", f"server #1 navigates to top.html ({nav.get('status')})")
-        snap = await snapshot(one.client)
-        oopifs = [c for c in snap["frame_tree"]["children"] if c.get("is_oopif")]
-        sc.check(len(oopifs) == 1, f"top.html has one OOPIF ({snap['frame_tree']})")
+        fid = await top_and_its_oopif(sc, one.client, top)
         await evaluate(one.client, "window.marker = 'kept'")
-        v = await evaluate(one.client, 'setTimeout(() => busy(4000), 0); "scheduled"', oopifs[0]["frame_id"])
+        v = await evaluate(one.client, 'setTimeout(() => busy(4000), 0); "scheduled"', fid)
         sc.check(v == "scheduled", f"the OOPIF starts a 4 s script ({v!r})")
         env = {"CDP_SUPERVISOR_BROWSER__DIALOG_POLICY": "auto_dismiss"}
         async with mcp_server(sc, binary, "s2", ["--cdp-url", chromium.http_url], env=env) as two:
