@@ -202,13 +202,20 @@ fn demo_site() -> (
 /// resolves the demo site's hosts, and its stdout, line by line.
 fn watch_json(url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let args = format!("[\"{}\"]", cdp_supervisor::demo_site::host_resolver_arg());
-    let mut child = Command::new(BIN)
-        .args(["watch", url, "--json", "--policy", "auto_accept"])
-        .env("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args)
+    spawn_lines(
+        Command::new(BIN)
+            .args(["watch", url, "--json", "--policy", "auto_accept"])
+            .env("CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS", &args),
+    )
+}
+
+/// Spawns `command` and hands its stdout over line by line (stderr dropped).
+fn spawn_lines(command: &mut Command) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn watch");
+        .expect("spawn cdp-supervisor");
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -374,21 +381,8 @@ fn watch_says_at_attach_what_already_blocks_the_page() {
         common::wait_snapshot(&sup, "the alert pending", |s| !s.pending_dialogs.is_empty()).await;
         sup
     });
-    let mut child = Command::new(BIN)
-        .args(["watch", "--cdp-url", &chromium.http_url()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn watch");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (child, rx) =
+        spawn_lines(Command::new(BIN).args(["watch", "--cdp-url", &chromium.http_url()]));
     let mut lines: Vec<String> = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
     let blocked = |l: &String| l.starts_with("page blocked");
