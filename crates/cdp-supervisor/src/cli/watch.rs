@@ -102,7 +102,7 @@ fn attached_text(
         "attached to {} ({} ms)\n{}",
         sup.endpoint(),
         sup.attach_time().as_millis(),
-        render::frame_tree(&snap.frame_tree)
+        render::frame_tree(&snap.frame_tree).trim_end()
     );
     let already = snap
         .pending_dialogs
@@ -185,11 +185,16 @@ pub async fn snapshot(config: Config, url: &str, settle_ms: u64) -> Result<(), C
             .map_err(|e| CliError(e.message))?;
         if nav["status"] != "loaded" {
             // Printed all the same: what the page shows may be what the
-            // user came for; stderr says it is not a loaded page.
+            // user came for; stderr says it is not a loaded page (in the
+            // CLI's terms: browser_dialog is the agent's tool).
+            let why = match nav["status"].as_str() {
+                Some("dialog_pending") => "a dialog opened before it loaded",
+                Some("load_timeout") => "it did not finish loading within 30 s",
+                _ => "it did not load",
+            };
             eprintln!(
-                "cdp-supervisor: {url}: {} ({}); the snapshot is of the page as it is",
-                nav["status"].as_str().unwrap_or("not loaded"),
-                nav["note"].as_str().unwrap_or("")
+                "cdp-supervisor: {url}: {} ({why}); the snapshot is of the page as it is",
+                nav["status"].as_str().unwrap_or("not loaded")
             );
         }
         tokio::time::sleep(std::time::Duration::from_millis(settle_ms)).await;
