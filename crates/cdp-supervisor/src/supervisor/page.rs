@@ -18,10 +18,11 @@
 use crate::cdp::connection::{CommandError, Connection};
 use crate::cdp::protocol::{DialogType, SessionId};
 use crate::supervisor::driver::{CallOutcome, CdpCallError, Supervisor};
-use crate::supervisor::snapshot::{FrameTreeView, Snapshot};
+use crate::supervisor::snapshot::{FrameTreeView, PendingDialog, Snapshot};
 use crate::supervisor::state::Target;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// DESIGN: the outline is cut at 2,000 lines (`page_truncated`).
@@ -570,16 +571,31 @@ fn remedy(snap: &Snapshot, frames: &[FrameInfo], frame_id: &str) -> &'static str
     let Some(h) = host(frame_id) else {
         return ANSWER_REMEDY;
     };
-    let mut known = snap.pending_dialogs.iter().filter(|d| {
+    let known = snap.pending_dialogs.iter().filter(|d| {
         d.dialog_type != DialogType::FileChooser && d.frame_id.as_deref().and_then(host) == Some(h)
     });
-    match known.clone().next() {
-        Some(_) if known.any(|d| d.answerable) => ANSWER_REMEDY,
-        Some(_) => REFUSED_REMEDY,
-        None if snap.blocked_frame_ids.iter().any(|b| host(b) == Some(h)) => UNSEEN_REMEDY,
-        // A dialog of a related tab (a same-site popup's).
-        None => ANSWER_REMEDY,
+    known_remedy(known).unwrap_or(
+        if snap.blocked_frame_ids.iter().any(|b| host(b) == Some(h)) {
+            UNSEEN_REMEDY
+        } else {
+            // A dialog of a related tab (a same-site popup's).
+            ANSWER_REMEDY
+        },
+    )
+}
+
+/// What frees a renderer the `known` dialogs block: answering one, or
+/// navigating when Chromium refuses to answer every one of them. `None`
+/// when there is none.
+fn known_remedy<'a>(known: impl Iterator<Item = &'a Arc<PendingDialog>>) -> Option<&'static str> {
+    let mut any = false;
+    for d in known {
+        if d.answerable {
+            return Some(ANSWER_REMEDY);
+        }
+        any = true;
     }
+    any.then_some(REFUSED_REMEDY)
 }
 
 /// Whether tabs `a` and `b` are one's opener (or popup) of the other, at any depth.
@@ -1178,14 +1194,10 @@ impl Supervisor {
             .map(|t| t.target_id.clone());
         // Not connected: said as such, not as a dialog we last knew of.
         let (_, page) = self.route(None, None, false).await?;
-        let mut known = snap.pending_dialogs.iter().filter(|d| {
+        let known = snap.pending_dialogs.iter().filter(|d| {
             d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
         });
-        let remedy = match known.clone().next() {
-            Some(_) if known.any(|d| d.answerable) => Some(ANSWER_REMEDY),
-            Some(_) => Some(REFUSED_REMEDY),
-            None => snap.page_blocked.then_some(UNSEEN_REMEDY),
-        };
+        let remedy = known_remedy(known).or(snap.page_blocked.then_some(UNSEEN_REMEDY));
         if let Some(remedy) = remedy {
             return Err(ActError::Element(format!(
                 "a JavaScript dialog blocks the page, so the key {key:?} would be lost (nothing was pressed): {remedy}"
@@ -1566,8 +1578,7 @@ mod tests {
     /// never saw, a remedy browser_dialog cannot give.
     #[test]
     fn each_blocked_frame_is_given_the_remedy_that_frees_it() {
-        use crate::supervisor::snapshot::{ChildFrame, PendingDialog, TopFrame};
-        use std::sync::Arc;
+        use crate::supervisor::snapshot::{ChildFrame, TopFrame};
         let tree = FrameTreeView {
             top: Some(Arc::new(TopFrame {
                 frame_id: "T".into(),
