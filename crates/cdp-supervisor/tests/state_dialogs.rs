@@ -141,10 +141,7 @@ fn watchdog_dismiss_refused_releases_the_page_by_navigating_to_its_url() {
     h.drain();
     h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
     let cmds = h.sends();
-    let nav: Vec<_> = cmds
-        .iter()
-        .filter(|c| c.method == "Page.navigate")
-        .collect();
+    let nav = navigations(&cmds);
     assert_eq!(nav.len(), 1, "{cmds:?}");
     assert_eq!(nav[0].target, on("S1"));
     assert_eq!(nav[0].params, json!({"url": "https://a.test/form"}));
@@ -273,10 +270,7 @@ fn regression_auto_answer_refused_releases_the_page_at_once() {
         h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
         // No time passes: the release goes out with the refusal.
         let cmds = h.sends();
-        let nav: Vec<_> = cmds
-            .iter()
-            .filter(|c| c.method == "Page.navigate")
-            .collect();
+        let nav = navigations(&cmds);
         assert_eq!(nav.len(), 1, "{policy:?}: {cmds:?}");
         assert_eq!(nav[0].purpose, Purpose::Release);
         h.reply_ok(
@@ -735,10 +729,7 @@ fn regression_20_a_release_lost_with_the_socket_is_sent_again_after_reconnect() 
     h.drain();
     h.st.handle_timeout(h.now);
     let cmds = h.sends();
-    let nav: Vec<_> = cmds
-        .iter()
-        .filter(|c| c.method == "Page.navigate")
-        .collect();
+    let nav = navigations(&cmds);
     assert_eq!(nav.len(), 1, "released again on the new session: {cmds:?}");
     assert_eq!(nav[0].target, on("S1b"));
     h.reply_ok(

@@ -496,10 +496,7 @@ fn page_blocked_is_released_by_the_watchdog_after_dialog_timeout() {
     assert_eq!(release_at, h.now.instant + Duration::from_secs(60));
     h.fire_after(Duration::from_secs(60));
     let cmds = h.sends();
-    let nav: Vec<_> = cmds
-        .iter()
-        .filter(|c| c.method == "Page.navigate")
-        .collect();
+    let nav = navigations(&cmds);
     assert_eq!(nav.len(), 1);
     assert_eq!(nav[0].params, json!({"url": PAGE_URL}));
     assert_eq!(nav[0].target, on("S1"));
@@ -535,10 +532,7 @@ fn regression_7_an_oopif_blocked_before_attach_says_page_blocked() {
     // The remedy is the top's: the release navigates the page.
     h.fire_after(DEFAULT_DIALOG_TIMEOUT);
     let cmds = h.sends();
-    let nav: Vec<_> = cmds
-        .iter()
-        .filter(|c| c.method == "Page.navigate")
-        .collect();
+    let nav = navigations(&cmds);
     assert_eq!(nav.len(), 1, "{cmds:?}");
     assert_eq!(nav[0].target, on("S1"));
     h.frame_navigated("S1", "T1", None, PAGE_URL);

@@ -195,10 +195,7 @@ fn a_refused_document_that_commits_is_released_to_about_blank_but_an_error_page_
         &json!({"frame": f, "type": "Navigation"}).to_string(),
     );
     let cmds = h.sends();
-    let release: Vec<&Command> = cmds
-        .iter()
-        .filter(|c| c.method == "Page.navigate")
-        .collect();
+    let release = navigations(&cmds);
     assert_eq!(release.len(), 1, "{cmds:?}");
     assert_eq!(
         release[0].params,

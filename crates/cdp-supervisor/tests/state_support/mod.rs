@@ -357,6 +357,13 @@ pub fn answers(cmds: &[Command]) -> Vec<&Command> {
         .collect()
 }
 
+/// The `Page.navigate` commands among `cmds` (a release navigates the page).
+pub fn navigations(cmds: &[Command]) -> Vec<&Command> {
+    cmds.iter()
+        .filter(|c| c.method == "Page.navigate")
+        .collect()
+}
+
 pub fn answer_done(
     outs: &[Output],
 ) -> Vec<(
