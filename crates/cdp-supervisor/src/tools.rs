@@ -1825,18 +1825,16 @@ async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
 /// interrupts"): it must say that the command is queued, not lost, and
 /// must not be resent.
 fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>) -> ToolError {
+    // No dialog known: one that opened before the supervisor attached
+    // blocks the page (page_blocked), and browser_dialog cannot answer it.
+    let unseen = pending_dialogs.is_empty();
     let structured = json!({
         "interrupted_by_dialog": true,
         "call_id": call_id,
         "method": method,
         "pending_dialogs": pending_dialogs,
     });
-    // No dialog known: one that opened before the supervisor attached
-    // blocks the page (page_blocked), and browser_dialog cannot answer it.
-    let remedy = if structured["pending_dialogs"]
-        .as_array()
-        .is_some_and(Vec::is_empty)
-    {
+    let remedy = if unseen {
         format!(
             "That dialog opened before the supervisor attached, so browser_dialog cannot answer it (page_blocked: true): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
         )
