@@ -799,7 +799,11 @@ impl AgentSession {
     fn uses_provider(&self) -> bool {
         self.provider.is_some()
             && self.config.browser.cdp_url.is_empty()
-            && self.connected.lock().expect("session lock").is_none()
+            && self
+                .connected
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_none()
     }
 
     /// Whether the first call of any kind attaches: a CDP endpoint is
@@ -807,7 +811,11 @@ impl AgentSession {
     /// and no `browser_disconnect` came since.
     fn attaches_on_any_call(&self) -> bool {
         let b = &self.config.browser;
-        let endpoint = self.connected.lock().expect("session lock").is_some()
+        let endpoint = self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
             || !b.cdp_url.is_empty()
             || b.cloud_provider != CloudProvider::Local;
         endpoint && self.config.has_cdp() && !self.detached.load(Ordering::SeqCst)
@@ -853,7 +861,10 @@ impl AgentSession {
         }
         let started = self.start_supervisor().await;
         if let Ok(s) = &started {
-            *self.last.lock().expect("session lock") = Some(s.clone());
+            *self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(s.clone());
         }
         self.supervisor_changed();
         started
@@ -868,7 +879,11 @@ impl AgentSession {
             // An expired provider session: the next call makes a fresh one.
             return None;
         }
-        let last = self.last.lock().expect("session lock").clone()?;
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
         let replaced = self
             .registry
             .get(&self.task_id)
@@ -877,7 +892,11 @@ impl AgentSession {
     }
 
     async fn start_supervisor(&self) -> Result<Supervisor, ToolError> {
-        let connected = self.connected.lock().expect("session lock").clone();
+        let connected = self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let connected_url = connected.as_ref().map(|(u, _)| u.clone());
         let b = &self.config.browser;
         let (endpoint, target) = match connected {
@@ -1526,8 +1545,15 @@ impl AgentSession {
                 )));
             }
         };
-        *self.connected.lock().expect("session lock") = Some((cdp_url.to_owned(), target_id));
-        *self.last.lock().expect("session lock") = Some(s.clone());
+        *self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((cdp_url.to_owned(), target_id));
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(s.clone());
         self.detached.store(false, Ordering::SeqCst);
         self.supervisor_changed();
         // The task left its provider session for another browser: end it.
@@ -1552,9 +1578,15 @@ impl AgentSession {
     /// launched). The next `browser_navigate` starts the configured default
     /// browser again. Returns `{disconnected: bool}` (false: nothing was attached).
     pub async fn browser_disconnect(&self) -> Value {
-        *self.connected.lock().expect("session lock") = None;
+        *self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         self.detached.store(true, Ordering::SeqCst);
-        *self.last.lock().expect("session lock") = None;
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let (was, ()) = tokio::join!(
             self.registry.stop(&self.task_id),
             self.end_provider_session()
@@ -1567,7 +1599,10 @@ impl AgentSession {
     /// provider session, both at once (on stdio the client kills us soon
     /// after stdin closes).
     pub async fn close(&self) {
-        *self.last.lock().expect("session lock") = None;
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         tokio::join!(
             self.registry.stop(&self.task_id),
             self.end_provider_session()

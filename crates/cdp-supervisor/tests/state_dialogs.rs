@@ -7,7 +7,7 @@ use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, Notice, Options,
-    Output, Purpose, RECENT_DIALOGS_MAX,
+    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX,
 };
 use serde_json::json;
 use state_support::*;
@@ -693,7 +693,9 @@ fn regression_13_connection_lost_keeps_dialogs_and_their_watchdogs() {
     h.advance(Duration::from_secs(10));
     h.st.connection_lost();
     assert_eq!(h.pending_ids(), ["d-1"]);
-    assert_eq!(h.st.poll_timeout(), before);
+    // Its deadline is kept; it waits for the re-check after the reconnect.
+    assert_eq!(h.st.poll_timeout(), None);
+    assert!(before.is_some());
     // Re-attached under a new session; Page.enable hangs (the page is blocked) —
     // the known dialog is shown, not an unknown "page_blocked".
     h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
@@ -706,6 +708,98 @@ fn regression_13_connection_lost_keeps_dialogs_and_their_watchdogs() {
     let a = answers(&cmds);
     assert_eq!(a.len(), 1);
     assert_eq!(a[0].target, on("S1b"), "answered on the new session");
+}
+
+/// Issue 28, defect 1: a dialog that closed while the socket was down (the
+/// tab navigated by another client) stayed pending; the watchdog then got
+/// `-32602` and navigated the user's page to its own URL. The renderer's
+/// new `Page.enable` answering proves nothing blocks it.
+#[test]
+fn regression_28_1_a_dialog_closed_during_a_drop_is_closed_remote_not_released() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.st.connection_lost();
+    // The outage outlasts the watchdog's deadline.
+    h.advance(DEFAULT_DIALOG_TIMEOUT + Duration::from_secs(5));
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    assert!(answers(&cmds).is_empty(), "no answer yet: {cmds:?}");
+    assert!(navigations(&cmds).is_empty(), "no release yet: {cmds:?}");
+    assert_eq!(h.pending_ids(), ["d-1"], "listed until re-checked");
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    h.advance(Duration::from_secs(60));
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    assert!(
+        answers(&cmds).is_empty() && navigations(&cmds).is_empty(),
+        "{cmds:?}"
+    );
+    assert!(!h.snap().page_blocked);
+}
+
+/// Issue 28, defect 1, the other half: a dialog still open after the drop
+/// (its renderer stays silent) keeps its watchdog, which acts once the
+/// re-check has said so.
+#[test]
+fn regression_28_1_a_dialog_still_open_after_a_drop_keeps_its_watchdog() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.st.connection_lost();
+    h.advance(DEFAULT_DIALOG_TIMEOUT + Duration::from_secs(5));
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.fire_after(PAGE_ENABLE_GRACE);
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1, "the overdue watchdog answers: {cmds:?}");
+    assert_eq!(a[0].target, on("S1b"));
+}
+
+/// Issue 28, defect 1, in an OOPIF: the OOPIF's own `Page.enable` decides
+/// for its dialog; the top's answer says nothing about it.
+#[test]
+fn regression_28_1_an_oopif_dialog_is_rechecked_by_the_oopif_session() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "F2", "in the oopif");
+    h.drain();
+    h.st.connection_lost();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    let p = json!({
+        "sessionId": "S2b",
+        "targetInfo": {"targetId": "F2", "type": "iframe", "title": "", "url": "https://b.test/",
+                       "attached": true, "canAccessOpener": false, "browserContextId": "B1"},
+        "waitingForDebugger": true
+    });
+    h.ev(Some("S1b"), "Target.attachedToTarget", &p.to_string());
+    h.drain();
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    assert_eq!(
+        h.pending_ids(),
+        ["d-1"],
+        "the top being free says nothing of the OOPIF"
+    );
+    h.reply_ok("S2b", Purpose::PageEnable, json!({}));
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
 }
 
 // ---- issue 8: the reply contract and per-navigation attribution ------------
@@ -727,7 +821,8 @@ fn regression_20_a_release_lost_with_the_socket_is_sent_again_after_reconnect() 
     assert_eq!(h.pending_ids(), ["d-1"], "not released: still pending");
     h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
     h.drain();
-    h.st.handle_timeout(h.now);
+    // Page.enable stays unanswered: the page is still blocked.
+    h.fire_after(PAGE_ENABLE_GRACE);
     let cmds = h.sends();
     let nav = navigations(&cmds);
     assert_eq!(nav.len(), 1, "released again on the new session: {cmds:?}");
@@ -758,6 +853,12 @@ fn regression_20_an_auto_answer_never_sent_is_sent_once_reconnected() {
     h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
     h.drain();
     h.st.handle_timeout(h.now);
+    assert!(
+        answers(&h.sends()).is_empty(),
+        "not before its renderer is re-checked"
+    );
+    // Page.enable stays unanswered: the dialog is still open.
+    h.fire_after(PAGE_ENABLE_GRACE);
     let cmds = h.sends();
     let a = answers(&cmds);
     assert_eq!(a.len(), 1, "{cmds:?}");

@@ -36,7 +36,18 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_util::sync::CancellationToken;
 
-/// Default deadline of a command (issue: "a deadline on every command (default 10 s)").
+/// About 30 years: what a deadline of `Duration::MAX` ("no deadline in
+/// effect") becomes, instead of an overflow panic.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+/// `now + after` as a tokio deadline, saturating at about 30 years from
+/// now: a caller's `Duration::MAX` never panics.
+pub fn deadline_after(after: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(after).unwrap_or_else(|| now + FAR_FUTURE)
+}
+
+/// Default deadline of a command: every command has one.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// tungstenite's read buffer of one connection, in bytes: what it keeps
@@ -639,7 +650,7 @@ impl Connection {
         timeout: Duration,
     ) -> PendingReply {
         let shared = &self.owner.shared;
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let (reply_tx, reply_rx) = oneshot::channel();
         let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Future(reply_tx));
         if let Err((reason, ReplyTo::Future(reply_tx))) = queued {

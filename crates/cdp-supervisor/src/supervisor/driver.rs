@@ -19,7 +19,8 @@ use crate::cdp::connection::{
     CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
 };
 use crate::cdp::endpoint::{
-    CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, redact_url, resolve_ws_url_with,
+    CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, pages_in_front_order,
+    redact_url, resolve_ws_url_with,
 };
 use crate::cdp::message::RawEvent;
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
@@ -309,7 +310,10 @@ struct NoticeHub {
 
 impl NoticeHub {
     fn subscribe(&self) -> broadcast::Receiver<Notice> {
-        let mut tx = self.tx.lock().expect("notice hub lock");
+        let mut tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let rx = tx
             .get_or_insert_with(|| broadcast::channel(NOTICE_CAPACITY).0)
             .subscribe();
@@ -328,7 +332,10 @@ impl NoticeHub {
         if !self.open.load(Ordering::Acquire) {
             return;
         }
-        let mut tx = self.tx.lock().expect("notice hub lock");
+        let mut tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(sender) = tx.as_ref() {
             if sender.receiver_count() == 0 {
                 *tx = None;
@@ -448,12 +455,21 @@ impl Supervisor {
                         .await
                         .map_err(page_level)?,
                 };
-                pick_and_attach(&conn, Some(&own), None, opts.command_timeout)
+                pick_and_attach(&conn, Some(&own), &[], opts.command_timeout)
                     .await
                     .map_err(page_level)?
             } else {
-                pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
-                    .await?
+                let front = match (&opts.target_id, http_of(&ws)) {
+                    (None, Some(http)) => pages_in_front_order(&http, &opts.cdp_headers).await,
+                    _ => Vec::new(),
+                };
+                pick_and_attach(
+                    &conn,
+                    opts.target_id.as_deref(),
+                    &front,
+                    opts.command_timeout,
+                )
+                .await?
             };
             Ok::<_, StartError>((ws, conn, events, target, session))
         };
@@ -609,7 +625,12 @@ impl Supervisor {
     /// Chromium. Waits for all of it, at most 10 s.
     pub async fn stop(&self) {
         self.shared.cancel.cancel();
-        let task = self.shared.task.lock().expect("task lock").take();
+        let task = self
+            .shared
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         if let Some(task) = task {
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
         }
@@ -891,7 +912,7 @@ impl Supervisor {
         self.shared
             .live
             .lock()
-            .expect("live connection lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
@@ -904,7 +925,10 @@ impl Supervisor {
     pub(crate) fn ref_tables(
         &self,
     ) -> std::sync::MutexGuard<'_, crate::supervisor::page::RefTables> {
-        self.shared.refs.lock().expect("refs lock")
+        self.shared
+            .refs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// What happened, by kind and sequence number (`browser_wait`,
@@ -929,7 +953,7 @@ impl Supervisor {
     pub async fn interrupted_calls_settled(&self, within: Duration) {
         self.shared
             .calls
-            .settled(tokio::time::Instant::now() + within)
+            .settled(crate::cdp::connection::deadline_after(within))
             .await
     }
 
@@ -1328,7 +1352,7 @@ impl Supervisor {
         url: &str,
         timeout: Duration,
     ) -> Result<NavigateOutcome, CdpCallError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::cdp::connection::deadline_after(timeout);
         // A pending beforeunload is the page asking whether it may be left:
         // a navigation does not release it but queues behind it.
         let pending = self.snapshot().pending_dialogs.clone();
@@ -1506,7 +1530,10 @@ impl Driver {
     }
 
     fn set_conn(&mut self, conn: Option<Connection>) {
-        *self.live.lock().expect("live connection lock") = conn.clone();
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = conn.clone();
         self.conn = conn;
     }
 
@@ -1825,7 +1852,10 @@ impl Driver {
     fn schedule_reconnect(&mut self) {
         let delay = backoff(self.opts.reconnect_backoff_start, self.failures);
         let url = self.ws_url.clone();
-        let target = self.state.current_target().map(|t| t.0.clone());
+        // The tab we were on, else another we supervised, else the tab in
+        // front: a tab that closed meanwhile, or a browser restarted behind
+        // the URL (every id new), is no reason to fail.
+        let ours = self.state.target_ids_current_first();
         let timeout = self.opts.command_timeout;
         let attach_timeout = self.opts.attach_timeout;
         let headers = self.opts.cdp_headers.clone();
@@ -1841,7 +1871,11 @@ impl Driver {
                 };
                 let (conn, events) = Connection::connect_with(&ws, &headers).await?;
                 conn.set_event_filter(Event::handled);
-                let (t, s) = pick_and_attach(&conn, target.as_deref(), None, timeout).await?;
+                let mut prefer = ours;
+                if let Some(http) = http_of(&ws) {
+                    prefer.extend(pages_in_front_order(&http, &headers).await);
+                }
+                let (t, s) = pick_and_attach(&conn, None, &prefer, timeout).await?;
                 Ok((ws, conn, events, t, s))
             };
             tokio::time::timeout(attach_timeout, attempt)
@@ -2089,11 +2123,15 @@ async fn own_target(conn: &Connection, timeout: Duration) -> Result<String, Star
         })
 }
 
-/// Picks the page to supervise and attaches to it with a flatten session.
+/// Picks the page to supervise and attaches to it with a flatten session:
+/// `target_id` when given (an error when it names no page); else the first
+/// page of `prefer` that exists (the tabs we supervised, then the
+/// browser's `/json/list` order: the tab in front), else any page, else a
+/// new blank one.
 async fn pick_and_attach(
     conn: &Connection,
     target_id: Option<&str>,
-    avoid: Option<&str>,
+    prefer: &[String],
     timeout: Duration,
 ) -> Result<(TargetInfo, SessionId), StartError> {
     // Target.targetInfoChanged carries the page title. Both go out at
@@ -2111,10 +2149,7 @@ async fn pick_and_attach(
         .get("targetInfos")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    let pages: Vec<&TargetInfo> = infos
-        .iter()
-        .filter(|t| t.target_type == "page" && Some(t.target_id.0.as_str()) != avoid)
-        .collect();
+    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
     let target = match target_id {
         Some(want) => {
             let listed = || {
@@ -2140,7 +2175,11 @@ async fn pick_and_attach(
                 }
             }
         }
-        None => match pages.first() {
+        None => match prefer
+            .iter()
+            .find_map(|want| pages.iter().find(|t| t.target_id.0 == *want))
+            .or(pages.first())
+        {
             Some(t) => (*t).clone(),
             None => {
                 let created = conn

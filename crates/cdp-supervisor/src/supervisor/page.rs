@@ -264,6 +264,13 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
     let mut stack = vec![Item::Doc(0, 0)];
     let mut pending_unplaced: Vec<usize> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
+    // Each node is walked once: an endpoint may send a tree whose
+    // `childIds` lead back to an ancestor, which would loop forever
+    // through ignored nodes without adding a line.
+    let mut walked: Vec<Vec<bool>> = docs
+        .iter()
+        .map(|d| vec![false; d.tree.as_ref().map_or(0, Vec::len)])
+        .collect();
     'outer: loop {
         let Some(item) = stack.pop() else {
             // Frames whose owner was not found (or not shown) come last,
@@ -296,7 +303,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
         };
         match item {
             Item::Doc(d, depth) => {
-                placed.insert(d);
+                if !placed.insert(d) {
+                    continue;
+                }
                 match &docs[d].tree {
                     Err(line) => {
                         if lines.len() >= PAGE_MAX_LINES {
@@ -314,6 +323,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
             }
             Item::Node(d, i, depth, ctx) => {
                 let Ok(nodes) = &docs[d].tree else { continue };
+                if std::mem::replace(&mut walked[d][i], true) {
+                    continue;
+                }
                 let n = &nodes[i];
                 if DROPPED_ROLES.contains(&n.role.as_str()) {
                     continue;
@@ -1502,6 +1514,40 @@ mod tests {
         assert_eq!(o.frame_refs.get("f1").map(String::as_str), Some("F"));
         assert_eq!(refs.len(), 3);
         assert!(!o.truncated);
+    }
+
+    /// Issue 28, defect 6: an ignored node listing its ancestor as a child
+    /// looped forever, adding no line, inside an async fn.
+    #[test]
+    fn regression_28_6_a_cyclic_tree_is_walked_once() {
+        let mut ignored = node("2", Some("1"), "generic", "", &["1", "3"], 2);
+        ignored["ignored"] = json!(true);
+        let top = parse_ax(&json!({"nodes": [
+            node("1", None, "RootWebArea", "Loop", &["2"], 1),
+            ignored,
+            node("3", Some("2"), "button", "Go", &["2"], 3),
+        ]}));
+        // An iframe owned by itself: a document cycle too.
+        let docs = vec![
+            Doc {
+                frame_id: "T".into(),
+                url: "http://a/".into(),
+                tree: Ok(top),
+                owner: None,
+                skipped: false,
+            },
+            Doc {
+                frame_id: "F".into(),
+                url: "http://b/".into(),
+                tree: Err("unreadable".into()),
+                owner: Some((1, 9)),
+                skipped: false,
+            },
+        ];
+        let mut next = 0;
+        let (o, refs) = render(&docs, &mut next);
+        assert_eq!(o.text.matches("button \"Go\"").count(), 1, "{}", o.text);
+        assert_eq!(refs.len(), 1);
     }
 
     #[test]

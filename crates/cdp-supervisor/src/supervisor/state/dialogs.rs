@@ -85,6 +85,11 @@ struct Dialog {
     bridge_request: Option<String>,
     /// A file chooser's input (`Page.fileChooserOpened.backendNodeId`).
     file_input: Option<i64>,
+    /// Kept across a reconnect and not yet re-checked: open only if its
+    /// renderer's new `Page.enable` stays unanswered
+    /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
+    /// on it meanwhile.
+    carried: bool,
 }
 
 /// The pending dialogs, the recently closed ones, and answers whose dialog
@@ -137,9 +142,9 @@ impl Dialogs {
 
     /// Whether the dialog `id` waits on no command of ours (so its timer counts).
     pub fn idle(&self, id: &str) -> bool {
-        self.pending
-            .iter()
-            .any(|d| d.view.id == id && d.answering.is_none() && d.releasing.is_none())
+        self.pending.iter().any(|d| {
+            d.view.id == id && d.answering.is_none() && d.releasing.is_none() && !d.carried
+        })
     }
 
     /// The dialogs whose answer or release awaits its reply.
@@ -150,10 +155,13 @@ impl Dialogs {
             .map(|d| d.view.id.as_str())
     }
 
-    /// The connection dropped: answers go to the new page session.
+    /// The connection dropped: answers go to the new page session, and a
+    /// dialog of the renderer's own is re-checked once re-attached (it may
+    /// close while we are away; a bridge dialog's request is ours to answer).
     pub fn connection_lost(&mut self) {
         for d in &mut self.pending {
             d.session_id = None;
+            d.carried = d.bridge_request.is_none();
         }
     }
 
@@ -249,6 +257,8 @@ impl State {
                 if is_top {
                     existing.session_id = Some(session.clone());
                 }
+                // Reported after a reconnect: still open, no re-check needed.
+                existing.carried = false;
                 return;
             }
             // A frame shows one dialog at a time: the old one closed unseen.
@@ -277,6 +287,7 @@ impl State {
             releasing: None,
             bridge_request,
             file_input: chooser.and_then(|c| c.backend_node_id),
+            carried: false,
         });
         match self.auto_action(&view.dialog_type) {
             // Answer before anything else is even announced: the page is frozen until then.
@@ -779,12 +790,81 @@ impl State {
         }
     }
 
+    /// After a reconnect, the renderer of `session` was heard from: its
+    /// `Page.enable` answered (`free`: no dialog blocks it) or is overdue.
+    /// The dialogs kept across the drop on that renderer closed while we
+    /// were away (`closed_by:"remote"`) or are still open; either way the
+    /// watchdog and the policy may act again. A dialog whose frame no
+    /// session reports any more waits until every session re-attached at
+    /// that time has been heard from: its frame is gone, and so is it.
+    pub(super) fn recheck_carried(&mut self, session: &SessionId, free: bool, now: Now) {
+        let top = self.targets.is_top(Some(session));
+        let mine: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| d.carried)
+            .filter(|d| {
+                match d.frame_id.as_ref().and_then(|f| self.frames.session_of(f)) {
+                    Some(s) => s == session,
+                    // A blocked top answers no frame tree: unknown is not gone.
+                    None => top && !free,
+                }
+            })
+            .map(|d| d.view.id.clone())
+            .collect();
+        for id in &mine {
+            self.settle_carried(id, free, now);
+        }
+        let waiting = self
+            .timers
+            .any(|t| matches!(t, Timer::PageEnableGrace | Timer::OopifEnableGrace(_)));
+        if waiting {
+            return;
+        }
+        let rest: Vec<(String, bool)> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| d.carried)
+            .map(|d| {
+                let gone = d
+                    .frame_id
+                    .as_ref()
+                    .and_then(|f| self.frames.session_of(f))
+                    .is_none();
+                (d.view.id.clone(), gone)
+            })
+            .collect();
+        for (id, gone) in rest {
+            self.settle_carried(&id, gone, now);
+        }
+    }
+
+    /// Ends a carried dialog's re-check: `closed` while we were away, or
+    /// still open (its timers count again).
+    fn settle_carried(&mut self, id: &str, closed: bool, now: Now) {
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
+        d.carried = false;
+        if closed {
+            let answering = d.answering.as_ref().map(|a| a.by);
+            let cause = CloseCause::ClosedEvent {
+                answering,
+                navigation: None,
+            };
+            self.close_dialog(id, cause, None, None, now);
+        }
+    }
+
     /// `Page.enable` on `session` (the page's, or an OOPIF's that was there
     /// when we attached) went unanswered: with no dialog known in its
     /// frames, a dialog opened before we attached blocks it. Navigating the
     /// top frame releases it either way (an OOPIF's document goes with its
     /// parent's).
     pub(super) fn page_enable_overdue(&mut self, session: &SessionId, now: Now) {
+        self.recheck_carried(session, false, now);
         let Some(own) = self.targets.frame_of(session) else {
             return;
         };

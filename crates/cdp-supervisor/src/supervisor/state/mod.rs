@@ -623,21 +623,26 @@ impl State {
         }
     }
 
+    /// The page's target is gone (detached, or not there after a
+    /// reconnect): its frames go, and its dialogs close `remote`.
+    /// Ends with [`Notice::PageGone`] saying `reason`.
+    pub fn page_gone(&mut self, reason: String, now: Now) {
+        self.unblock_page();
+        self.cancel_enable_graces();
+        for f in self.frames.clear() {
+            self.out
+                .watch_notice(|| Notice::FrameDetached { frame_id: f.0 });
+        }
+        self.close_all_dialogs(now);
+        self.out.notice(Notice::PageGone { reason });
+    }
+
     fn on_session_gone(&mut self, session: &SessionId, now: Now) {
         let Some((was_top, target)) = self.targets.remove(session) else {
             return;
         };
         if was_top {
-            self.unblock_page();
-            self.cancel_enable_graces();
-            for f in self.frames.clear() {
-                self.out
-                    .watch_notice(|| Notice::FrameDetached { frame_id: f.0 });
-            }
-            self.close_all_dialogs(now);
-            self.out.notice(Notice::PageGone {
-                reason: format!("the page's target {target} detached"),
-            });
+            self.page_gone(format!("the page's target {target} detached"), now);
             return;
         }
         // An OOPIF's session: its frames (those it still reports) go with
@@ -714,6 +719,7 @@ impl State {
                         self.timers.cancel(&Timer::OopifEnableGrace(s.clone()));
                     }
                     self.unblock_frame(&frame);
+                    self.recheck_carried(s, true, now);
                 }
             }
             Purpose::FrameTree => {

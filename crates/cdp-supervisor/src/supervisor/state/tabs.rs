@@ -171,6 +171,19 @@ impl Tabs {
         self.current_tab().map(|t| &t.target_id)
     }
 
+    /// Every supervised tab's target id, the current tab's first, then the
+    /// others oldest first: whom a reconnect re-attaches as the page.
+    pub fn target_ids_current_first(&self) -> Vec<String> {
+        let current = self.current_tab().map(|t| t.key);
+        let mut ids: Vec<(bool, String)> = self
+            .tabs
+            .iter()
+            .map(|t| (Some(t.key) != current, t.target_id.0.clone()))
+            .collect();
+        ids.sort_by_key(|(other, _)| *other);
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
     /// The current tab's page session, once attached.
     pub fn current_session(&self) -> Option<&SessionId> {
         self.current_tab().and_then(|t| t.state.top_session())
@@ -770,7 +783,9 @@ impl Tabs {
                         .map(|t| t.key)
                         .collect();
                     for k in stale {
-                        self.tab_closed(k);
+                        // Its dialogs closed with it (`remote`), then the tab.
+                        let reason = "the tab was not there after the reconnect".to_owned();
+                        self.drive(k, |s| s.page_gone(reason, now));
                     }
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
