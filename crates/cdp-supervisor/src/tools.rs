@@ -1120,6 +1120,7 @@ impl AgentSession {
                 call_id,
                 pending_dialogs,
             } => Err(interrupted(tool, &call_id, pending_dialogs)),
+            CallOutcome::TimedOut { call_id, after } => Err(timed_out(tool, &call_id, after)),
         }
     }
 
@@ -1466,6 +1467,7 @@ impl AgentSession {
                 call_id,
                 pending_dialogs,
             } => Err(interrupted(method, &call_id, pending_dialogs)),
+            CallOutcome::TimedOut { call_id, after } => Err(timed_out(method, &call_id, after)),
         }
     }
 
@@ -1861,15 +1863,21 @@ async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
 /// must not be resent.
 fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>) -> ToolError {
     // No dialog known: one that opened before the supervisor attached
-    // blocks the page (page_blocked), and browser_dialog cannot answer it.
+    // blocks the page (page_blocked), and browser_dialog cannot answer it;
+    // nor can it answer one Chromium refuses (answerable: false).
     let unseen = pending_dialogs.is_empty();
+    let refused = !unseen && pending_dialogs.iter().all(|d| !d.answerable);
     let structured = json!({
         "interrupted_by_dialog": true,
         "call_id": call_id,
         "method": method,
         "pending_dialogs": pending_dialogs,
     });
-    let remedy = if unseen {
+    let remedy = if refused {
+        format!(
+            "Chromium refuses to answer the dialog blocking it (answerable: false): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
+        )
+    } else if unseen {
         format!(
             "That dialog opened before the supervisor attached, so browser_dialog cannot answer it (page_blocked: true): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
         )
@@ -1883,6 +1891,24 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
             "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). {remedy}"
         ),
         structured: Some(structured),
+    }
+}
+
+/// The tool error of a call whose timeout passed while its command is
+/// still queued in the page (DESIGN: "Calls a dialog interrupts", timed-out
+/// calls): it may still run, so it must not be resent; its outcome comes
+/// through `completed_calls`.
+fn timed_out(method: &str, call_id: &str, after: Duration) -> ToolError {
+    ToolError {
+        message: format!(
+            "{method} got no reply within {:.1} s and is still queued in the page: it may still run (a promise not yet settled, a busy page). Do not resend it (it could run twice); if it completes, browser_snapshot's completed_calls lists call_id {call_id} with its outcome.",
+            after.as_secs_f64()
+        ),
+        structured: Some(json!({
+            "timed_out": true,
+            "call_id": call_id,
+            "method": method,
+        })),
     }
 }
 

@@ -6,7 +6,6 @@
 mod mock_support;
 
 use cdp_mock::Reply;
-use cdp_supervisor::cdp::connection::CommandError;
 use cdp_supervisor::supervisor::driver::{CallOutcome, CdpCallError, NavigateOutcome};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
@@ -556,12 +555,69 @@ async fn command_never_answered_times_out_per_its_timeout_while_dialogs_are_answ
     assert!(!call.is_finished(), "the answer waited on the evaluate");
     let r = call.await.unwrap();
     let took = started.elapsed();
-    assert!(
-        matches!(r, Err(CdpCallError::Command(CommandError::Timeout { .. }))),
-        "{r:?}"
-    );
+    // Issue 28, defect 3: it is still queued, so it is not a plain
+    // timeout (the agent would resend it) but a call kept for its outcome.
+    let call_id = match r {
+        Ok(CallOutcome::TimedOut { call_id, .. }) => call_id,
+        r => panic!("expected TimedOut, got {r:?}"),
+    };
     // Timers never fire early; how late they fire depends on the machine's load.
     assert!(took >= Duration::from_millis(750), "{took:?}");
+    assert!(
+        sup.completed_calls().iter().all(|c| c.call_id != call_id),
+        "not completed yet"
+    );
+}
+
+/// Issue 28, defect 3: a call whose timeout passed while its command was
+/// still queued said "no reply within N ms" and discarded the late
+/// outcome: an agent resent it and its side effect ran twice. Now the late
+/// reply is delivered once, under the call id the timeout named.
+#[tokio::test]
+async fn regression_28_3_a_late_reply_after_a_timeout_is_delivered_once() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Runtime.evaluate",
+        Reply::result(json!({"result": {"type": "number", "value": 7}}))
+            .after(Duration::from_millis(1500)),
+    );
+    let r = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "slow()"}),
+            None,
+            None,
+            Duration::from_millis(300),
+        )
+        .await;
+    let call_id = match r {
+        Ok(CallOutcome::TimedOut { call_id, after }) => {
+            assert_eq!(after, Duration::from_millis(300));
+            call_id
+        }
+        r => panic!("expected TimedOut, got {r:?}"),
+    };
+    let deadline = Instant::now() + WAIT;
+    let done = loop {
+        let done: Vec<_> = sup
+            .take_completed_calls()
+            .into_iter()
+            .filter(|c| c.call_id == call_id)
+            .collect();
+        if !done.is_empty() {
+            break done;
+        }
+        assert!(Instant::now() < deadline, "the late reply never delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].result.as_ref().unwrap()["result"]["value"], 7);
+    assert!(
+        sup.take_completed_calls()
+            .iter()
+            .all(|c| c.call_id != call_id),
+        "delivered once"
+    );
 }
 
 /// "No waiting in the event path": a command Chromium never answers cannot

@@ -217,6 +217,18 @@ pub enum CallOutcome {
         /// The dialogs pending when the call returned.
         pending_dialogs: List<PendingDialog>,
     },
+    /// The call's own timeout passed with no dialog in the way while its
+    /// command is still queued (an `awaitPromise` not yet settled, a busy
+    /// renderer): it may still run. Its outcome, if it comes before the
+    /// command's own deadline, is delivered once like an interrupted
+    /// call's ([`Supervisor::take_completed_calls`]); resending it could
+    /// run it twice.
+    TimedOut {
+        /// The id its completion will carry (`c-N`).
+        call_id: String,
+        /// The call's timeout that passed.
+        after: Duration,
+    },
 }
 
 /// The supervised page as Chromium has it at this moment (`Target.getTargetInfo`).
@@ -878,15 +890,32 @@ impl Supervisor {
             Ok(None) => {
                 let s = self.snapshot();
                 if !s.pending_dialogs.iter().any(blocks) && !s.page_blocked {
-                    return Err(CdpCallError::Command(CommandError::Timeout {
-                        method: method.to_owned(),
+                    // Still queued: kept like an interrupted call, and an
+                    // action's dispatch runs to its end (a mousePressed is
+                    // followed by its mouseReleased).
+                    return Ok(CallOutcome::TimedOut {
+                        call_id: self.keep_waiting(method, reply),
                         after: timeout,
-                    }));
+                    });
                 }
                 s.pending_dialogs.clone()
             }
             Err(d) => d,
         };
+        Ok(CallOutcome::Interrupted {
+            call_id: self.keep_waiting(method, reply),
+            pending_dialogs,
+        })
+    }
+
+    /// Records the call `method` as outstanding and waits on for `reply`
+    /// in a task of its own, recording its outcome once. Returns its
+    /// `call_id`.
+    fn keep_waiting(
+        &self,
+        method: &str,
+        reply: Pin<Box<impl Future<Output = Result<Value, CdpCallError>> + Send + 'static>>,
+    ) -> String {
         let call_id = self.shared.calls.begin(method);
         let calls = self.shared.calls.clone();
         let id = call_id.clone();
@@ -900,10 +929,7 @@ impl Supervisor {
             });
             calls.complete(&id, outcome);
         });
-        Ok(CallOutcome::Interrupted {
-            call_id,
-            pending_dialogs,
-        })
+        call_id
     }
 
     /// The current connection, for reads that must not wait on the event
