@@ -553,3 +553,57 @@ fn a_title_or_url_that_changes_shows_in_the_next_snapshot_even_back_to_an_old_va
     title(&mut h, "T1", "popup 2");
     assert_eq!(shown(&mut h).2[1].1, "popup 2");
 }
+
+/// Issue 28, defect 8: the reply to an agent's command on a tab that had
+/// already left the closed-tabs list was dropped: no outcome, a driver
+/// entry leaked, and the caller got a false timeout. Every command the
+/// coordinator emits gets its one outcome, whatever happened to its tab.
+#[test]
+fn regression_28_8_a_reply_for_a_tab_long_closed_still_reaches_the_agent() {
+    let mut h = H::attached(Options {
+        max_tabs: 20,
+        ..Options::default()
+    });
+    let n = cdp_supervisor::supervisor::state::CLOSED_TABS_KEPT + 1;
+    for i in 1..=n {
+        h.page_attached(&format!("S{i}"), &format!("T{i}"), Some("T0"), true);
+    }
+    h.answer_all();
+    h.tabs.send_agent(
+        7,
+        Target::Session(sid("S1")),
+        "Runtime.evaluate",
+        json!({"expression": "1"}),
+        std::time::Duration::from_secs(30),
+    );
+    let mut call = None;
+    while let Some(o) = h.tabs.poll_output() {
+        if let Output::Send(c) = o
+            && c.purpose == (Purpose::Agent { call: 7 })
+        {
+            call = Some(*c);
+        }
+    }
+    let call = call.expect("the agent's command is sent");
+    for i in 1..=n {
+        h.ev(
+            None,
+            "Target.targetDestroyed",
+            json!({"targetId": format!("T{i}")}),
+        );
+    }
+    h.tabs.on_reply(
+        &call.target,
+        call.tab,
+        call.purpose.clone(),
+        Ok(json!({"result": {"type": "number", "value": 1}})),
+        h.now,
+    );
+    let mut replies = 0;
+    while let Some(o) = h.tabs.poll_output() {
+        if matches!(o, Output::AgentReply { call: 7, .. }) {
+            replies += 1;
+        }
+    }
+    assert_eq!(replies, 1, "the agent's reply was dropped");
+}

@@ -289,7 +289,7 @@ enum Request {
         target_id: Option<String>,
         /// A navigation may go to a crashed tab: it reloads it.
         allow_crashed: bool,
-        reply: oneshot::Sender<Result<(Connection, SessionId), CdpCallError>>,
+        reply: oneshot::Sender<Result<Routed, CdpCallError>>,
     },
     SelectTab {
         target_id: String,
@@ -790,6 +790,19 @@ impl Supervisor {
         target_id: Option<&str>,
         allow_crashed: bool,
     ) -> Result<(Connection, SessionId), CdpCallError> {
+        self.route_to_tab(frame_id, target_id, allow_crashed)
+            .await
+            .map(|(conn, session, _)| (conn, session))
+    }
+
+    /// [`Supervisor::route`], with the target id of the tab the session
+    /// belongs to (the tab whose dialogs can block the call).
+    async fn route_to_tab(
+        &self,
+        frame_id: Option<&str>,
+        target_id: Option<&str>,
+        allow_crashed: bool,
+    ) -> Result<Routed, CdpCallError> {
         let (tx, rx) = oneshot::channel();
         self.request(Request::Route {
             frame_id: frame_id.map(str::to_owned),
@@ -825,13 +838,13 @@ impl Supervisor {
         target_id: Option<&str>,
         timeout: Duration,
     ) -> Result<CallOutcome, CdpCallError> {
-        let (_conn, session) = self.route(frame_id, target_id, false).await?;
+        let (_conn, session, tab) = self.route_to_tab(frame_id, target_id, false).await?;
         // The command's own deadline outlives the call: an interrupted
         // command runs once its dialog is answered, and its outcome is kept.
         let keep = timeout.saturating_add(self.shared.dialog_timeout);
         // Through the driver and the core: in wire order with the events, so
         // the core knows which navigations (and closed dialogs) it causes.
-        let before = self.dialogs_before();
+        let before = self.dialogs_before_on(tab.as_deref());
         let reply = self.send_agent(Target::Session(session), method, params, keep);
         self.interruptible_since(
             before,
@@ -878,6 +891,7 @@ impl Supervisor {
     where
         F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
     {
+        let tab = since.tab.clone();
         let mut reply = Box::pin(work);
         let own_deadline = async {
             tokio::select! {
@@ -889,7 +903,7 @@ impl Supervisor {
             Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
             Ok(None) => {
                 let s = self.snapshot();
-                if !s.pending_dialogs.iter().any(blocks) && !s.page_blocked {
+                if !s.call_blocked_on(tab.as_deref()) {
                     // Still queued: kept like an interrupted call, and an
                     // action's dispatch runs to its end (a mousePressed is
                     // followed by its mouseReleased).
@@ -1251,17 +1265,31 @@ impl Supervisor {
     /// navigation to a page that asks `beforeunload` waited out its 30 s
     /// (seen in CI under load).
     pub(crate) fn dialogs_before(&self) -> DialogsBefore {
+        self.dialogs_before_on(None)
+    }
+
+    /// [`Supervisor::dialogs_before`] for a call on tab `target_id`
+    /// (`None`: the current tab): only dialogs that block that tab's
+    /// renderer count ([`Snapshot::blocks_call_on`]).
+    pub(crate) fn dialogs_before_on(&self, target_id: Option<&str>) -> DialogsBefore {
         let mut snaps = self.subscribe();
-        let (ids, blocked) = {
+        let (ids, blocked, tab) = {
             let s = snaps.borrow_and_update();
             let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
-            let blocked = s.pending_dialogs.iter().any(blocks) || s.page_blocked;
-            (ids, blocked)
+            // Pinned now: the current tab may change while the call runs.
+            let tab = target_id.map(str::to_owned).or_else(|| {
+                s.tabs
+                    .iter()
+                    .find(|t| t.current)
+                    .map(|t| t.target_id.clone())
+            });
+            (ids, s.call_blocked_on(target_id), tab)
         };
         DialogsBefore {
             snaps,
             ids,
             blocked,
+            tab,
         }
     }
 
@@ -1298,7 +1326,9 @@ impl Supervisor {
             mut snaps,
             ids: before,
             blocked: blocked_at_start,
+            tab,
         } = since;
+        let tab = tab.as_deref();
         let policy = self.shared.policy;
         let auto = |d: &Arc<PendingDialog>| {
             policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
@@ -1309,10 +1339,11 @@ impl Supervisor {
                     std::future::pending::<()>().await;
                 }
                 let s = snaps.borrow_and_update().clone();
-                if s.pending_dialogs
-                    .iter()
-                    .any(|d| !before.contains(&d.id) && blocks(d) && (!auto(d) || !d.answerable))
-                {
+                if s.pending_dialogs.iter().any(|d| {
+                    !before.contains(&d.id)
+                        && s.blocks_call_on(d, tab)
+                        && (!auto(d) || !d.answerable)
+                }) {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -1322,7 +1353,7 @@ impl Supervisor {
                 tokio::time::sleep(BLOCKED_CALL_GRACE).await;
                 let s = self.snapshot();
                 // Released meanwhile: nothing blocks the call any more.
-                if s.pending_dialogs.iter().any(blocks) || s.page_blocked {
+                if s.call_blocked_on(tab) {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -1381,12 +1412,13 @@ impl Supervisor {
         let deadline = crate::cdp::connection::deadline_after(timeout);
         // A pending beforeunload is the page asking whether it may be left:
         // a navigation does not release it but queues behind it.
-        let pending = self.snapshot().pending_dialogs.clone();
-        if pending
-            .iter()
-            .any(|d| d.dialog_type.as_str() == "beforeunload")
-        {
-            return Ok(NavigateOutcome::DialogPending(pending));
+        let snap = self.snapshot();
+        let current = snap.tabs.iter().find(|t| t.current).map(|t| &t.target_id);
+        if snap.pending_dialogs.iter().any(|d| {
+            d.dialog_type.as_str() == "beforeunload"
+                && (d.target_id.is_none() || d.target_id.as_ref() == current)
+        }) {
+            return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
         }
         let mut notices = self.notices();
         // A navigation is how a crashed tab is reloaded.
@@ -1465,12 +1497,6 @@ impl Supervisor {
     }
 }
 
-/// Whether a pending dialog blocks the page's scripts: a JS dialog does; a
-/// file chooser (intercepted: the input just waits for files) does not.
-fn blocks(d: &Arc<PendingDialog>) -> bool {
-    d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
-}
-
 /// A command sent and not replied to yet (see [`super::state::Command`]).
 struct Inflight {
     target: Target,
@@ -1480,6 +1506,8 @@ struct Inflight {
 }
 
 type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
+/// Where a call goes: the connection, the session, and its tab's target id.
+type Routed = (Connection, SessionId, Option<String>);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
 struct Driver {
@@ -1827,7 +1855,10 @@ impl Driver {
                             None => self.state.page_session(target_id.as_deref(), allow_crashed),
                         };
                         session
-                            .map(|s| (conn.clone(), s))
+                            .map(|s| {
+                                let tab = self.state.target_of_session(&s).map(|t| t.0.clone());
+                                (conn.clone(), s, tab)
+                            })
                             .map_err(CdpCallError::Route)
                     }
                 };
@@ -2262,6 +2293,8 @@ pub(crate) struct DialogsBefore {
     /// Marked seen at that moment: a later snapshot wakes the race at once.
     snaps: watch::Receiver<Arc<Snapshot>>,
     ids: Vec<String>,
+    /// The tab the call goes to (its target id), when known.
+    tab: Option<String>,
     /// A dialog (or one we never saw) already blocked the page.
     blocked: bool,
 }

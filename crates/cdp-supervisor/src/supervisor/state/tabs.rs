@@ -166,6 +166,13 @@ impl Tabs {
             .map(|t| t.key)
     }
 
+    /// The target id of the tab `session` belongs to (its page's or one of
+    /// its OOPIFs' session).
+    pub fn target_of_session(&self, session: &SessionId) -> Option<&TargetId> {
+        let key = self.key_of_session(session)?;
+        self.tab(key).map(|t| &t.target_id)
+    }
+
     /// The current tab's target id.
     pub fn current_target(&self) -> Option<&TargetId> {
         self.current_tab().map(|t| &t.target_id)
@@ -790,6 +797,19 @@ impl Tabs {
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
                 _ => {}
+            }
+            return;
+        }
+        let known = self
+            .tabs
+            .iter()
+            .chain(self.closed.iter())
+            .any(|t| t.key == tab);
+        if !known {
+            // Its tab closed long ago: nothing of the tab's waits on it, but
+            // the agent's call still gets its one outcome.
+            if let Purpose::Agent { call } = purpose {
+                self.out.push_back(Output::AgentReply { call, result });
             }
             return;
         }
