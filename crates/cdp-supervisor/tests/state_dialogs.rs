@@ -913,6 +913,47 @@ fn regression_a_failed_agent_navigation_claims_no_later_close() {
     assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
 }
 
+/// Issue 28, defect 7: any agent command in flight on a session made a
+/// navigation the page requested meanwhile the agent's, so the OOPIF dialog
+/// it closed said `closed_by:"agent"`. A command that runs no script or
+/// input cannot ask for a navigation.
+#[test]
+fn regression_28_7_a_command_that_runs_no_script_claims_no_navigation() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "F2", "in the oopif");
+    h.agent(1, "S1", "DOM.getDocument", json!({}));
+    h.ev(
+        Some("S1"),
+        "Page.frameRequestedNavigation",
+        r#"{"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/own", "disposition": "currentTab"}"#,
+    );
+    // Chromium closes the OOPIF's dialog as its frame goes with the top's document.
+    h.closed("S1", "F2", false, "");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
+/// Issue 28, defect 7: an evaluate queued behind a dialog (interrupted)
+/// stayed "in flight" for its whole deadline, and a navigation requested
+/// on its session meanwhile was blamed on the agent. A renderer a dialog
+/// blocks runs no queued command.
+#[test]
+fn regression_28_7_a_command_queued_behind_a_dialog_claims_no_navigation() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "blocks the page");
+    h.agent(1, "S1", "Runtime.evaluate", json!({"expression": "1"}));
+    h.ev(
+        Some("S1"),
+        "Page.frameRequestedNavigation",
+        r#"{"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/own", "disposition": "currentTab"}"#,
+    );
+    h.frame_navigated("S1", "T1", None, "https://a.test/own");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
 /// Defect 2 (issue 8): `browser_cdp Runtime.evaluate("location = …")` that
 /// navigates away from a beforeunload was labelled `remote`.
 #[test]

@@ -487,7 +487,8 @@ mod tests {
             .collect(),
             ..Snapshot::default()
         };
-        let on = |d: &str, call: Option<&str>| s.blocks_call_on(&dialog(d, DialogType::Confirm), call);
+        let on =
+            |d: &str, call: Option<&str>| s.blocks_call_on(&dialog(d, DialogType::Confirm), call);
         // The current tab's own dialog, and a same-site popup's (transitively).
         assert!(on("T0", None));
         assert!(on("T1", None));

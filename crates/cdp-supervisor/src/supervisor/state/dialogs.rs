@@ -841,6 +841,20 @@ impl State {
         }
     }
 
+    /// Whether a JS dialog we know blocks the renderer of `session`: one in
+    /// a frame that session reports (or, for the page's session, in a frame
+    /// no session reports). A file chooser blocks nothing.
+    pub(super) fn renderer_blocked(&self, session: &SessionId) -> bool {
+        let top = self.targets.is_top(Some(session));
+        self.dialogs.pending.iter().any(|d| {
+            d.view.dialog_type != DialogType::FileChooser
+                && match d.frame_id.as_ref().and_then(|f| self.frames.session_of(f)) {
+                    Some(s) => s == session,
+                    None => top,
+                }
+        })
+    }
+
     /// Ends a carried dialog's re-check: `closed` while we were away, or
     /// still open (its timers count again).
     fn settle_carried(&mut self, id: &str, closed: bool, now: Now) {

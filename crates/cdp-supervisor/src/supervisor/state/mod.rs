@@ -503,7 +503,8 @@ impl State {
                 }
             }
             Event::NavigationRequested(r) => {
-                if known.is_some() {
+                let blocked = session_id.is_some_and(|s| self.renderer_blocked(s));
+                if known.is_some() && !blocked {
                     self.navs.requested(session_id, &r.frame_id, r.loader_id);
                 }
             }
