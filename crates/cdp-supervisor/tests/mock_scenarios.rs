@@ -713,19 +713,13 @@ async fn regression_9_oopif_auto_attached_before_the_page_tree_reply_stays_an_oo
 }
 
 /// Defect 2 (issue 8): a `browser_cdp` that navigates by
-/// `Runtime.evaluate("location = …")` releases a beforeunload; that close is
-/// the agent's (the navigation request comes on the session while the
-/// agent's evaluate is in flight), not `remote`.
+/// `Runtime.evaluate("location = …")` asks `beforeunload`; when that
+/// dialog closes with the navigation, the close is the agent's (the
+/// navigation request came on the session while the agent's evaluate was
+/// in flight, before the dialog blocked the renderer), not `remote`.
 #[tokio::test]
 async fn regression_evaluate_that_navigates_closes_a_dialog_as_agent() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Page.javascriptDialogOpening",
-        dialog_opening("T1", "beforeunload", ""),
-    )
-    .await;
-    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
     mock.on(
         "Runtime.evaluate",
         Reply::result(json!({"result": {"type": "string", "value": "https://a.test/x"}}))
@@ -733,6 +727,11 @@ async fn regression_evaluate_that_navigates_closes_a_dialog_as_agent() {
                 Some("S1"),
                 "Page.frameRequestedNavigation",
                 json!({"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/x", "disposition": "currentTab"}),
+            )
+            .emit_first(
+                Some("S1"),
+                "Page.javascriptDialogOpening",
+                dialog_opening("T1", "beforeunload", ""),
             )
             .emit_first(Some("S1"), "Page.javascriptDialogClosed", dialog_closed("T1", true)),
     );

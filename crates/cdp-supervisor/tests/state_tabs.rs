@@ -8,8 +8,8 @@ use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
-    Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output, Purpose,
-    RouteError, Tabs, Target,
+    CLOSING_GRACE, Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output,
+    Purpose, RouteError, Tabs, Target,
 };
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -323,6 +323,31 @@ fn regression_under_a_navigation_policy_pages_past_max_tabs_are_closed_not_let_g
     );
     let closed = h.take("Target.closeTarget");
     assert_eq!(closed.params, json!({"targetId": "T1"}));
+}
+
+/// Issue 28, defect 5: a popup past `max_tabs` under a navigation policy
+/// that asks for no document (an `about:blank` `window.open`) stayed open
+/// and in the closing list forever. It is closed once the grace passes.
+#[test]
+fn regression_28_5_a_page_past_max_tabs_that_asks_for_no_document_is_closed_anyway() {
+    let mut h = H::attached(Options {
+        max_tabs: 1,
+        navigation: NavigationPolicy::new(&[] as &[&str], &["http://b.test"], false).unwrap(),
+        ..Options::default()
+    });
+    h.page_attached("S1", "T1", Some("T0"), true);
+    assert!(!h.methods().iter().any(|m| m == "Target.closeTarget"));
+    let at = h
+        .tabs
+        .poll_timeout()
+        .expect("a wakeup for the page to close");
+    assert!(at <= h.now.instant + CLOSING_GRACE, "{at:?}");
+    h.now = h.now.after(CLOSING_GRACE);
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    let closed = h.take("Target.closeTarget");
+    assert_eq!(closed.params, json!({"targetId": "T1"}));
+    assert_eq!(h.tabs.poll_timeout(), None, "nothing else waits");
 }
 
 #[test]

@@ -200,11 +200,20 @@ pub use tokio::sync::mpsc::error::TryRecvError;
 /// Events (and in-order replies) in arrival order, then one
 /// [`Incoming::Closed`], then the end of the stream. The reader hands them
 /// over a burst at a time; an idle stream holds no burst.
-#[derive(Debug)]
 pub struct EventStream {
     bursts: mpsc::UnboundedReceiver<Vec<Incoming>>,
+    /// The connection's backlog count ([`Shared::queued`]).
+    shared: Arc<Shared>,
     /// The burst being handed out.
     burst: std::vec::IntoIter<Incoming>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("backlog", &self.backlog())
+            .finish_non_exhaustive()
+    }
 }
 
 impl EventStream {
@@ -216,7 +225,18 @@ impl EventStream {
                 return Some(item);
             }
             self.burst = self.bursts.recv().await?.into_iter();
+            self.shared.taken();
         }
+    }
+
+    /// How many bursts wait in the stream, not yet taken. The reader stops
+    /// reading the socket while [`MAX_QUEUED_BURSTS`] do: a consumer that
+    /// falls behind slows the browser down (TCP back-pressure) instead of
+    /// the queue growing without bound.
+    pub fn backlog(&self) -> usize {
+        self.shared
+            .queued
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The next item if one is queued.
@@ -230,6 +250,7 @@ impl EventStream {
                 return Ok(item);
             }
             self.burst = self.bursts.try_recv()?.into_iter();
+            self.shared.taken();
         }
     }
 
@@ -245,6 +266,11 @@ impl EventStream {
 
 /// The most items one burst carries.
 const BURST_MAX: usize = 256;
+
+/// How many bursts the event stream holds before the reader stops reading
+/// the socket until the consumer takes some: at most
+/// `MAX_QUEUED_BURSTS × BURST_MAX` events wait in memory.
+pub const MAX_QUEUED_BURSTS: usize = 128;
 
 /// Frames for the writer.
 enum Outgoing {
@@ -316,6 +342,10 @@ struct Shared {
     cancel: CancellationToken,
     /// Which events the stream carries ([`Connection::set_event_filter`]).
     event_filter: std::sync::OnceLock<fn(&str) -> bool>,
+    /// Bursts sent to the event stream and not yet taken from it.
+    queued: std::sync::atomic::AtomicUsize,
+    /// The consumer took a burst off a full backlog.
+    drained: Notify,
 }
 
 impl Shared {
@@ -618,16 +648,21 @@ impl Connection {
             outgoing_ready: Notify::new(),
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            drained: Notify::new(),
         });
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, shared.clone()));
         tokio::spawn(read_loop(stream, shared.clone()));
         Ok((
             Connection {
-                owner: Arc::new(Owner { shared }),
+                owner: Arc::new(Owner {
+                    shared: shared.clone(),
+                }),
             },
             EventStream {
                 bursts: events_rx,
+                shared: shared.clone(),
                 burst: Vec::new().into_iter(),
             },
         ))
@@ -807,7 +842,23 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
     // What the socket had ready, sent to the stream in one go once it has
     // no more (or the burst is full).
     let mut burst: Vec<Incoming> = Vec::new();
+    let full = || shared.queued.load(std::sync::atomic::Ordering::Acquire) >= MAX_QUEUED_BURSTS;
     let reason = loop {
+        if full() {
+            // Back-pressure: what was read goes out, then a consumer this
+            // far behind is waited for before the socket is read again.
+            shared.send_burst(&mut burst);
+            while full() {
+                let drained = shared.drained.notified();
+                if !full() {
+                    break;
+                }
+                tokio::select! {
+                    () = drained => {}
+                    () = shared.cancel.cancelled() => break,
+                }
+            }
+        }
         let next = if burst.is_empty() {
             tokio::select! {
                 next = stream.next() => next,
@@ -859,17 +910,36 @@ impl Shared {
     /// Sends what `burst` holds to the event stream (while it is open).
     fn send_burst(&self, burst: &mut Vec<Incoming>) {
         if !burst.is_empty() {
-            self.lock().send_burst(burst);
+            self.lock().send_burst(burst, &self.queued);
+        }
+    }
+
+    /// The consumer took a burst: the reader may read on. (Saturating: a
+    /// reply or the close sent on their own are not counted; the bound
+    /// holds within the commands in flight.)
+    fn taken(&self) {
+        use std::sync::atomic::Ordering;
+        let before = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .unwrap_or(0);
+        if before == MAX_QUEUED_BURSTS {
+            self.drained.notify_one();
         }
     }
 }
 
 impl State {
-    /// [`Shared::send_burst`], under a lock the caller holds.
-    fn send_burst(&self, burst: &mut Vec<Incoming>) {
+    /// [`Shared::send_burst`], under a lock the caller holds; `queued`
+    /// counts it.
+    fn send_burst(&self, burst: &mut Vec<Incoming>, queued: &std::sync::atomic::AtomicUsize) {
         let burst = std::mem::take(burst);
-        if let Some(events) = &self.events {
-            let _ = events.send(burst);
+        if let Some(events) = &self.events
+            && events.send(burst).is_ok()
+        {
+            queued.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
     }
 }
@@ -918,7 +988,7 @@ fn dispatch(
                         timer.abort();
                     }
                     burst.push(Incoming::Reply { id, result });
-                    state.send_burst(burst);
+                    state.send_burst(burst, &shared.queued);
                 }
                 // Whoever awaits it may look at the stream next: every
                 // event before the reply is on it by then.

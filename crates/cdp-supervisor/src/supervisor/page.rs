@@ -114,6 +114,15 @@ pub struct RefTables {
     tabs: HashMap<String, TabRefs>,
 }
 
+impl RefTables {
+    /// Forgets the refs of every tab not in `live` (closed tabs): the
+    /// tables hold no more than the tabs that are open.
+    fn keep_only<'a>(&mut self, live: impl Iterator<Item = &'a str> + Clone) {
+        self.tabs
+            .retain(|id, _| live.clone().any(|l| l == id.as_str()));
+    }
+}
+
 /// The outline as `browser_snapshot` gives it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PageOutline {
@@ -776,7 +785,9 @@ impl Supervisor {
             .enumerate()
             .map(|(i, f)| (f.frame_id.as_str(), i))
             .collect();
+        let snap = self.snapshot();
         let mut tables = self.ref_tables();
+        tables.keep_only(snap.tabs.iter().map(|t| t.target_id.as_str()));
         let t = tables.tabs.entry(tab).or_default();
         t.first_of_last = t.next + 1;
         let (mut outline, refs) = render(&docs, &mut t.next);
@@ -1514,6 +1525,17 @@ mod tests {
         assert_eq!(o.frame_refs.get("f1").map(String::as_str), Some("F"));
         assert_eq!(refs.len(), 3);
         assert!(!o.truncated);
+    }
+
+    /// Issue 28, defect 5: ref tables were kept for every tab ever outlined.
+    #[test]
+    fn regression_28_5_ref_tables_keep_only_open_tabs() {
+        let mut t = RefTables::default();
+        for id in ["T0", "T1", "T2"] {
+            t.tabs.insert(id.into(), TabRefs::default());
+        }
+        t.keep_only(["T1", "T9"].into_iter());
+        assert_eq!(t.tabs.keys().collect::<Vec<_>>(), ["T1"]);
     }
 
     /// Issue 28, defect 6: an ignored node listing its ancestor as a child

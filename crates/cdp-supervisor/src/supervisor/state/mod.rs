@@ -71,7 +71,7 @@ pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
 pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
-pub use tabs::{CLOSED_TABS_KEPT, Tabs};
+pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
 pub use timers::Timer;
 
 use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
