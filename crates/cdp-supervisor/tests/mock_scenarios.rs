@@ -6,7 +6,9 @@
 mod mock_support;
 
 use cdp_mock::Reply;
-use cdp_supervisor::supervisor::driver::{CallOutcome, CdpCallError, NavigateOutcome};
+use cdp_supervisor::supervisor::driver::{
+    CallOutcome, CdpCallError, NavigateOutcome, SupervisorOptions,
+};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
 use cdp_supervisor::supervisor::state::{
@@ -958,4 +960,74 @@ async fn a_watcher_that_comes_and_goes_sees_the_frames_and_errors_of_its_time() 
         })
         .await;
     }
+}
+
+/// Issue 28, defect 9 (bug class 16): the driver polled events first, so
+/// while a flood kept the stream non-empty the agent's answer waited for
+/// the flood to end. Requests and timers now come before events: the
+/// answer goes out while the flood is still being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_28_9_an_answer_is_not_starved_by_an_event_flood() {
+    // The answer's reply comes in order behind the flood: its deadline
+    // must outlast reading the flood in a debug build.
+    let (mock, sup) = attached_with(SupervisorOptions {
+        command_timeout: Duration::from_secs(120),
+        ..opts(DialogPolicy::MustRespond)
+    })
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "answer me during the flood"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    let texts: Vec<String> = (0..300_000)
+        .map(|i| {
+            cdp_mock::event_text(
+                Some("S1"),
+                "Runtime.consoleAPICalled",
+                &json!({"type": "error", "args": [{"type": "string", "value": format!("e{i}")}],
+                        "executionContextId": 1, "timestamp": 1.0}),
+            )
+        })
+        .collect();
+    let bytes = std::sync::Arc::new(cdp_mock::encode_text_frames(
+        texts.iter().map(String::as_str),
+    ));
+    drop(texts);
+    let mock = std::sync::Arc::new(mock);
+    let flood = tokio::spawn({
+        let mock = mock.clone();
+        async move { mock.flood(bytes).await }
+    });
+    // The flood is under way: the driver has taken some of it.
+    wait_snapshot(&sup, "the flood being read", |s| {
+        !s.console_errors.is_empty()
+    })
+    .await;
+    assert!(
+        !flood.is_finished(),
+        "the flood ended before the answer was asked for"
+    );
+    let answer = tokio::spawn({
+        let sup = sup.clone();
+        async move { sup.answer_dialog(answer(DialogAction::Dismiss)).await }
+    });
+    mock.wait_for_command("Page.handleJavaScriptDialog", WAIT)
+        .await
+        .expect("the answer is sent");
+    assert!(
+        !flood.is_finished(),
+        "the answer went out only after the flood was read to its end"
+    );
+    tokio::time::timeout(WAIT * 12, flood)
+        .await
+        .expect("the flood ends")
+        .unwrap();
+    let r = tokio::time::timeout(WAIT * 12, answer)
+        .await
+        .expect("answered")
+        .unwrap();
+    assert!(r.is_ok(), "{r:?}");
 }

@@ -28,6 +28,7 @@ use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -202,8 +203,8 @@ pub use tokio::sync::mpsc::error::TryRecvError;
 /// over a burst at a time; an idle stream holds no burst.
 pub struct EventStream {
     bursts: mpsc::UnboundedReceiver<Vec<Incoming>>,
-    /// The connection's backlog count ([`Shared::queued`]).
-    shared: Arc<Shared>,
+    /// What was sent to it and taken from it, shared with the reader.
+    counts: Arc<Counts>,
     /// The burst being handed out.
     burst: std::vec::IntoIter<Incoming>,
 }
@@ -225,7 +226,7 @@ impl EventStream {
                 return Some(item);
             }
             self.burst = self.bursts.recv().await?.into_iter();
-            self.shared.taken();
+            self.counts.taken_one();
         }
     }
 
@@ -234,9 +235,19 @@ impl EventStream {
     /// falls behind slows the browser down (TCP back-pressure) instead of
     /// the queue growing without bound.
     pub fn backlog(&self) -> usize {
-        self.shared
-            .queued
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.counts.backlog()
+    }
+
+    /// How many bursts were taken from this stream so far: once it reaches
+    /// a [`Connection::mark`] taken after a reply, every event Chromium
+    /// sent before that reply has been taken.
+    pub fn taken(&self) -> u64 {
+        self.counts.taken.load(Ordering::Acquire)
+    }
+
+    /// Whether `mark` is of this stream's connection.
+    pub fn is_of(&self, mark: &StreamMark) -> bool {
+        Arc::ptr_eq(&self.counts, &mark.counts)
     }
 
     /// The next item if one is queued.
@@ -250,7 +261,7 @@ impl EventStream {
                 return Ok(item);
             }
             self.burst = self.bursts.try_recv()?.into_iter();
-            self.shared.taken();
+            self.counts.taken_one();
         }
     }
 
@@ -298,12 +309,7 @@ struct Pending {
 
 impl Pending {
     /// Delivers `result`; `events` is the stream, when still open.
-    fn deliver(
-        self,
-        id: u64,
-        result: Result<Value, CommandError>,
-        events: Option<&mpsc::UnboundedSender<Vec<Incoming>>>,
-    ) {
+    fn deliver(self, id: u64, result: Result<Value, CommandError>, events: Option<&EventTx>) {
         if let Some(timer) = self.timer {
             timer.abort();
         }
@@ -313,7 +319,7 @@ impl Pending {
             }
             ReplyTo::Stream => {
                 if let Some(events) = events {
-                    let _ = events.send(vec![Incoming::Reply { id, result }]);
+                    events.send(vec![Incoming::Reply { id, result }]);
                 }
             }
         }
@@ -330,7 +336,65 @@ struct State {
     /// holds no room for frames (a channel keeps its first 32 slots).
     outgoing: VecDeque<Outgoing>,
     /// The event stream (bursts); `None` once `Closed` has been sent.
-    events: Option<mpsc::UnboundedSender<Vec<Incoming>>>,
+    events: Option<EventTx>,
+}
+
+/// The sending half of the event stream: counts every burst it sends.
+#[derive(Clone)]
+struct EventTx {
+    tx: mpsc::UnboundedSender<Vec<Incoming>>,
+    counts: Arc<Counts>,
+}
+
+impl EventTx {
+    fn send(&self, burst: Vec<Incoming>) {
+        if self.tx.send(burst).is_ok() {
+            self.counts.sent.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Bursts sent to the event stream and taken from it (both only grow), and
+/// the reader's wakeup when the consumer takes one off a full backlog.
+#[derive(Debug, Default)]
+struct Counts {
+    sent: AtomicU64,
+    taken: AtomicU64,
+    drained: Notify,
+}
+
+impl Counts {
+    fn backlog(&self) -> usize {
+        let taken = self.taken.load(Ordering::Acquire);
+        let sent = self.sent.load(Ordering::Acquire);
+        usize::try_from(sent.saturating_sub(taken)).unwrap_or(usize::MAX)
+    }
+
+    fn full(&self) -> bool {
+        self.backlog() >= MAX_QUEUED_BURSTS
+    }
+
+    /// The consumer took a burst: the reader may read on.
+    fn taken_one(&self) {
+        self.taken.fetch_add(1, Ordering::AcqRel);
+        if self.backlog() + 1 == MAX_QUEUED_BURSTS {
+            self.drained.notify_one();
+        }
+    }
+}
+
+/// A point in a connection's event stream ([`Connection::mark`]).
+#[derive(Clone, Debug)]
+pub struct StreamMark {
+    counts: Arc<Counts>,
+    sent: u64,
+}
+
+impl StreamMark {
+    /// Whether `stream` has taken every burst sent before the mark.
+    pub fn reached_by(&self, stream: &EventStream) -> bool {
+        !stream.is_of(self) || stream.taken() >= self.sent
+    }
 }
 
 struct Shared {
@@ -342,10 +406,8 @@ struct Shared {
     cancel: CancellationToken,
     /// Which events the stream carries ([`Connection::set_event_filter`]).
     event_filter: std::sync::OnceLock<fn(&str) -> bool>,
-    /// Bursts sent to the event stream and not yet taken from it.
-    queued: std::sync::atomic::AtomicUsize,
-    /// The consumer took a burst off a full backlog.
-    drained: Notify,
+    /// The event stream's counts ([`EventStream::backlog`]).
+    counts: Arc<Counts>,
 }
 
 impl Shared {
@@ -383,7 +445,7 @@ impl Shared {
                 p.deliver(id, Err(error), events.as_ref());
             }
             if let Some(events) = events {
-                let _ = events.send(vec![Incoming::Closed {
+                events.send(vec![Incoming::Closed {
                     reason: reason.clone(),
                 }]);
             }
@@ -637,19 +699,22 @@ impl Connection {
         tracing::debug!(url = %redacted, "CDP connection open");
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let counts = Arc::new(Counts::default());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
                 closed: None,
                 outgoing: VecDeque::new(),
-                events: Some(events_tx),
+                events: Some(EventTx {
+                    tx: events_tx,
+                    counts: counts.clone(),
+                }),
             }),
             outgoing_ready: Notify::new(),
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
-            queued: std::sync::atomic::AtomicUsize::new(0),
-            drained: Notify::new(),
+            counts: counts.clone(),
         });
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, shared.clone()));
@@ -662,7 +727,7 @@ impl Connection {
             },
             EventStream {
                 bursts: events_rx,
-                shared: shared.clone(),
+                counts,
                 burst: Vec::new().into_iter(),
             },
         ))
@@ -749,7 +814,7 @@ impl Connection {
             Err((reason, _)) => {
                 // Closed already: the stream has ended or is about to; say it anyway.
                 if let Some(events) = &shared.lock().events {
-                    let _ = events.send(vec![Incoming::Reply {
+                    events.send(vec![Incoming::Reply {
                         id,
                         result: Err(CommandError::Disconnected {
                             method: method.to_owned(),
@@ -760,6 +825,17 @@ impl Connection {
             }
         }
         id
+    }
+
+    /// The point the event stream has reached: taken right after a reply
+    /// had straight from [`Connection::send`], every event Chromium sent
+    /// before that reply is on the stream before the mark
+    /// ([`StreamMark::reached_by`]), since the reader hands the events
+    /// over before the reply.
+    pub fn mark(&self) -> StreamMark {
+        let counts = self.owner.shared.counts.clone();
+        let sent = counts.sent.load(Ordering::Acquire);
+        StreamMark { counts, sent }
     }
 
     /// Keeps only the events whose method `wanted` accepts in the event
@@ -842,14 +918,14 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
     // What the socket had ready, sent to the stream in one go once it has
     // no more (or the burst is full).
     let mut burst: Vec<Incoming> = Vec::new();
-    let full = || shared.queued.load(std::sync::atomic::Ordering::Acquire) >= MAX_QUEUED_BURSTS;
+    let full = || shared.counts.full();
     let reason = loop {
         if full() {
             // Back-pressure: what was read goes out, then a consumer this
             // far behind is waited for before the socket is read again.
             shared.send_burst(&mut burst);
             while full() {
-                let drained = shared.drained.notified();
+                let drained = shared.counts.drained.notified();
                 if !full() {
                     break;
                 }
@@ -910,36 +986,17 @@ impl Shared {
     /// Sends what `burst` holds to the event stream (while it is open).
     fn send_burst(&self, burst: &mut Vec<Incoming>) {
         if !burst.is_empty() {
-            self.lock().send_burst(burst, &self.queued);
-        }
-    }
-
-    /// The consumer took a burst: the reader may read on. (Saturating: a
-    /// reply or the close sent on their own are not counted; the bound
-    /// holds within the commands in flight.)
-    fn taken(&self) {
-        use std::sync::atomic::Ordering;
-        let before = self
-            .queued
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                Some(n.saturating_sub(1))
-            })
-            .unwrap_or(0);
-        if before == MAX_QUEUED_BURSTS {
-            self.drained.notify_one();
+            self.lock().send_burst(burst);
         }
     }
 }
 
 impl State {
-    /// [`Shared::send_burst`], under a lock the caller holds; `queued`
-    /// counts it.
-    fn send_burst(&self, burst: &mut Vec<Incoming>, queued: &std::sync::atomic::AtomicUsize) {
+    /// [`Shared::send_burst`], under a lock the caller holds.
+    fn send_burst(&self, burst: &mut Vec<Incoming>) {
         let burst = std::mem::take(burst);
-        if let Some(events) = &self.events
-            && events.send(burst).is_ok()
-        {
-            queued.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if let Some(events) = &self.events {
+            events.send(burst);
         }
     }
 }
@@ -988,7 +1045,7 @@ fn dispatch(
                         timer.abort();
                     }
                     burst.push(Incoming::Reply { id, result });
-                    state.send_burst(burst, &shared.queued);
+                    state.send_burst(burst);
                 }
                 // Whoever awaits it may look at the stream next: every
                 // event before the reply is on it by then.

@@ -17,6 +17,7 @@
 use crate::browser::LocalChromium;
 use crate::cdp::connection::{
     CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
+    StreamMark,
 };
 use crate::cdp::endpoint::{
     CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, pages_in_front_order,
@@ -59,6 +60,10 @@ pub const BLOCKED_CALL_GRACE: Duration = Duration::from_millis(500);
 /// While reconnecting to a Chromium we launched, how often we check that
 /// it is still alive.
 const LOCAL_EXIT_CHECK: Duration = Duration::from_millis(200);
+
+/// The longest [`Supervisor::caught_up`] waits for the driver to take the
+/// events before a reply (a flood it works through).
+const CAUGHT_UP_MAX: Duration = Duration::from_secs(5);
 
 /// What `navigate` heard while waiting for its load.
 enum Heard {
@@ -278,6 +283,12 @@ impl From<AgentCallError> for CdpCallError {
 }
 
 enum Request {
+    /// Reply once the event stream has been taken up to `mark` and what it
+    /// held is published ([`Supervisor::caught_up`]).
+    CaughtUp {
+        mark: StreamMark,
+        reply: oneshot::Sender<()>,
+    },
     Answer {
         req: DialogRequest,
         by: ClosedBy,
@@ -536,6 +547,7 @@ impl Supervisor {
             connection_owed: None,
             tree_pending: 0,
             tree_done: Some(tree_tx),
+            catching_up: Vec::new(),
             reconnect: None,
             failures: 0,
             shown_url: shown_url.clone(),
@@ -778,7 +790,14 @@ impl Supervisor {
     /// those events before it hands the reply over, and the driver takes a
     /// request only once no event is queued, publishing after each turn.
     async fn caught_up(&self) {
-        let _ = self.route(None, None, true).await;
+        let Some(conn) = self.connection() else {
+            return;
+        };
+        let (tx, rx) = oneshot::channel();
+        let mark = conn.mark();
+        if self.request(Request::CaughtUp { mark, reply: tx }).is_ok() {
+            let _ = tokio::time::timeout(CAUGHT_UP_MAX, rx).await;
+        }
     }
 
     /// The connection and the session for a call: the frame `frame_id`'s
@@ -1539,6 +1558,8 @@ struct Driver {
     /// getFrameTree / setAutoAttach commands not yet answered.
     tree_pending: usize,
     tree_done: Option<oneshot::Sender<()>>,
+    /// Callers of [`Supervisor::caught_up`] waiting for the stream to reach their mark.
+    catching_up: Vec<(StreamMark, oneshot::Sender<()>)>,
     reconnect: Option<Reconnect>,
     /// Attaching to another page after ours closed (same connection).
     failures: u32,
@@ -1600,9 +1621,26 @@ impl Driver {
                 // keep their time and fire as soon as we are back.
                 None
             };
+            // Requests and timers before events: a flood of events must not
+            // starve an answer or a watchdog (bug class 16). Each turn takes
+            // at most EVENT_BURST events, then looks at the rest again.
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
+                Some(req) = self.requests.recv() => self.on_request(*req),
+                // The Chromium we launched is dead: its endpoint will never
+                // come back, so there is nothing to wait for.
+                _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
+                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
+                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
+                        self.connection_owed = Some(ConnectionStatus::Closed);
+                        break;
+                    }
+                }
+                _ = sleep_until(timeout) => {
+                    self.sync_watched();
+                    self.state.handle_timeout(Now::system());
+                }
                 ev = next_event(&mut self.events) => {
                     let mut next = ev;
                     // One clock read per burst (a burst takes well under a
@@ -1619,20 +1657,6 @@ impl Driver {
                             _ => break,
                         }
                     }
-                }
-                Some(req) = self.requests.recv() => self.on_request(*req),
-                // The Chromium we launched is dead: its endpoint will never
-                // come back, so there is nothing to wait for.
-                _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
-                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
-                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
-                        self.connection_owed = Some(ConnectionStatus::Closed);
-                        break;
-                    }
-                }
-                _ = sleep_until(timeout) => {
-                    self.sync_watched();
-                    self.state.handle_timeout(Now::system());
                 }
                 r = poll_slot(&mut self.reconnect) => {
                     self.reconnect = None;
@@ -1663,6 +1687,7 @@ impl Driver {
                 }
             }
             self.flush();
+            self.release_caught_up();
         }
         self.set_conn(None);
         self.events = None;
@@ -1813,6 +1838,10 @@ impl Driver {
     fn on_request(&mut self, req: Request) {
         self.sync_watched();
         match req {
+            Request::CaughtUp { mark, reply } => {
+                self.catching_up.push((mark, reply));
+                self.release_caught_up();
+            }
             Request::Answer { req, by, reply } => {
                 let ticket = self.next_ticket;
                 self.next_ticket += 1;
@@ -1879,6 +1908,16 @@ impl Driver {
                     .send_agent(call, target, &method, params, timeout);
             }
         }
+    }
+
+    /// Answers the [`Supervisor::caught_up`] callers whose mark the stream
+    /// has reached (all of them once there is no stream: nothing more of
+    /// that connection will come). Called after a publish.
+    fn release_caught_up(&mut self) {
+        let events = self.events.as_ref();
+        self.catching_up
+            .retain_mut(|(mark, _)| events.is_some_and(|e| !mark.reached_by(e)));
+        // (retain_mut drops the released senders: their receivers wake.)
     }
 
     fn on_disconnect(&mut self, reason: &str) {
