@@ -974,3 +974,96 @@ fn regression_agent_evaluate_that_navigates_is_agent() {
     h.closed("S1", "T1", true, "");
     assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
 }
+
+// ---- issue 28: Chromium answers the most recent dialog --------------------
+
+/// A page whose top shows a beforeunload (d-1) and whose OOPIF then shows an
+/// alert (d-2): Chromium sends no closed event for the beforeunload.
+fn beforeunload_then_an_oopif_alert(policy: DialogPolicy) -> H {
+    let mut h = H::attached(policy);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.attach_oopif("S1", "F3", "S3", "https://c.test/");
+    h.drain();
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.advance(Duration::from_millis(100));
+    h.alert("S1", "F2", "in the oopif");
+    h.drain();
+    h
+}
+
+/// Issue 28, defect 13 (and 12): the watchdog's answer to the beforeunload
+/// was taken by Chromium for the most recent dialog (the OOPIF's alert):
+/// the alert's close was recorded `remote`, the reply then closed the
+/// beforeunload as `watchdog` though it still blocked the page, and the
+/// release navigated the top frame, which a beforeunload never lets go.
+/// Now the alert is closed by the answer that closed it, the beforeunload
+/// stays pending (not answerable), and the page is released by navigating
+/// an OOPIF that no dialog blocks.
+#[test]
+fn regression_28_13_an_answer_chromium_gave_the_most_recent_dialog_is_recorded_there() {
+    let mut h = beforeunload_then_an_oopif_alert(MustRespond);
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT - Duration::from_millis(100));
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1, "the watchdog answers d-1 first: {cmds:?}");
+    assert_eq!(
+        a[0].purpose,
+        Purpose::Answer {
+            dialog_id: "d-1".into()
+        }
+    );
+    // Chromium closes the alert with it, then replies.
+    h.closed("S1", "F2", false, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let recent = h.recent();
+    assert_eq!(recent.len(), 1, "{recent:?}");
+    assert_eq!(recent[0].dialog.id, "d-2");
+    assert_eq!(
+        recent[0].closed_by,
+        ClosedBy::Watchdog,
+        "our answer closed it"
+    );
+    assert_eq!(
+        h.pending_ids(),
+        ["d-1"],
+        "the beforeunload still blocks the page"
+    );
+    assert!(!h.snap().pending_dialogs[0].answerable);
+    let cmds = h.sends();
+    let nav = navigations(&cmds);
+    assert_eq!(nav.len(), 1, "released at once: {cmds:?}");
+    // (The OOPIF whose alert just closed is free again too.)
+    assert_eq!(nav[0].target, on("S2"), "through an OOPIF no dialog blocks");
+    assert_eq!(nav[0].params["url"], "https://b.test/", "to its own URL");
+    h.reply_ok(
+        "S2",
+        Purpose::Release,
+        json!({"frameId": "F2", "loaderId": "L9"}),
+    );
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent().last().unwrap().closed_by, ClosedBy::Watchdog);
+}
+
+/// Issue 28, defect 13: an answer of the agent's in flight when a newer
+/// dialog opens lands on the newer one; Chromium closed the first for the
+/// newer one, so the first is `remote`, the newer one the agent's.
+#[test]
+fn regression_28_13_a_dialog_chromium_closed_for_a_newer_one_is_remote() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "T1", "first");
+    h.answer(Dismiss, None, Some("d-1"), 7).unwrap();
+    h.drain();
+    h.alert("S1", "F2", "second");
+    h.closed("S1", "T1", false, "");
+    h.closed("S1", "F2", false, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let recent = h.recent();
+    let by: Vec<(&str, ClosedBy)> = recent
+        .iter()
+        .map(|c| (c.dialog.id.as_str(), c.closed_by))
+        .collect();
+    assert_eq!(by, [("d-1", ClosedBy::Remote), ("d-2", ClosedBy::Agent)]);
+    assert!(h.pending_ids().is_empty());
+}

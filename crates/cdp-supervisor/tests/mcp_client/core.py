@@ -25,6 +25,12 @@ the way an agent sees the product:
                                 a beforeunload pending in another tab: the
                                 current tab's browser_navigate loads (not
                                 dialog_pending) and its evaluate answers
+  beforeunload_and_an_oopif_alert_are_both_freed
+                                a beforeunload, then an alert in an OOPIF
+                                (Chromium answers only the most recent, and a
+                                top frame a beforeunload holds never
+                                navigates): the watchdog frees both within a
+                                bound and the page answers again
 
 Every scenario has its own server process, Chromium, user-data-dir, ports and
 fixture site, and cleans up even when it fails. Every wait has a deadline.
@@ -102,6 +108,12 @@ def site(port: int) -> dict[str, str]:
             'window.addEventListener("beforeunload", (e) => { e.preventDefault(); e.returnValue = ""; });',
         ),
         "/plain.html": page("plain", "<p>plain</p>", "window.count = 0;"),
+        "/bu-oopif.html": page(
+            "leave with an oopif",
+            f'<iframe src="http://localhost:{port}/frame.html" width=300 height=100></iframe>',
+            'window.addEventListener("beforeunload", (e) => { e.preventDefault(); e.returnValue = ""; });',
+        ),
+        "/frame.html": page("frame", "<p>in the oopif</p>"),
     }
 
 
@@ -343,11 +355,52 @@ async def another_tabs_dialog_claims_no_call(sc: Scenario, binary: str) -> None:
         await call(c, "browser_dialog", {"action": "accept", "dialog_id": bu[0]["id"]})
 
 
+async def beforeunload_and_an_oopif_alert_are_both_freed(sc: Scenario, binary: str) -> None:
+    """A beforeunload shows in the top frame, then an alert in an OOPIF:
+    Chromium sends no closed event for the beforeunload, answers the most
+    recent dialog (the alert) whichever one a command names, and never lets
+    a top frame held by a beforeunload navigate. The watchdog must still free
+    the page, and record who closed what."""
+    port = await start_site(sc, site)
+    timeout_s = 2
+    async with mcp_server(sc, binary, "s", ["--dialog-timeout-s", str(timeout_s)]) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/bu-oopif.html"})
+        sc.check(nav.get("status") == "loaded", f"navigate to bu-oopif.html ({nav.get('status')})")
+        snap = await wait_snapshot(sc, c, "the OOPIF attached", lambda s: any(
+            ch.get("session_id") for ch in s.get("frame_tree", {}).get("children", [])))
+        oopif = next(ch["frame_id"] for ch in snap["frame_tree"]["children"] if ch.get("session_id"))
+        await click(c, 20, 20)  # beforeunload needs a user gesture
+        r = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
+        sc.check(r.get("status") == "dialog_pending", f"leaving asks beforeunload ({r.get('status')})")
+        bu = await wait_pending(sc, c, "beforeunload", None, "the beforeunload")
+        await trigger(c, "(() => alert('in the oopif'))", oopif)
+        alert = await wait_pending(sc, c, "alert", "in the oopif", "the OOPIF's alert")
+        started = time.monotonic()
+        bound = 2 * timeout_s + 8
+        deadline = started + bound
+        while True:
+            snap = await snapshot(c)
+            if not snap.get("pending_dialogs"):
+                break
+            if time.monotonic() > deadline:
+                raise Fail(f"still pending after {bound} s: {snap.get('pending_dialogs')} (page_blocked {snap.get('page_blocked')})")
+            await anyio.sleep(0.2)
+        sc.log(f"both freed {time.monotonic() - started:.1f} s after the alert opened")
+        for d in (bu, alert):
+            closed = recent_has(snap, d["id"])
+            sc.expect(closed is not None and closed.get("closed_by") == "watchdog",
+                      f"{d['type']} {d['id']} closed by the watchdog ({closed})")
+        title = await evaluate(c, "document.title")
+        sc.check(title in ("leave with an oopif", "plain"), f"the page answers again (title {title!r})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
     "timed_out_call_is_kept_and_delivered_once": timed_out_call_is_kept_and_delivered_once,
     "another_tabs_dialog_claims_no_call": another_tabs_dialog_claims_no_call,
+    "beforeunload_and_an_oopif_alert_are_both_freed": beforeunload_and_an_oopif_alert_are_both_freed,
 }
 PHASES = [list(SCENARIOS)]
 

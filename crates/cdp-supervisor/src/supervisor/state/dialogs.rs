@@ -66,6 +66,11 @@ pub fn closed_by(cause: CloseCause) -> ClosedBy {
 #[derive(Clone, Debug)]
 struct Answering {
     by: ClosedBy,
+    /// The number the next dialog would get when the answer went out: a
+    /// dialog numbered this or higher opened while it was in flight.
+    newer_from: u64,
+    /// Chromium closed another dialog (the most recent) with it.
+    landed_elsewhere: bool,
     ticket: Option<u64>,
     /// What we answered, recorded when no closed event tells (the bridge).
     accept: bool,
@@ -85,6 +90,8 @@ struct Dialog {
     bridge_request: Option<String>,
     /// A file chooser's input (`Page.fileChooserOpened.backendNodeId`).
     file_input: Option<i64>,
+    /// Its number (`d-N`): a higher one opened later.
+    number: u64,
     /// Kept across a reconnect and not yet re-checked: open only if its
     /// renderer's new `Page.enable` stays unanswered
     /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
@@ -287,6 +294,7 @@ impl State {
             releasing: None,
             bridge_request,
             file_input: chooser.and_then(|c| c.backend_node_id),
+            number: self.dialogs.next - 1,
             carried: false,
         });
         match self.auto_action(&view.dialog_type) {
@@ -345,6 +353,8 @@ impl State {
             let accept = files.is_some();
             d.answering = Some(Answering {
                 by,
+                newer_from: u64::MAX,
+                landed_elsewhere: false,
                 ticket,
                 accept,
                 prompt_text: None,
@@ -367,6 +377,10 @@ impl State {
         // Accepting a prompt without text answers with the default, as a person pressing OK would.
         let text = (accept && d.view.dialog_type == DialogType::Prompt)
             .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
+        let newer_from = self.dialogs.next;
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
         let (method, params) = match &d.bridge_request {
             Some(request_id) => (
                 "Fetch.fulfillRequest",
@@ -384,6 +398,8 @@ impl State {
         // javascriptDialogClosed before its reply.
         d.answering = Some(Answering {
             by,
+            newer_from,
+            landed_elsewhere: false,
             ticket,
             accept,
             prompt_text: text,
@@ -514,13 +530,56 @@ impl State {
             .as_ref()
             .map(|f| self.frames.lineage(f))
             .unwrap_or_default();
+        let (answering, other) = self.answer_that_closed(d);
         let cause = CloseCause::ClosedEvent {
-            answering: d.answering.as_ref().map(|a| a.by),
+            answering,
             navigation: d.releasing.or_else(|| self.navs.closer(&lineage)),
         };
         let user_input =
             (d.view.dialog_type == DialogType::Prompt && c.result).then(|| c.user_input.clone());
+        if let Some(a) = other
+            .and_then(|o| self.dialogs.get_mut(&o))
+            .and_then(|o| o.answering.as_mut())
+        {
+            a.landed_elsewhere = true;
+        }
         self.close_dialog(&id, cause, Some(c.result), user_input, now);
+    }
+
+    /// Whose answer closed native dialog `d` (its `javascriptDialogClosed`
+    /// came), if ours did. Chromium answers `handleJavaScriptDialog` for the
+    /// page's most recent dialog, whichever one the command meant (CDP facts):
+    /// - an answer of ours to `d` sent before a newer dialog opened landed
+    ///   on that newer one: `d` was closed by Chromium for the newer dialog;
+    /// - with no answer of ours to `d`, an answer of ours to another dialog
+    ///   in flight closed `d` when `d` is the most recent one (that other
+    ///   dialog's id is returned too: it is still open).
+    fn answer_that_closed(&self, d: &Dialog) -> (Option<ClosedBy>, Option<String>) {
+        let native = |x: &Dialog| {
+            x.bridge_request.is_none() && x.view.dialog_type != DialogType::FileChooser
+        };
+        if !native(d) {
+            return (d.answering.as_ref().map(|a| a.by), None);
+        }
+        let natives = || self.dialogs.pending.iter().filter(|x| native(x));
+        if let Some(a) = &d.answering {
+            let replaced = natives().any(|x| x.number >= a.newer_from && x.number > d.number);
+            return ((!replaced).then_some(a.by), None);
+        }
+        let newest = natives().map(|x| x.number).max() == Some(d.number);
+        if !newest {
+            return (None, None);
+        }
+        let other = natives()
+            .filter(|x| x.number != d.number)
+            .find_map(|x| x.answering.as_ref().map(|a| (a.by, x.view.id.clone())));
+        match other {
+            Some((by, id)) => (Some(by), Some(id)),
+            None => (
+                self.dialogs.answers_after_close.back().map(|(_, a)| a.by),
+                None,
+            ),
+        }
     }
 
     /// Closes the dialogs shown in `frames` (navigated away or detached),
@@ -609,13 +668,25 @@ impl State {
             ticket,
             accept,
             prompt_text,
+            landed_elsewhere,
+            ..
         }) = d.answering.take()
         else {
             return;
         };
         let e = match result {
+            // Chromium closed another dialog (the most recent one) with
+            // this answer: this one still blocks its frame, and Chromium
+            // will not answer it (CDP facts).
+            Ok(_) if landed_elsewhere => ReplyError::Protocol {
+                code: ERROR_INVALID_PARAMS,
+                message: "the answer closed the most recent dialog instead; this one stays open"
+                    .into(),
+                data: None,
+            },
             Ok(_) => {
-                // No closed event told us (the bridge, or an event lost): we know what we answered.
+                // No closed event told us (the bridge, a file chooser, or
+                // the reply first): we know what we answered.
                 let user_input = if accept { prompt_text } else { None };
                 self.close_dialog(id, CloseCause::Answered(by), Some(accept), user_input, now);
                 if let Some(ticket) = ticket {
@@ -735,20 +806,49 @@ impl State {
                 d.releasing = Some(by);
             }
         }
-        if let Some(top) = self.frames.top().cloned() {
-            self.navs.release(top, by);
-        }
-        let url = match self.frames.top_url().as_str() {
-            "" => "about:blank".to_owned(),
-            u => u.to_owned(),
+        // A top frame held by a beforeunload answers no navigation of its
+        // own; navigating one of its OOPIFs frees it (CDP facts).
+        let held_by_beforeunload = self.dialogs.pending.iter().any(|d| {
+            d.view.dialog_type == DialogType::Beforeunload
+                && d.frame_id.as_ref() == self.frames.top()
+        });
+        let oopif = held_by_beforeunload
+            .then(|| self.oopif_free_of_dialogs())
+            .flatten();
+        let (frame, session) = match oopif {
+            Some((frame, session)) => (Some(frame), Some(session)),
+            None => (
+                self.frames.top().cloned(),
+                self.targets.top_session().cloned(),
+            ),
         };
-        let top = self.targets.top_session().cloned();
+        let url = match frame.as_ref().and_then(|f| self.frames.url_of(f)) {
+            Some(u) if !u.is_empty() => u,
+            _ => match self.frames.top_url().as_str() {
+                "" => "about:blank".to_owned(),
+                u => u.to_owned(),
+            },
+        };
+        if let Some(f) = frame {
+            self.navs.release(f, by);
+        }
         self.out.send(
-            top.into(),
+            session.into(),
             "Page.navigate",
             json!({"url": url}),
             Purpose::Release,
         );
+    }
+
+    /// An OOPIF's frame and session whose renderer no pending dialog
+    /// blocks (one a dialog blocks answers no navigation either).
+    fn oopif_free_of_dialogs(&self) -> Option<(FrameId, SessionId)> {
+        self.targets
+            .session_ids()
+            .filter(|s| !self.targets.is_top(Some(s)))
+            .filter(|s| !self.renderer_blocked(s))
+            .filter_map(|s| Some((self.targets.frame_of(s)?, s.clone())))
+            .min_by(|a, b| a.1.0.cmp(&b.1.0))
     }
 
     /// The reply to our releasing `Page.navigate`.
