@@ -1031,3 +1031,51 @@ async fn regression_28_9_an_answer_is_not_starved_by_an_event_flood() {
         .unwrap();
     assert!(r.is_ok(), "{r:?}");
 }
+
+/// Issue 28, defect 11: a call made while a dialog already blocked the page,
+/// whose dialog a navigation then closed, got Chromium's `-32000 "Inspected
+/// target navigated or closed"` (sent after the command ran) and was told
+/// the call failed: the agent repeated it. It is an interrupted call, its
+/// outcome in `completed_calls` saying it ran.
+#[tokio::test]
+async fn regression_28_11_a_queued_call_whose_dialog_a_navigation_closed_is_not_a_failure() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "blocks the page"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    mock.on(
+        "Runtime.evaluate",
+        Reply::error(-32000, "Inspected target navigated or closed")
+            .after(Duration::from_millis(100))
+            .emit_first(
+                Some("S1"),
+                "Page.javascriptDialogClosed",
+                dialog_closed("T1", false),
+            ),
+    );
+    let r = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "++window.counter"}),
+            None,
+            None,
+            WAIT,
+        )
+        .await;
+    let call_id = match r {
+        Ok(CallOutcome::Interrupted { call_id, .. }) => call_id,
+        r => panic!("expected an interrupted call, got {r:?}"),
+    };
+    let done: Vec<_> = sup
+        .completed_calls()
+        .into_iter()
+        .filter(|c| c.call_id == call_id)
+        .collect();
+    assert_eq!(done.len(), 1);
+    let error = done[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("the command ran"), "{error}");
+}

@@ -911,6 +911,7 @@ impl Supervisor {
         F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
     {
         let tab = since.tab.clone();
+        let blocked_at_start = since.blocked;
         let mut reply = Box::pin(work);
         let own_deadline = async {
             tokio::select! {
@@ -919,6 +920,17 @@ impl Supervisor {
             }
         };
         let pending_dialogs = match self.race_dialogs_since(since, own_deadline, true).await {
+            // Sent while a dialog blocked the page, which a navigation then
+            // closed: Chromium ran the queued command but says only that
+            // the page navigated (CDP facts). Not a failure to resend.
+            Ok(Some(Err(e))) if blocked_at_start && lost_to_navigation(&e) => {
+                let call_id = self.shared.calls.begin(method);
+                self.shared.calls.complete(&call_id, Err(describe_late(&e)));
+                return Ok(CallOutcome::Interrupted {
+                    call_id,
+                    pending_dialogs: self.snapshot().pending_dialogs.clone(),
+                });
+            }
             Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
             Ok(None) => {
                 let s = self.snapshot();
@@ -954,12 +966,7 @@ impl Supervisor {
         let id = call_id.clone();
         // Ends with the reply, the deadline, or the connection: never lingers.
         tokio::spawn(async move {
-            let outcome = reply.await.map_err(|e| match e {
-                CdpCallError::Command(CommandError::Disconnected { .. }) => format!(
-                    "{e}; the command may or may not have run before the connection dropped"
-                ),
-                e => e.to_string(),
-            });
+            let outcome = reply.await.map_err(|e| describe_late(&e));
             calls.complete(&id, outcome);
         });
         call_id
@@ -1513,6 +1520,28 @@ impl Supervisor {
                 Ok(Ok(())) => NavigateOutcome::Loaded,
             },
         )
+    }
+}
+
+/// Whether Chromium failed a command with `-32000 "Inspected target
+/// navigated or closed"`: what a command queued behind a dialog gets when a
+/// navigation closes that dialog — after the command ran (CDP facts).
+fn lost_to_navigation(e: &CdpCallError) -> bool {
+    matches!(e, CdpCallError::Command(CommandError::Protocol { code: -32000, message, .. })
+        if message.contains("Inspected target navigated or closed"))
+}
+
+/// What `completed_calls` says of a call that ended in `e` after it
+/// returned to the agent (interrupted or timed out).
+fn describe_late(e: &CdpCallError) -> String {
+    match e {
+        CdpCallError::Command(CommandError::Disconnected { .. }) => {
+            format!("{e}; the command may or may not have run before the connection dropped")
+        }
+        e if lost_to_navigation(e) => format!(
+            "{e}: the command ran, but the page navigated (closing the dialog) before it replied, so its result is lost; do not resend it"
+        ),
+        e => e.to_string(),
     }
 }
 

@@ -828,6 +828,31 @@ impl Supervisor {
     /// The node `r` names in the current tab's last outline, checked to be
     /// still there (its frame attached, its document not navigated, the
     /// node connected). Returns the connection, the node and its `objectId`.
+    /// Chromium drops input events (keys and clicks alike) sent while a
+    /// dialog shows: they reply at once and are not queued (CDP facts).
+    /// Refuses, saying `lost` and the remedy, rather than report input that
+    /// never happened. Returns the current tab's page session.
+    async fn refuse_input_while_blocked(&self, lost: &str) -> Result<SessionId, ActError> {
+        let snap = self.snapshot();
+        let current = snap
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.clone());
+        // Not connected: said as such, not as a dialog we last knew of.
+        let (_, page) = self.route(None, None, false).await?;
+        let known = snap.pending_dialogs.iter().filter(|d| {
+            d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
+        });
+        let remedy = known_remedy(known).or(snap.page_blocked.then_some(UNSEEN_REMEDY));
+        match remedy {
+            Some(remedy) => Err(ActError::Element(format!(
+                "a JavaScript dialog blocks the page, so {lost}: {remedy}"
+            ))),
+            None => Ok(page),
+        }
+    }
+
     async fn resolve_ref(&self, r: &str) -> Result<(Connection, NodeRef, String), ActError> {
         let snap = self.snapshot();
         let tab = snap
@@ -947,6 +972,10 @@ impl Supervisor {
         click_count: u32,
     ) -> Result<CallOutcome, ActError> {
         let (conn, node, object) = self.resolve_ref(r).await?;
+        self.refuse_input_while_blocked(&format!(
+            "the click on {r} would be lost (nothing was clicked)"
+        ))
+        .await?;
         let _ = read(
             &conn,
             &node.session,
@@ -1131,6 +1160,10 @@ impl Supervisor {
         submit: bool,
     ) -> Result<CallOutcome, ActError> {
         let (conn, node, object) = self.resolve_ref(r).await?;
+        self.refuse_input_while_blocked(&format!(
+            "the text for {r} would be lost (nothing was typed)"
+        ))
+        .await?;
         // Only into an element that takes text: a <select>, a button or a
         // read-only field takes the focus (or not) but no text, and the
         // keystrokes would land in whatever had the focus before.
@@ -1207,25 +1240,11 @@ impl Supervisor {
                 NAMED_KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
             ))
         })?;
-        // Chromium drops key events while a dialog shows (they are not
-        // queued like a click): refuse rather than report a lost key pressed.
-        let snap = self.snapshot();
-        let current = snap
-            .tabs
-            .iter()
-            .find(|t| t.current)
-            .map(|t| t.target_id.clone());
-        // Not connected: said as such, not as a dialog we last knew of.
-        let (_, page) = self.route(None, None, false).await?;
-        let known = snap.pending_dialogs.iter().filter(|d| {
-            d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
-        });
-        let remedy = known_remedy(known).or(snap.page_blocked.then_some(UNSEEN_REMEDY));
-        if let Some(remedy) = remedy {
-            return Err(ActError::Element(format!(
-                "a JavaScript dialog blocks the page, so the key {key:?} would be lost (nothing was pressed): {remedy}"
-            )));
-        }
+        let page = self
+            .refuse_input_while_blocked(&format!(
+                "the key {key:?} would be lost (nothing was pressed)"
+            ))
+            .await?;
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
         let result = json!({"pressed": key});
