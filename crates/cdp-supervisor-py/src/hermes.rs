@@ -139,8 +139,11 @@ impl PySupervisor {
         timeout: f64,
     ) -> PyResult<PySupervisor> {
         let opts = options(dialog_policy, dialog_timeout_s, timeout)?;
-        let s = block_on(py, async move { CoreSupervisor::start(&cdp_url, opts).await })?
-            .map_err(start_error)?;
+        let s = block_on(
+            py,
+            async move { CoreSupervisor::start(&cdp_url, opts).await },
+        )?
+        .map_err(start_error)?;
         if let Ok(mut all) = STANDALONE.lock() {
             all.push(s.clone());
         }

@@ -117,11 +117,7 @@ pub(crate) type Outcome = Result<Py<PyAny>, PyErr>;
 /// Spawns `fut` on the runtime; when it ends, calls `callback(ok, value)`
 /// with the GIL (`ok` false: `value` is the exception). Python's side
 /// resolves its asyncio future from there (`loop.call_soon_threadsafe`).
-pub(crate) fn spawn_with_callback<F, C>(
-    callback: Py<PyAny>,
-    fut: F,
-    convert: C,
-) -> CallHandle
+pub(crate) fn spawn_with_callback<F, C>(callback: Py<PyAny>, fut: F, convert: C) -> CallHandle
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

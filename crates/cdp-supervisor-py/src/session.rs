@@ -28,7 +28,8 @@ create_exception!(
 );
 
 /// What a call on a closed `Task` says.
-const CLOSED: &str = "this Task is closed (close() was called): make a new Task to drive a browser again";
+const CLOSED: &str =
+    "this Task is closed (close() was called): make a new Task to drive a browser again";
 
 /// Every task's supervisors, in one registry for the process.
 fn registry() -> &'static CoreRegistry {
@@ -120,7 +121,12 @@ impl PySession {
 
     /// [`PySession::call`] for asyncio: `callback(True, result_json)` or
     /// `callback(False, NativeToolError)` from the runtime.
-    fn call_async(&self, name: String, args_json: &str, callback: Py<PyAny>) -> PyResult<CallHandle> {
+    fn call_async(
+        &self,
+        name: String,
+        args_json: &str,
+        callback: Py<PyAny>,
+    ) -> PyResult<CallHandle> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(NativeToolError::new_err((CLOSED, None::<String>)));
         }
