@@ -54,9 +54,9 @@ pub(crate) async fn close_every_session() {
     registry().stop_all().await;
 }
 
-fn tool_error(py: Python<'_>, e: ToolError) -> PyErr {
+/// A tool's error as the Python side receives it: `(message, structured_json)`.
+fn tool_error(e: ToolError) -> PyErr {
     let structured = e.structured.map(|v| v.to_string());
-    let _ = py;
     NativeToolError::new_err((e.message, structured))
 }
 
@@ -116,7 +116,7 @@ impl PySession {
         let args = parse_args(args_json)?;
         let s = self.inner.clone();
         let out = block_on(py, async move { s.call(&name, args).await })?;
-        out.map(|v| v.to_string()).map_err(|e| tool_error(py, e))
+        out.map(|v| v.to_string()).map_err(tool_error)
     }
 
     /// [`PySession::call`] for asyncio: `callback(True, result_json)` or
@@ -137,7 +137,7 @@ impl PySession {
             async move { s.call(&name, args).await },
             |py, out| match out {
                 Ok(v) => Ok(v.to_string().into_pyobject(py)?.into_any().unbind()),
-                Err(e) => Err(tool_error(py, e)),
+                Err(e) => Err(tool_error(e)),
             },
         ))
     }
