@@ -293,3 +293,13 @@ def test_no_thread_per_supervisor(chrome_cdp: str, registry: SupervisorRegistry)
     for i in range(10):
         registry.get_or_start(task_id=f"pytest-many-{i}", cdp_url=chrome_cdp)
     assert threads() <= before + 1, (before, threads())
+
+
+def test_a_new_url_stops_the_old_supervisor(chrome_cdp: str, registry: SupervisorRegistry) -> None:
+    old = registry.get_or_start(task_id="pytest-13", cdp_url=chrome_cdp)
+    other = chrome_cdp.replace("127.0.0.1", "localhost")
+    new = registry.get_or_start(task_id="pytest-13", cdp_url=other)
+    assert new is not old
+    assert new.snapshot().active is True and new.cdp_url == other
+    assert old.snapshot().active is False
+    assert registry.get("pytest-13") is new

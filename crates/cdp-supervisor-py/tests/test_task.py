@@ -268,3 +268,16 @@ def test_the_package_names() -> None:
     assert cdp_supervisor.Browser is Task
     for name in cdp_supervisor.__all__:
         assert hasattr(cdp_supervisor, name), name
+
+
+def test_connect_to_a_running_browser_and_the_aio_view(chrome_cdp: str, site: str) -> None:
+    with Task() as t:
+        r = t.connect(chrome_cdp)
+        assert r["connected"] and "pending_dialogs" in r
+
+        async def main() -> Dict[str, Any]:
+            return await t.aio.navigate(f"{site}/main.html")
+
+        assert asyncio.run(main())["status"] == "loaded"
+        assert t.snapshot(page=False)["url"] == f"{site}/main.html"
+        assert t.disconnect() == {"disconnected": True}
