@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs Chromium if missing,
 # checks formatting and lints, then runs every test (unit, state machine,
-# mock CDP scenarios, end to end on real headless Chromium, and the MCP
-# client from outside the project).
+# mock CDP scenarios, end to end on real headless Chromium, the MCP
+# client from outside the project, and the Python package's pytest suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-chromium.sh
@@ -10,3 +10,6 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --all-targets
 cargo test --workspace
+# The Python package (crates/cdp-supervisor-py): wheel built with maturin,
+# its tests with pytest on real Chromium.
+crates/cdp-supervisor-py/tests/run.sh

@@ -833,6 +833,38 @@ impl Supervisor {
             .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))?
     }
 
+    /// The current tab's CDP session id; `None` while not connected. For
+    /// embedders that address sessions themselves (the Python module's
+    /// `hermes` layer: its callers read `_page_session_id`).
+    pub async fn page_session_id(&self) -> Option<String> {
+        self.route(None, None, true).await.ok().map(|(_, s)| s.0)
+    }
+
+    /// Sends one raw CDP command on `session_id` (`None`: the browser
+    /// itself) through the driver, in wire order with the events: Chromium's
+    /// result or its error. No routing by frame or tab and no dialog
+    /// interruption (a blocked page makes it wait until `timeout`): the
+    /// session-addressed call of the spec's `_cdp`, for embedders.
+    ///
+    /// # Errors
+    /// A CDP error, the deadline, the connection dropping, or the
+    /// supervisor stopped.
+    pub async fn cdp_on_session(
+        &self,
+        session_id: Option<&str>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpCallError> {
+        let target = match session_id {
+            Some(s) => Target::Session(SessionId::from(s)),
+            None => Target::Browser,
+        };
+        self.send_agent(target, method, params, timeout)
+            .await
+            .map_err(CdpCallError::from)
+    }
+
     /// Sends a raw CDP command over the supervisor's own connection: to the
     /// page session of the current tab (or of the supervised tab
     /// `target_id`), or with `frame_id` of an OOPIF to its child session.
