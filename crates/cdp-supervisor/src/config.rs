@@ -115,7 +115,7 @@ pub struct BrowserConfig {
     pub chromium_path: String,
     /// Extra flags for a launched Chromium (proxy, host rules…).
     pub chromium_args: Vec<String>,
-    /// With `cdp_url`: the target (tab) to supervise; empty: the first page.
+    /// With `cdp_url`: the target (tab) to supervise; empty: the tab in front (the first page `/json/list` shows).
     pub target_id: String,
     /// Tabs supervised per task, the first one included; popups past it
     /// are not supervised (the snapshot says `tabs_truncated`). 1 to 1000.

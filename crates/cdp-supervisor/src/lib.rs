@@ -25,8 +25,17 @@
 //! - [`tools`] — the agent surface (JSON in, JSON out) the MCP server and CLI wrap.
 //! - [`browser`] — finding and launching local Chromium.
 //!
-//! What it deliberately does not do: drive the page for the agent (clicks,
-//! typing): that stays the agent's own CDP or the raw `browser_cdp` escape hatch.
+//! It also shows the page to the agent (an outline with refs, across
+//! OOPIFs) and acts on it with real input (`browser_click`, `browser_type`,
+//! `browser_press_key`, `browser_select_option`), so an agent needs no
+//! second browser driver; anything else goes through the raw `browser_cdp`
+//! escape hatch, routed into OOPIFs.
+//!
+//! Calls a dialog interrupts, calls whose timeout passes while still queued
+//! in the page, and what survives a reconnect follow DESIGN's rules: an
+//! interrupted or timed-out call is delivered once through
+//! `completed_calls`, and dialogs kept across a socket drop are re-checked
+//! by their renderer's `Page.enable` before any watchdog acts on them.
 
 #![warn(missing_docs)]
 

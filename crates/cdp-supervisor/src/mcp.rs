@@ -839,7 +839,7 @@ fn tool_definition(name: &'static str) -> Tool {
                 "Supervise an existing browser instead of the default one. cdp_url is its DevTools \
                  endpoint: http://host:port, ws://host:port or ws://host:port/devtools/browser/<id> (a tab's own \
                  …/devtools/page/<id> supervises that tab; the note says what it cannot do). \
-                 target_id picks the tab (default: the first page; http://host:port/json lists tabs). \
+                 target_id picks the tab (default: the tab in front, the first page http://host:port/json lists). \
                  The new browser is attached first; then the one this session supervised before is \
                  stopped and its state discarded. If the new one cannot be attached, the error says so \
                  and the previous browser stays supervised, unchanged. \
@@ -853,7 +853,7 @@ fn tool_definition(name: &'static str) -> Tool {
                         },
                         "target_id": {
                             "type": "string",
-                            "description": "The tab (target) to supervise; default: the first page"
+                            "description": "The tab (target) to supervise; default: the tab in front (the first page /json/list shows)"
                         }
                     }),
                     &["cdp_url"],

@@ -1509,7 +1509,7 @@ impl AgentSession {
     }
 
     /// `browser_connect`: supervises the browser at `cdp_url` (the tab
-    /// `target_id`, else the first page) instead. The new supervisor is
+    /// `target_id`, else the tab in front) instead. The new supervisor is
     /// started first; only once it has attached is the old one stopped (its
     /// state is not carried over). Returns `{connected, url, title,
     /// pending_dialogs, frame_tree, page_blocked, note?}` (`url`, `title` live;

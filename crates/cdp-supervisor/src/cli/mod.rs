@@ -45,7 +45,7 @@ struct BrowserFlags {
     /// ws://…/devtools/browser/… URL) instead of launching local Chromium.
     #[arg(long, value_name = "URL")]
     cdp_url: Option<String>,
-    /// With --cdp-url: the target (tab) to supervise; default the first page.
+    /// With --cdp-url: the target (tab) to supervise; default the tab in front (the first page /json/list shows).
     #[arg(long, value_name = "ID")]
     target_id: Option<String>,
     /// Dialog policy: must_respond, auto_dismiss or auto_accept; or one per

@@ -92,7 +92,7 @@ pub struct SupervisorOptions {
     pub policy: DialogPolicies,
     /// `browser.dialog_timeout_s`: the must_respond watchdog.
     pub dialog_timeout: Duration,
-    /// `browser.target_id`: the page to supervise; `None` → the first page, else a new one.
+    /// `browser.target_id`: the page to supervise; `None` → the tab in front (`/json/list` order: the page most recently created or activated), else a new one.
     pub target_id: Option<String>,
     /// The default deadline of one CDP command.
     pub command_timeout: Duration,
@@ -428,7 +428,7 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 impl Supervisor {
     /// Connects to `cdp_url` (`http://host:port`, `…/json/version`, `ws://host:port`
     /// or a full `ws://…/devtools/browser/…` URL), attaches to the page
-    /// ([`SupervisorOptions::target_id`], else the first page, else a new
+    /// ([`SupervisorOptions::target_id`], else the tab in front, else a new
     /// one) and returns once the frame tree is complete, or at the attach
     /// deadline. A failure before the first attach is returned at once.
     pub async fn start(cdp_url: &str, opts: SupervisorOptions) -> Result<Supervisor, StartError> {
