@@ -35,10 +35,12 @@ use tokio::net::{TcpListener, TcpStream};
 const GRID_EXPIRY_WAIT: Duration = Duration::from_secs(GRID_SESSION_TIMEOUT_S + 45);
 
 /// The agent's session on the `selenium` provider, built as the server
-/// builds it (config and `SELENIUM_GRID_URL`).
+/// builds it (config and `SELENIUM_GRID_URL`). `c.test` is a blocked
+/// origin: the navigation policy (Fetch interception) through the Grid.
 fn selenium_session(grid_url: &str, task: &str) -> AgentSession {
     let mut config = Config::default();
     config.browser.cloud_provider = CloudProvider::Selenium;
+    config.browser.blocked_origins = vec!["c.test".into()];
     config.browser.selenium_capabilities = chromium_capabilities().as_object().unwrap().clone();
     let provider = Selenium::from_vars(
         |k| (k == "SELENIUM_GRID_URL").then(|| grid_url.to_owned()),
@@ -153,6 +155,22 @@ async fn dialog_latency(sup: &Supervisor) -> Duration {
     times[times.len() / 2]
 }
 
+/// Median time a second supervisor takes to attach to `ws` (its page loaded).
+async fn attach_time(ws: &str) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let other = Supervisor::start(ws, SupervisorOptions::default())
+            .await
+            .expect("a second supervisor attaches");
+        common::wait_children(&other, &["demo-oopif"]).await;
+        times.push(started.elapsed());
+        other.stop().await;
+    }
+    times.sort();
+    times[1]
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_se_cdp_url_is_used_as_given_and_kept_alive_past_the_grids_session_timeout() {
     common::require_chromium();
@@ -161,24 +179,42 @@ async fn a_se_cdp_url_is_used_as_given_and_kept_alive_past_the_grids_session_tim
     let (ours, se_cdp) = grid_support::new_webdriver_session(&grid.url()).await;
     // A session beside it that nothing supervises: the Grid's timeout is real.
     let (idle, _) = grid_support::new_webdriver_session(&grid.url()).await;
-    let started = Instant::now();
+    let idle_since = Instant::now();
     let sup = Supervisor::start(&se_cdp, SupervisorOptions::default())
         .await
         .expect("attach to se:cdp as given");
-    let attach_grid = started.elapsed();
     assert_eq!(sup.endpoint(), se_cdp, "the se:cdp URL is the endpoint");
     assert!(!sup.is_page_level());
     common::goto(&sup, &site.url("a.test", "/demo")).await;
     let oopif = common::wait_children(&sup, &["demo-oopif"]).await;
     assert!(oopif.frame_tree.children.iter().any(|f| f.is_oopif));
     let latency_grid = dialog_latency(&sup).await;
+    let attach_grid = attach_time(&se_cdp).await;
+    // A large reply (screenshots, big DOMs) passes the Grid's proxy whole.
+    for len in [1usize << 20, 20 << 20] {
+        let big = sup
+            .cdp(
+                "Runtime.evaluate",
+                json!({"expression": format!("'x'.repeat({len})"), "returnByValue": true}),
+                None,
+                None,
+                common::LOAD_WAIT,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("a {len}-byte reply through the Grid: {e}"));
+        match big {
+            cdp_supervisor::supervisor::driver::CallOutcome::Reply(v) => {
+                assert_eq!(v["result"]["value"].as_str().map(str::len), Some(len));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     // Idle past the timeout: the unsupervised session goes, ours stays.
-    let gone = Instant::now();
     wait_sessions(&grid, "the idle session timed out", |s| !s.contains(&idle)).await;
     eprintln!(
         "FIGURE the Grid ended the idle session {:.0}s after it was created (--session-timeout {GRID_SESSION_TIMEOUT_S})",
-        gone.elapsed().as_secs_f64() + attach_grid.as_secs_f64()
+        idle_since.elapsed().as_secs_f64()
     );
     tokio::time::sleep(Duration::from_secs(GRID_SESSION_TIMEOUT_S)).await;
     assert!(
@@ -194,15 +230,15 @@ async fn a_se_cdp_url_is_used_as_given_and_kept_alive_past_the_grids_session_tim
     let chromium = LocalChromium::launch(&common::launch_options())
         .await
         .expect("launch Chromium");
-    let started = Instant::now();
     let direct = Supervisor::start(chromium.ws_url(), SupervisorOptions::default())
         .await
         .expect("attach directly");
-    let attach_direct = started.elapsed();
     common::goto(&direct, &site.url("a.test", "/demo")).await;
+    common::wait_children(&direct, &["demo-oopif"]).await;
     let latency_direct = dialog_latency(&direct).await;
+    let attach_direct = attach_time(chromium.ws_url()).await;
     eprintln!(
-        "FIGURE attach: through the Grid's se:cdp {attach_grid:?}, direct {attach_direct:?}; \
+        "FIGURE attach to the loaded /demo page (median of 3): through the Grid's se:cdp {attach_grid:?}, direct {attach_direct:?}; \
          alert fired -> pending (median of 5): through the Grid {latency_grid:?}, direct {latency_direct:?}"
     );
     direct.stop().await;
@@ -300,6 +336,25 @@ async fn the_selenium_provider_answers_dialogs_in_frames_and_popups_and_deletes_
         results,
         json!([{"kind": "confirm", "frame": "main", "value": true},
                {"kind": "prompt", "frame": "oopif", "value": "default text"}])
+    );
+
+    // Fetch through the Grid's proxy: a blocked origin never reaches the network.
+    evaluate(
+        &session,
+        &format!("location.href = 'http://c.test:{}/demo'", site.port()),
+        Some(&frame_id),
+    )
+    .await;
+    wait_snap(&session, "the blocked navigation", |s| {
+        s["blocked_navigations"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|b| b.to_string().contains("c.test")))
+    })
+    .await;
+    assert!(
+        !site.requests().iter().any(|r| r.starts_with("c.test")),
+        "{:?}",
+        site.requests()
     );
 
     // A popup whose first script asks confirm(): caught and answered.
