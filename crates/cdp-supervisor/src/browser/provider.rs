@@ -35,6 +35,13 @@ use std::time::Duration;
 
 /// Every provider HTTP call has this deadline.
 pub const PROVIDER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The deadline of a Selenium Grid's `POST /session`: its default
+/// `--session-request-timeout` (300 s) and a margin. A Grid queues a request
+/// while its slots are busy (measured: 14 of 32 requests at once on a
+/// 2-core machine waited past 30 s) and answers it itself when its queue
+/// gives up; a client that gives up first leaves the session the Grid then
+/// creates to nobody, holding a browser until the Grid's session timeout.
+pub const SELENIUM_NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(310);
 /// DESIGN ("exec"): a provider program that has not finished by then is killed.
 pub const EXEC_DEADLINE: Duration = Duration::from_secs(30);
 /// How much of a failed program's stderr (or an API's error body) an error quotes.
@@ -228,6 +235,18 @@ impl RestApi {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, CallError> {
+        self.call_within(method, path, body, PROVIDER_REQUEST_TIMEOUT)
+            .await
+    }
+
+    /// [`RestApi::call`] with another deadline.
+    async fn call_within(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
         let shown = format!("{method} {}", redact_url(&url));
         let scrub = |text: String| {
@@ -237,7 +256,7 @@ impl RestApi {
                 .fold(self.auth.scrub(&text), |t, s| t.replace(s.as_str(), "***"))
         };
         let client = reqwest::Client::builder()
-            .timeout(PROVIDER_REQUEST_TIMEOUT)
+            .timeout(timeout)
             .build()
             .map_err(|e| CallError {
                 status: None,
@@ -255,7 +274,7 @@ impl RestApi {
         let resp = req.send().await.map_err(|e| CallError {
             status: None,
             // reqwest's text names the URL; ours is redacted.
-            reason: scrub(format!("{shown} failed: {}", e.without_url())),
+            reason: scrub(format!("{shown} failed: {}", with_causes(&e.without_url()))),
         })?;
         let status = resp.status();
         let text = resp.bytes().await.unwrap_or_default();
@@ -291,6 +310,21 @@ impl RestApi {
             }
         }
     }
+}
+
+/// An error and its causes on one line (reqwest's own text is only
+/// "error sending request": the timeout or the reset is in its sources).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// A string field of an API answer, under any of `keys`.
@@ -887,10 +921,11 @@ impl BrowserProvider for Selenium {
             self.check_base()?;
             let answer = self
                 .api
-                .call(
+                .call_within(
                     reqwest::Method::POST,
                     "/session",
                     Some(&self.request(task_id)),
+                    SELENIUM_NEW_SESSION_TIMEOUT,
                 )
                 .await
                 .map_err(|e| self.api.error(e.reason))?;
