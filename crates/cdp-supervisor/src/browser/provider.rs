@@ -1259,6 +1259,47 @@ mod tests {
     }
 
     #[test]
+    fn se_cdp_is_moved_onto_the_grid_url_the_user_gave() {
+        let none = CdpHeaders::default;
+        let grid = |url: &str| Selenium::new(url, Map::new(), none());
+        // The Grid's own address (its host IP) → the address we were given.
+        assert_eq!(
+            grid("https://u:p%40ss@grid.example/selenium/")
+                .cdp_url_via_grid("ws://10.0.0.7:4444/selenium/session/abc/se/cdp"),
+            "wss://u:p%40ss@grid.example/selenium/session/abc/se/cdp"
+        );
+        assert_eq!(
+            grid("http://[::1]:4444").cdp_url_via_grid("ws://172.17.0.2:4444/session/abc/se/cdp"),
+            "ws://[::1]:4444/session/abc/se/cdp"
+        );
+        // Not a Grid session path: used as given.
+        let other = "ws://127.0.0.1:9222/devtools/browser/x";
+        assert_eq!(grid("http://grid:4444").cdp_url_via_grid(other), other);
+        assert!(crate::cdp::connection::is_grid_session_path(
+            "/selenium/session/abc/se/cdp"
+        ));
+        assert!(!crate::cdp::connection::is_grid_session_path(
+            "/devtools/browser/x"
+        ));
+    }
+
+    #[test]
+    fn capabilities_merge_key_by_key_over_the_default_request() {
+        let caps =
+            json!({"goog:chromeOptions": {"args": ["--a"]}, "unhandledPromptBehavior": "accept"});
+        let s = Selenium::new(
+            "http://grid:4444",
+            caps.as_object().unwrap().clone(),
+            CdpHeaders::default(),
+        );
+        assert_eq!(
+            s.request("t")["capabilities"]["alwaysMatch"],
+            json!({"browserName": "chrome", "unhandledPromptBehavior": "accept",
+                   "se:name": "cdp-supervisor t", "goog:chromeOptions": {"args": ["--a"]}})
+        );
+    }
+
+    #[test]
     fn debug_output_never_shows_the_key() {
         let f = Firecrawl::new("fc-sekrit".into(), "http://127.0.0.1:1".into());
         assert!(!format!("{f:?}").contains("sekrit"));
