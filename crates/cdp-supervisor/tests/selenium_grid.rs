@@ -9,7 +9,9 @@
 //!   runs in the OOPIF, and the session is deleted when the task ends;
 //! - a socket cut between us and the Grid (a loopback proxy) is recovered;
 //! - the same through the binary with the official MCP Python SDK
-//!   (`tests/mcp_client/grid.py`).
+//!   (`tests/mcp_client/grid.py`): over stdio and HTTP, the WebDriver
+//!   session deleted when the MCP session ends and when the server gets
+//!   SIGTERM.
 //!
 //! Fails — never skips — when the Grid cannot start (`scripts/ensure-grid.sh`).
 

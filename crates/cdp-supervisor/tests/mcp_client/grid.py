@@ -13,6 +13,8 @@ in GRID_CAPABILITIES as JSON):
                   deletes the WebDriver session: the Grid's /status shows none
   http_session    over streamable HTTP: a dialog answered; the HTTP
                   session's end deletes the WebDriver session
+  sigterm         the server gets SIGTERM with the session open: it deletes
+                  the WebDriver session before it exits
 
 Usage: SELENIUM_GRID_URL=… GRID_CAPABILITIES=… python grid.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]]
 Exit 0 when every scenario passes.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 import urllib.request
 
@@ -146,9 +149,30 @@ async def http_session(sc: Scenario, binary: str) -> None:
     await wait_no_session(sc, mine, "HTTP session end")
 
 
+async def sigterm(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    before = set(grid_sessions())
+    async with mcp_server(sc, binary, "grid-term", [], transport="http", env=env()) as server:
+        c = server.client
+        r = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/"})
+        sc.check(r.get("status") == "loaded", f"browser_navigate loaded ({r.get('status')})")
+        mine = set(grid_sessions()) - before
+        sc.check(len(mine) == 1, f"one WebDriver session ({mine})")
+        os.kill(server.pid, signal.SIGTERM)
+        deadline = time.monotonic() + DELETE_DEADLINE_S
+        while os.path.exists(f"/proc/{server.pid}") and open(f"/proc/{server.pid}/stat").read().split(") ")[1][0] != "Z":
+            if time.monotonic() > deadline:
+                raise Fail("the server did not exit on SIGTERM")
+            await anyio.sleep(0.05)
+        # Checked before anything else can: the server itself deleted it on its way out.
+        left = set(grid_sessions()) & mine
+        sc.check(not left, f"SIGTERM: the WebDriver session was deleted before the server exited ({left})")
+
+
 SCENARIOS = {
     "stdio_session": stdio_session,
     "http_session": http_session,
+    "sigterm": sigterm,
 }
 
 
