@@ -4,7 +4,8 @@
 # Selenium server jar: once per machine, cached), checks formatting and
 # lints, then runs every test (unit, state machine, mock CDP scenarios,
 # end to end on real headless Chromium and through a real Selenium Grid,
-# and the MCP client from outside the project).
+# the MCP client from outside the project, and the Python package's
+# pytest suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-chromium.sh
@@ -13,3 +14,6 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --all-targets
 cargo test --workspace
+# The Python package (crates/cdp-supervisor-py): wheel built with maturin,
+# its tests with pytest on real Chromium.
+crates/cdp-supervisor-py/tests/run.sh

@@ -183,7 +183,12 @@ impl McpSession {
 
 impl Drop for McpSession {
     fn drop(&mut self) {
-        if let Some(w) = self.watcher.lock().expect("watcher lock").take() {
+        if let Some(w) = self
+            .watcher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             w.cancel();
         }
         // The session ended without an explicit close (an HTTP session
@@ -343,7 +348,10 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         check_resource(&request.uri)?;
-        let mut watcher = self.watcher.lock().expect("watcher lock");
+        let mut watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if watcher.is_none() {
             let stop = CancellationToken::new();
             tokio::spawn(watch_snapshot(
@@ -363,7 +371,12 @@ impl ServerHandler for McpSession {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         check_resource(&request.uri)?;
-        if let Some(w) = self.watcher.lock().expect("watcher lock").take() {
+        if let Some(w) = self
+            .watcher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             w.cancel();
         }
         Ok(())
@@ -1339,7 +1352,10 @@ impl IdleSessions {
     /// A request of session `id` starts; it ends when the guard is dropped
     /// (with the response body).
     fn begin(self: &Arc<Self>, id: &str) -> InFlight {
-        let mut map = self.0.lock().expect("idle lock");
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let a = map.entry(id.to_owned()).or_insert(Activity {
             last: std::time::Instant::now(),
             in_flight: 0,
@@ -1353,7 +1369,10 @@ impl IdleSessions {
 
     /// The sessions idle for `bound` at `now`, forgotten here.
     fn take_idle(&self, bound: std::time::Duration, now: std::time::Instant) -> Vec<String> {
-        let mut map = self.0.lock().expect("idle lock");
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let idle: Vec<String> = map
             .iter()
             .filter(|(_, a)| a.in_flight == 0 && now.saturating_duration_since(a.last) >= bound)
@@ -1367,7 +1386,10 @@ impl IdleSessions {
 
     /// Forgets sessions rmcp no longer has (deleted, ended).
     fn retain(&self, live: impl Fn(&str) -> bool) {
-        self.0.lock().expect("idle lock").retain(|id, _| live(id));
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|id, _| live(id));
     }
 }
 
@@ -1379,7 +1401,11 @@ struct InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let mut map = self.sessions.0.lock().expect("idle lock");
+        let mut map = self
+            .sessions
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(a) = map.get_mut(&self.id) {
             a.in_flight = a.in_flight.saturating_sub(1);
             a.last = std::time::Instant::now();
@@ -1575,7 +1601,15 @@ async fn guard_request(
         .map(str::to_owned)
     {
         let in_flight = guard.idle.begin(&id);
-        return holding(next.run(request).await, in_flight);
+        let delete = request.method() == axum::http::Method::DELETE;
+        let mut response = next.run(request).await;
+        // rmcp answers a session's DELETE with 202; the MCP Python SDK
+        // expects 200 or 204 and logs every other status as a failed
+        // termination. The session is gone either way: say 204.
+        if delete && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        return holding(response, in_flight);
     }
     // A POST without a session id is an `initialize`: it creates a session.
     if request.method() != axum::http::Method::POST {

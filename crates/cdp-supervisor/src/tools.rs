@@ -799,7 +799,11 @@ impl AgentSession {
     fn uses_provider(&self) -> bool {
         self.provider.is_some()
             && self.config.browser.cdp_url.is_empty()
-            && self.connected.lock().expect("session lock").is_none()
+            && self
+                .connected
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_none()
     }
 
     /// Whether the first call of any kind attaches: a CDP endpoint is
@@ -807,7 +811,11 @@ impl AgentSession {
     /// and no `browser_disconnect` came since.
     fn attaches_on_any_call(&self) -> bool {
         let b = &self.config.browser;
-        let endpoint = self.connected.lock().expect("session lock").is_some()
+        let endpoint = self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
             || !b.cdp_url.is_empty()
             || b.cloud_provider != CloudProvider::Local;
         endpoint && self.config.has_cdp() && !self.detached.load(Ordering::SeqCst)
@@ -853,7 +861,10 @@ impl AgentSession {
         }
         let started = self.start_supervisor().await;
         if let Ok(s) = &started {
-            *self.last.lock().expect("session lock") = Some(s.clone());
+            *self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(s.clone());
         }
         self.supervisor_changed();
         started
@@ -868,7 +879,11 @@ impl AgentSession {
             // An expired provider session: the next call makes a fresh one.
             return None;
         }
-        let last = self.last.lock().expect("session lock").clone()?;
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
         let replaced = self
             .registry
             .get(&self.task_id)
@@ -877,7 +892,11 @@ impl AgentSession {
     }
 
     async fn start_supervisor(&self) -> Result<Supervisor, ToolError> {
-        let connected = self.connected.lock().expect("session lock").clone();
+        let connected = self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let connected_url = connected.as_ref().map(|(u, _)| u.clone());
         let b = &self.config.browser;
         let (endpoint, target) = match connected {
@@ -1107,6 +1126,7 @@ impl AgentSession {
                 call_id,
                 pending_dialogs,
             } => Err(interrupted(tool, &call_id, pending_dialogs)),
+            CallOutcome::TimedOut { call_id, after } => Err(timed_out(tool, &call_id, after)),
         }
     }
 
@@ -1453,6 +1473,7 @@ impl AgentSession {
                 call_id,
                 pending_dialogs,
             } => Err(interrupted(method, &call_id, pending_dialogs)),
+            CallOutcome::TimedOut { call_id, after } => Err(timed_out(method, &call_id, after)),
         }
     }
 
@@ -1532,8 +1553,15 @@ impl AgentSession {
                 )));
             }
         };
-        *self.connected.lock().expect("session lock") = Some((cdp_url.to_owned(), target_id));
-        *self.last.lock().expect("session lock") = Some(s.clone());
+        *self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((cdp_url.to_owned(), target_id));
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(s.clone());
         self.detached.store(false, Ordering::SeqCst);
         self.supervisor_changed();
         // The task left its provider session for another browser: end it.
@@ -1558,9 +1586,15 @@ impl AgentSession {
     /// launched). The next `browser_navigate` starts the configured default
     /// browser again. Returns `{disconnected: bool}` (false: nothing was attached).
     pub async fn browser_disconnect(&self) -> Value {
-        *self.connected.lock().expect("session lock") = None;
+        *self
+            .connected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         self.detached.store(true, Ordering::SeqCst);
-        *self.last.lock().expect("session lock") = None;
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let (was, ()) = tokio::join!(
             self.registry.stop(&self.task_id),
             self.end_provider_session()
@@ -1573,7 +1607,10 @@ impl AgentSession {
     /// provider session, both at once (on stdio the client kills us soon
     /// after stdin closes).
     pub async fn close(&self) {
-        *self.last.lock().expect("session lock") = None;
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         tokio::join!(
             self.registry.stop(&self.task_id),
             self.end_provider_session()
@@ -1832,15 +1869,21 @@ async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
 /// must not be resent.
 fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>) -> ToolError {
     // No dialog known: one that opened before the supervisor attached
-    // blocks the page (page_blocked), and browser_dialog cannot answer it.
+    // blocks the page (page_blocked), and browser_dialog cannot answer it;
+    // nor can it answer one Chromium refuses (answerable: false).
     let unseen = pending_dialogs.is_empty();
+    let refused = !unseen && pending_dialogs.iter().all(|d| !d.answerable);
     let structured = json!({
         "interrupted_by_dialog": true,
         "call_id": call_id,
         "method": method,
         "pending_dialogs": pending_dialogs,
     });
-    let remedy = if unseen {
+    let remedy = if refused {
+        format!(
+            "Chromium refuses to answer the dialog blocking it (answerable: false): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
+        )
+    } else if unseen {
         format!(
             "That dialog opened before the supervisor attached, so browser_dialog cannot answer it (page_blocked: true): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
         )
@@ -1854,6 +1897,24 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
             "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). {remedy}"
         ),
         structured: Some(structured),
+    }
+}
+
+/// The tool error of a call whose timeout passed while its command is
+/// still queued in the page (DESIGN: "Calls a dialog interrupts", timed-out
+/// calls): it may still run, so it must not be resent; its outcome comes
+/// through `completed_calls`.
+fn timed_out(method: &str, call_id: &str, after: Duration) -> ToolError {
+    ToolError {
+        message: format!(
+            "{method} got no reply within {:.1} s and is still queued in the page: it may still run (a promise not yet settled, a busy page). Do not resend it (it could run twice); if it completes, browser_snapshot's completed_calls lists call_id {call_id} with its outcome.",
+            after.as_secs_f64()
+        ),
+        structured: Some(json!({
+            "timed_out": true,
+            "call_id": call_id,
+            "method": method,
+        })),
     }
 }
 

@@ -701,3 +701,55 @@ async fn an_in_order_reply_comes_once_however_close_races_it() {
         "(round, replies) without exactly one reply: {lost:?}"
     );
 }
+
+/// Issue 28, defect 5: the event stream was an unbounded channel with no
+/// back-pressure: a consumer that fell behind let a flood grow in memory
+/// without limit. The reader now stops reading the socket while
+/// `MAX_QUEUED_BURSTS` bursts wait, and nothing is lost: every event comes,
+/// in order, once the consumer reads on.
+#[tokio::test]
+async fn regression_28_5_a_consumer_that_falls_behind_slows_the_reader_and_loses_nothing() {
+    use cdp_supervisor::cdp::connection::{Incoming, MAX_QUEUED_BURSTS};
+    let mock = cdp_mock::MockCdp::start().await;
+    let (_conn, mut events) = Connection::connect(&mock.ws_url()).await.expect("connect");
+    assert!(mock.wait_for_connections(1, WAIT).await);
+    let n = 100_000usize;
+    let texts: Vec<String> = (0..n)
+        .map(|i| cdp_mock::event_text(Some("S1"), "Runtime.consoleAPICalled", &json!({"i": i})))
+        .collect();
+    let bytes = std::sync::Arc::new(cdp_mock::encode_text_frames(
+        texts.iter().map(String::as_str),
+    ));
+    let flood = tokio::spawn({
+        let mock_bytes = bytes.clone();
+        async move { mock.flood(mock_bytes).await }
+    });
+    // Nobody reads: the backlog stops at its bound (a burst or two past it
+    // while the reader notices), however long we wait.
+    let mut last = 0;
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        last = events.backlog();
+    }
+    assert!(last > 0, "the reader queued nothing");
+    assert!(
+        last <= MAX_QUEUED_BURSTS + 1,
+        "{last} bursts queued, more than the bound {MAX_QUEUED_BURSTS}"
+    );
+    assert!(!flood.is_finished(), "the whole flood was taken in");
+    let mut seen = 0usize;
+    while seen < n {
+        match tokio::time::timeout(WAIT, events.recv()).await {
+            Ok(Some(Incoming::Event(e))) => {
+                let v: serde_json::Value = serde_json::from_str(e.params()).unwrap();
+                assert_eq!(v["i"], seen, "in order, nothing lost");
+                seen += 1;
+            }
+            other => panic!("after {seen} events: {other:?}"),
+        }
+    }
+    tokio::time::timeout(WAIT, flood)
+        .await
+        .expect("the flood ends")
+        .unwrap();
+}

@@ -17,7 +17,9 @@
 //! bounds (413, `--max-sessions`, `--idle-timeout-s`).,
 //! `act.py` for acting on the page (the outline
 //! with refs across OOPIFs, clicks, typing, keys and selects through real
-//! input, a click a dialog interrupts delivered once). Fails — never skips —
+//! input, a click a dialog interrupts delivered once), `core.py` for calls
+//! and reconnects (a dialog closed during a socket drop, a tab gone during
+//! one, a timed-out call kept, another tab's dialog claiming no call). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -86,6 +88,11 @@ fn cloud_provider_sessions_live_and_end_with_the_mcp_session_through_the_python_
 #[test]
 fn the_navigation_policy_and_http_bounds_hold_through_the_python_sdk() {
     run_script("security.py");
+}
+
+#[test]
+fn calls_and_reconnects_stay_true_through_the_python_sdk() {
+    run_script("core.py");
 }
 
 #[test]

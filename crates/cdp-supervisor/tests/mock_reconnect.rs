@@ -20,6 +20,12 @@ use mock_support::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+/// As Chromium does for a page a dialog still blocks: after the reconnect
+/// its session's `Page.enable` gets no reply (the renderer is frozen).
+fn blocked_after_reconnect(mock: &MockCdp) {
+    mock.handle(|c| (c.method == "Page.enable" && c.connection_index > 0).then(Reply::never));
+}
+
 async fn drop_and_come_back(how: Disconnect) {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
     let mut rx = sup.subscribe();
@@ -228,6 +234,7 @@ async fn watchdog_fires_on_time_across_a_reconnect() {
         ..opts(DialogPolicy::MustRespond)
     })
     .await;
+    blocked_after_reconnect(&mock);
     mock.emit(
         Some("S1"),
         "Page.javascriptDialogOpening",
@@ -342,6 +349,7 @@ async fn dead_session_ids_are_never_routed_to_after_a_reconnect() {
 #[tokio::test]
 async fn regression_20_dialog_and_socket_end_in_one_write_is_still_answered() {
     let (mock, sup) = attached(DialogPolicy::AutoDismiss).await;
+    blocked_after_reconnect(&mock);
     mock.emit_and_drop(
         Some("S1"),
         "Page.javascriptDialogOpening",
@@ -389,4 +397,56 @@ async fn every_connection_notice_finds_the_snapshot_already_saying_it() {
         }
     }
     sup.stop().await;
+}
+
+/// Issue 28, defect 2: the reconnect was pinned to the current tab's id.
+/// When that tab closed during the outage (or the browser behind the URL
+/// restarted, every id new), every attempt ended in `NoSuchTarget` and
+/// after five the supervisor ended. Now it attaches the tab in front, and
+/// the dialog of the tab that is gone is closed `remote`.
+#[tokio::test]
+async fn regression_28_2_a_tab_gone_during_the_outage_is_no_reason_to_give_up() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "on the tab that goes"),
+    )
+    .await;
+    wait_snapshot(&sup, "the dialog pending", |s| s.pending_dialogs.len() == 1).await;
+    // After the drop the browser has only T9: T1 is gone.
+    mock.handle(|c| {
+        (c.method == "Target.getTargets" && c.connection_index > 0).then(|| {
+            let t9 = json!({"targetId": "T9", "type": "page", "url": "about:blank", "title": "",
+                            "attached": false, "canAccessOpener": false});
+            Reply::result(json!({"targetInfos": [t9]}))
+        })
+    });
+    mock.handle(|c| {
+        (c.method == "Target.attachToTarget" && c.connection_index > 0).then(|| {
+            if c.params["targetId"] == "T9" {
+                Reply::result(json!({"sessionId": "S9"}))
+            } else {
+                Reply::error(-32602, "No target with given id found")
+            }
+        })
+    });
+    mock.drop_connections(Disconnect::Reset).await;
+    let s = wait_snapshot(&sup, "re-attached to the tab in front", |s| {
+        s.connection == ConnectionStatus::Connected
+            && s.tabs.len() == 1
+            && s.tabs[0].target_id == "T9"
+            && s.tabs[0].current
+    })
+    .await;
+    assert!(s.pending_dialogs.is_empty(), "{s:?}");
+    let closed = s
+        .recent_dialogs
+        .iter()
+        .find(|d| d.dialog.message == "on the tab that goes")
+        .expect("the gone tab's dialog is in recent_dialogs");
+    assert_eq!(closed.closed_by, ClosedBy::Remote);
+    assert!(sup.is_running());
+    let attach = nth_command(&mock, "Target.attachToTarget", None, 2).await;
+    assert_eq!(attach.params["targetId"], "T9");
 }

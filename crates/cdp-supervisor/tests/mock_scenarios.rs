@@ -6,8 +6,9 @@
 mod mock_support;
 
 use cdp_mock::Reply;
-use cdp_supervisor::cdp::connection::CommandError;
-use cdp_supervisor::supervisor::driver::{CallOutcome, CdpCallError, NavigateOutcome};
+use cdp_supervisor::supervisor::driver::{
+    CallOutcome, CdpCallError, NavigateOutcome, SupervisorOptions,
+};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::{ClosedBy, ConnectionStatus};
 use cdp_supervisor::supervisor::state::{
@@ -556,12 +557,69 @@ async fn command_never_answered_times_out_per_its_timeout_while_dialogs_are_answ
     assert!(!call.is_finished(), "the answer waited on the evaluate");
     let r = call.await.unwrap();
     let took = started.elapsed();
-    assert!(
-        matches!(r, Err(CdpCallError::Command(CommandError::Timeout { .. }))),
-        "{r:?}"
-    );
+    // Issue 28, defect 3: it is still queued, so it is not a plain
+    // timeout (the agent would resend it) but a call kept for its outcome.
+    let call_id = match r {
+        Ok(CallOutcome::TimedOut { call_id, .. }) => call_id,
+        r => panic!("expected TimedOut, got {r:?}"),
+    };
     // Timers never fire early; how late they fire depends on the machine's load.
     assert!(took >= Duration::from_millis(750), "{took:?}");
+    assert!(
+        sup.completed_calls().iter().all(|c| c.call_id != call_id),
+        "not completed yet"
+    );
+}
+
+/// Issue 28, defect 3: a call whose timeout passed while its command was
+/// still queued said "no reply within N ms" and discarded the late
+/// outcome: an agent resent it and its side effect ran twice. Now the late
+/// reply is delivered once, under the call id the timeout named.
+#[tokio::test]
+async fn regression_28_3_a_late_reply_after_a_timeout_is_delivered_once() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Runtime.evaluate",
+        Reply::result(json!({"result": {"type": "number", "value": 7}}))
+            .after(Duration::from_millis(1500)),
+    );
+    let r = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "slow()"}),
+            None,
+            None,
+            Duration::from_millis(300),
+        )
+        .await;
+    let call_id = match r {
+        Ok(CallOutcome::TimedOut { call_id, after }) => {
+            assert_eq!(after, Duration::from_millis(300));
+            call_id
+        }
+        r => panic!("expected TimedOut, got {r:?}"),
+    };
+    let deadline = Instant::now() + WAIT;
+    let done = loop {
+        let done: Vec<_> = sup
+            .take_completed_calls()
+            .into_iter()
+            .filter(|c| c.call_id == call_id)
+            .collect();
+        if !done.is_empty() {
+            break done;
+        }
+        assert!(Instant::now() < deadline, "the late reply never delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].result.as_ref().unwrap()["result"]["value"], 7);
+    assert!(
+        sup.take_completed_calls()
+            .iter()
+            .all(|c| c.call_id != call_id),
+        "delivered once"
+    );
 }
 
 /// "No waiting in the event path": a command Chromium never answers cannot
@@ -657,19 +715,13 @@ async fn regression_9_oopif_auto_attached_before_the_page_tree_reply_stays_an_oo
 }
 
 /// Defect 2 (issue 8): a `browser_cdp` that navigates by
-/// `Runtime.evaluate("location = …")` releases a beforeunload; that close is
-/// the agent's (the navigation request comes on the session while the
-/// agent's evaluate is in flight), not `remote`.
+/// `Runtime.evaluate("location = …")` asks `beforeunload`; when that
+/// dialog closes with the navigation, the close is the agent's (the
+/// navigation request came on the session while the agent's evaluate was
+/// in flight, before the dialog blocked the renderer), not `remote`.
 #[tokio::test]
 async fn regression_evaluate_that_navigates_closes_a_dialog_as_agent() {
     let (mock, sup) = attached(DialogPolicy::MustRespond).await;
-    mock.emit(
-        Some("S1"),
-        "Page.javascriptDialogOpening",
-        dialog_opening("T1", "beforeunload", ""),
-    )
-    .await;
-    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
     mock.on(
         "Runtime.evaluate",
         Reply::result(json!({"result": {"type": "string", "value": "https://a.test/x"}}))
@@ -677,6 +729,11 @@ async fn regression_evaluate_that_navigates_closes_a_dialog_as_agent() {
                 Some("S1"),
                 "Page.frameRequestedNavigation",
                 json!({"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/x", "disposition": "currentTab"}),
+            )
+            .emit_first(
+                Some("S1"),
+                "Page.javascriptDialogOpening",
+                dialog_opening("T1", "beforeunload", ""),
             )
             .emit_first(Some("S1"), "Page.javascriptDialogClosed", dialog_closed("T1", true)),
     );
@@ -903,4 +960,122 @@ async fn a_watcher_that_comes_and_goes_sees_the_frames_and_errors_of_its_time() 
         })
         .await;
     }
+}
+
+/// Issue 28, defect 9 (bug class 16): the driver polled events first, so
+/// while a flood kept the stream non-empty the agent's answer waited for
+/// the flood to end. Requests and timers now come before events: the
+/// answer goes out while the flood is still being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_28_9_an_answer_is_not_starved_by_an_event_flood() {
+    // The answer's reply comes in order behind the flood: its deadline
+    // must outlast reading the flood in a debug build.
+    let (mock, sup) = attached_with(SupervisorOptions {
+        command_timeout: Duration::from_secs(120),
+        ..opts(DialogPolicy::MustRespond)
+    })
+    .await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "answer me during the flood"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    let texts: Vec<String> = (0..300_000)
+        .map(|i| {
+            cdp_mock::event_text(
+                Some("S1"),
+                "Runtime.consoleAPICalled",
+                &json!({"type": "error", "args": [{"type": "string", "value": format!("e{i}")}],
+                        "executionContextId": 1, "timestamp": 1.0}),
+            )
+        })
+        .collect();
+    let bytes = std::sync::Arc::new(cdp_mock::encode_text_frames(
+        texts.iter().map(String::as_str),
+    ));
+    drop(texts);
+    let mock = std::sync::Arc::new(mock);
+    let flood = tokio::spawn({
+        let mock = mock.clone();
+        async move { mock.flood(bytes).await }
+    });
+    // The flood is under way: the driver has taken some of it.
+    wait_snapshot(&sup, "the flood being read", |s| {
+        !s.console_errors.is_empty()
+    })
+    .await;
+    assert!(
+        !flood.is_finished(),
+        "the flood ended before the answer was asked for"
+    );
+    let answer = tokio::spawn({
+        let sup = sup.clone();
+        async move { sup.answer_dialog(answer(DialogAction::Dismiss)).await }
+    });
+    mock.wait_for_command("Page.handleJavaScriptDialog", WAIT)
+        .await
+        .expect("the answer is sent");
+    assert!(
+        !flood.is_finished(),
+        "the answer went out only after the flood was read to its end"
+    );
+    tokio::time::timeout(WAIT * 12, flood)
+        .await
+        .expect("the flood ends")
+        .unwrap();
+    let r = tokio::time::timeout(WAIT * 12, answer)
+        .await
+        .expect("answered")
+        .unwrap();
+    assert!(r.is_ok(), "{r:?}");
+}
+
+/// Issue 28, defect 11: a call made while a dialog already blocked the page,
+/// whose dialog a navigation then closed, got Chromium's `-32000 "Inspected
+/// target navigated or closed"` (sent after the command ran) and was told
+/// the call failed: the agent repeated it. It is an interrupted call, its
+/// outcome in `completed_calls` saying it ran.
+#[tokio::test]
+async fn regression_28_11_a_queued_call_whose_dialog_a_navigation_closed_is_not_a_failure() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.emit(
+        Some("S1"),
+        "Page.javascriptDialogOpening",
+        dialog_opening("T1", "alert", "blocks the page"),
+    )
+    .await;
+    wait_snapshot(&sup, "pending", |s| s.pending_dialogs.len() == 1).await;
+    mock.on(
+        "Runtime.evaluate",
+        Reply::error(-32000, "Inspected target navigated or closed")
+            .after(Duration::from_millis(100))
+            .emit_first(
+                Some("S1"),
+                "Page.javascriptDialogClosed",
+                dialog_closed("T1", false),
+            ),
+    );
+    let r = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": "++window.counter"}),
+            None,
+            None,
+            WAIT,
+        )
+        .await;
+    let call_id = match r {
+        Ok(CallOutcome::Interrupted { call_id, .. }) => call_id,
+        r => panic!("expected an interrupted call, got {r:?}"),
+    };
+    let done: Vec<_> = sup
+        .completed_calls()
+        .into_iter()
+        .filter(|c| c.call_id == call_id)
+        .collect();
+    assert_eq!(done.len(), 1);
+    let error = done[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("the command ran"), "{error}");
 }

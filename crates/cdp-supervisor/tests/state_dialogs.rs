@@ -7,7 +7,7 @@ use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, Notice, Options,
-    Output, Purpose, RECENT_DIALOGS_MAX,
+    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX,
 };
 use serde_json::json;
 use state_support::*;
@@ -693,7 +693,9 @@ fn regression_13_connection_lost_keeps_dialogs_and_their_watchdogs() {
     h.advance(Duration::from_secs(10));
     h.st.connection_lost();
     assert_eq!(h.pending_ids(), ["d-1"]);
-    assert_eq!(h.st.poll_timeout(), before);
+    // Its deadline is kept; it waits for the re-check after the reconnect.
+    assert_eq!(h.st.poll_timeout(), None);
+    assert!(before.is_some());
     // Re-attached under a new session; Page.enable hangs (the page is blocked) —
     // the known dialog is shown, not an unknown "page_blocked".
     h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
@@ -706,6 +708,98 @@ fn regression_13_connection_lost_keeps_dialogs_and_their_watchdogs() {
     let a = answers(&cmds);
     assert_eq!(a.len(), 1);
     assert_eq!(a[0].target, on("S1b"), "answered on the new session");
+}
+
+/// Issue 28, defect 1: a dialog that closed while the socket was down (the
+/// tab navigated by another client) stayed pending; the watchdog then got
+/// `-32602` and navigated the user's page to its own URL. The renderer's
+/// new `Page.enable` answering proves nothing blocks it.
+#[test]
+fn regression_28_1_a_dialog_closed_during_a_drop_is_closed_remote_not_released() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.st.connection_lost();
+    // The outage outlasts the watchdog's deadline.
+    h.advance(DEFAULT_DIALOG_TIMEOUT + Duration::from_secs(5));
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    assert!(answers(&cmds).is_empty(), "no answer yet: {cmds:?}");
+    assert!(navigations(&cmds).is_empty(), "no release yet: {cmds:?}");
+    assert_eq!(h.pending_ids(), ["d-1"], "listed until re-checked");
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    h.advance(Duration::from_secs(60));
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    assert!(
+        answers(&cmds).is_empty() && navigations(&cmds).is_empty(),
+        "{cmds:?}"
+    );
+    assert!(!h.snap().page_blocked);
+}
+
+/// Issue 28, defect 1, the other half: a dialog still open after the drop
+/// (its renderer stays silent) keeps its watchdog, which acts once the
+/// re-check has said so.
+#[test]
+fn regression_28_1_a_dialog_still_open_after_a_drop_keeps_its_watchdog() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.st.connection_lost();
+    h.advance(DEFAULT_DIALOG_TIMEOUT + Duration::from_secs(5));
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.fire_after(PAGE_ENABLE_GRACE);
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1, "the overdue watchdog answers: {cmds:?}");
+    assert_eq!(a[0].target, on("S1b"));
+}
+
+/// Issue 28, defect 1, in an OOPIF: the OOPIF's own `Page.enable` decides
+/// for its dialog; the top's answer says nothing about it.
+#[test]
+fn regression_28_1_an_oopif_dialog_is_rechecked_by_the_oopif_session() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "F2", "in the oopif");
+    h.drain();
+    h.st.connection_lost();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    let p = json!({
+        "sessionId": "S2b",
+        "targetInfo": {"targetId": "F2", "type": "iframe", "title": "", "url": "https://b.test/",
+                       "attached": true, "canAccessOpener": false, "browserContextId": "B1"},
+        "waitingForDebugger": true
+    });
+    h.ev(Some("S1b"), "Target.attachedToTarget", &p.to_string());
+    h.drain();
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    assert_eq!(
+        h.pending_ids(),
+        ["d-1"],
+        "the top being free says nothing of the OOPIF"
+    );
+    h.reply_ok("S2b", Purpose::PageEnable, json!({}));
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
 }
 
 // ---- issue 8: the reply contract and per-navigation attribution ------------
@@ -727,7 +821,8 @@ fn regression_20_a_release_lost_with_the_socket_is_sent_again_after_reconnect() 
     assert_eq!(h.pending_ids(), ["d-1"], "not released: still pending");
     h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
     h.drain();
-    h.st.handle_timeout(h.now);
+    // Page.enable stays unanswered: the page is still blocked.
+    h.fire_after(PAGE_ENABLE_GRACE);
     let cmds = h.sends();
     let nav = navigations(&cmds);
     assert_eq!(nav.len(), 1, "released again on the new session: {cmds:?}");
@@ -758,6 +853,12 @@ fn regression_20_an_auto_answer_never_sent_is_sent_once_reconnected() {
     h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
     h.drain();
     h.st.handle_timeout(h.now);
+    assert!(
+        answers(&h.sends()).is_empty(),
+        "not before its renderer is re-checked"
+    );
+    // Page.enable stays unanswered: the dialog is still open.
+    h.fire_after(PAGE_ENABLE_GRACE);
     let cmds = h.sends();
     let a = answers(&cmds);
     assert_eq!(a.len(), 1, "{cmds:?}");
@@ -812,6 +913,47 @@ fn regression_a_failed_agent_navigation_claims_no_later_close() {
     assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
 }
 
+/// Issue 28, defect 7: any agent command in flight on a session made a
+/// navigation the page requested meanwhile the agent's, so the OOPIF dialog
+/// it closed said `closed_by:"agent"`. A command that runs no script or
+/// input cannot ask for a navigation.
+#[test]
+fn regression_28_7_a_command_that_runs_no_script_claims_no_navigation() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "F2", "in the oopif");
+    h.agent(1, "S1", "DOM.getDocument", json!({}));
+    h.ev(
+        Some("S1"),
+        "Page.frameRequestedNavigation",
+        r#"{"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/own", "disposition": "currentTab"}"#,
+    );
+    // Chromium closes the OOPIF's dialog as its frame goes with the top's document.
+    h.closed("S1", "F2", false, "");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
+/// Issue 28, defect 7: an evaluate queued behind a dialog (interrupted)
+/// stayed "in flight" for its whole deadline, and a navigation requested
+/// on its session meanwhile was blamed on the agent. A renderer a dialog
+/// blocks runs no queued command.
+#[test]
+fn regression_28_7_a_command_queued_behind_a_dialog_claims_no_navigation() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "blocks the page");
+    h.agent(1, "S1", "Runtime.evaluate", json!({"expression": "1"}));
+    h.ev(
+        Some("S1"),
+        "Page.frameRequestedNavigation",
+        r#"{"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/own", "disposition": "currentTab"}"#,
+    );
+    h.frame_navigated("S1", "T1", None, "https://a.test/own");
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
 /// Defect 2 (issue 8): `browser_cdp Runtime.evaluate("location = …")` that
 /// navigates away from a beforeunload was labelled `remote`.
 #[test]
@@ -831,4 +973,97 @@ fn regression_agent_evaluate_that_navigates_is_agent() {
     h.open("S1", "T1", "beforeunload", "", "");
     h.closed("S1", "T1", true, "");
     assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
+}
+
+// ---- issue 28: Chromium answers the most recent dialog --------------------
+
+/// A page whose top shows a beforeunload (d-1) and whose OOPIF then shows an
+/// alert (d-2): Chromium sends no closed event for the beforeunload.
+fn beforeunload_then_an_oopif_alert(policy: DialogPolicy) -> H {
+    let mut h = H::attached(policy);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.attach_oopif("S1", "F3", "S3", "https://c.test/");
+    h.drain();
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.advance(Duration::from_millis(100));
+    h.alert("S1", "F2", "in the oopif");
+    h.drain();
+    h
+}
+
+/// Issue 28, defect 13 (and 12): the watchdog's answer to the beforeunload
+/// was taken by Chromium for the most recent dialog (the OOPIF's alert):
+/// the alert's close was recorded `remote`, the reply then closed the
+/// beforeunload as `watchdog` though it still blocked the page, and the
+/// release navigated the top frame, which a beforeunload never lets go.
+/// Now the alert is closed by the answer that closed it, the beforeunload
+/// stays pending (not answerable), and the page is released by navigating
+/// an OOPIF that no dialog blocks.
+#[test]
+fn regression_28_13_an_answer_chromium_gave_the_most_recent_dialog_is_recorded_there() {
+    let mut h = beforeunload_then_an_oopif_alert(MustRespond);
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT - Duration::from_millis(100));
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1, "the watchdog answers d-1 first: {cmds:?}");
+    assert_eq!(
+        a[0].purpose,
+        Purpose::Answer {
+            dialog_id: "d-1".into()
+        }
+    );
+    // Chromium closes the alert with it, then replies.
+    h.closed("S1", "F2", false, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let recent = h.recent();
+    assert_eq!(recent.len(), 1, "{recent:?}");
+    assert_eq!(recent[0].dialog.id, "d-2");
+    assert_eq!(
+        recent[0].closed_by,
+        ClosedBy::Watchdog,
+        "our answer closed it"
+    );
+    assert_eq!(
+        h.pending_ids(),
+        ["d-1"],
+        "the beforeunload still blocks the page"
+    );
+    assert!(!h.snap().pending_dialogs[0].answerable);
+    let cmds = h.sends();
+    let nav = navigations(&cmds);
+    assert_eq!(nav.len(), 1, "released at once: {cmds:?}");
+    // (The OOPIF whose alert just closed is free again too.)
+    assert_eq!(nav[0].target, on("S2"), "through an OOPIF no dialog blocks");
+    assert_eq!(nav[0].params["url"], "https://b.test/", "to its own URL");
+    h.reply_ok(
+        "S2",
+        Purpose::Release,
+        json!({"frameId": "F2", "loaderId": "L9"}),
+    );
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(h.recent().last().unwrap().closed_by, ClosedBy::Watchdog);
+}
+
+/// Issue 28, defect 13: an answer of the agent's in flight when a newer
+/// dialog opens lands on the newer one; Chromium closed the first for the
+/// newer one, so the first is `remote`, the newer one the agent's.
+#[test]
+fn regression_28_13_a_dialog_chromium_closed_for_a_newer_one_is_remote() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "T1", "first");
+    h.answer(Dismiss, None, Some("d-1"), 7).unwrap();
+    h.drain();
+    h.alert("S1", "F2", "second");
+    h.closed("S1", "T1", false, "");
+    h.closed("S1", "F2", false, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let recent = h.recent();
+    let by: Vec<(&str, ClosedBy)> = recent
+        .iter()
+        .map(|c| (c.dialog.id.as_str(), c.closed_by))
+        .collect();
+    assert_eq!(by, [("d-1", ClosedBy::Remote), ("d-2", ClosedBy::Agent)]);
+    assert!(h.pending_ids().is_empty());
 }

@@ -8,8 +8,8 @@ use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
-    Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output, Purpose,
-    RouteError, Tabs, Target,
+    CLOSING_GRACE, Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output,
+    Purpose, RouteError, Tabs, Target,
 };
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -325,6 +325,31 @@ fn regression_under_a_navigation_policy_pages_past_max_tabs_are_closed_not_let_g
     assert_eq!(closed.params, json!({"targetId": "T1"}));
 }
 
+/// Issue 28, defect 5: a popup past `max_tabs` under a navigation policy
+/// that asks for no document (an `about:blank` `window.open`) stayed open
+/// and in the closing list forever. It is closed once the grace passes.
+#[test]
+fn regression_28_5_a_page_past_max_tabs_that_asks_for_no_document_is_closed_anyway() {
+    let mut h = H::attached(Options {
+        max_tabs: 1,
+        navigation: NavigationPolicy::new(&[] as &[&str], &["http://b.test"], false).unwrap(),
+        ..Options::default()
+    });
+    h.page_attached("S1", "T1", Some("T0"), true);
+    assert!(!h.methods().iter().any(|m| m == "Target.closeTarget"));
+    let at = h
+        .tabs
+        .poll_timeout()
+        .expect("a wakeup for the page to close");
+    assert!(at <= h.now.instant + CLOSING_GRACE, "{at:?}");
+    h.now = h.now.after(CLOSING_GRACE);
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    let closed = h.take("Target.closeTarget");
+    assert_eq!(closed.params, json!({"targetId": "T1"}));
+    assert_eq!(h.tabs.poll_timeout(), None, "nothing else waits");
+}
+
 #[test]
 fn dialogs_of_all_tabs_share_one_list_with_unique_ids_and_answer_on_their_own_session() {
     let mut h = H::attached(Options::default());
@@ -552,4 +577,58 @@ fn a_title_or_url_that_changes_shows_in_the_next_snapshot_even_back_to_an_old_va
     assert_eq!((t.as_str(), tabs[1].1.as_str()), ("A", "popup"));
     title(&mut h, "T1", "popup 2");
     assert_eq!(shown(&mut h).2[1].1, "popup 2");
+}
+
+/// Issue 28, defect 8: the reply to an agent's command on a tab that had
+/// already left the closed-tabs list was dropped: no outcome, a driver
+/// entry leaked, and the caller got a false timeout. Every command the
+/// coordinator emits gets its one outcome, whatever happened to its tab.
+#[test]
+fn regression_28_8_a_reply_for_a_tab_long_closed_still_reaches_the_agent() {
+    let mut h = H::attached(Options {
+        max_tabs: 20,
+        ..Options::default()
+    });
+    let n = cdp_supervisor::supervisor::state::CLOSED_TABS_KEPT + 1;
+    for i in 1..=n {
+        h.page_attached(&format!("S{i}"), &format!("T{i}"), Some("T0"), true);
+    }
+    h.answer_all();
+    h.tabs.send_agent(
+        7,
+        Target::Session(sid("S1")),
+        "Runtime.evaluate",
+        json!({"expression": "1"}),
+        std::time::Duration::from_secs(30),
+    );
+    let mut call = None;
+    while let Some(o) = h.tabs.poll_output() {
+        if let Output::Send(c) = o
+            && c.purpose == (Purpose::Agent { call: 7 })
+        {
+            call = Some(*c);
+        }
+    }
+    let call = call.expect("the agent's command is sent");
+    for i in 1..=n {
+        h.ev(
+            None,
+            "Target.targetDestroyed",
+            json!({"targetId": format!("T{i}")}),
+        );
+    }
+    h.tabs.on_reply(
+        &call.target,
+        call.tab,
+        call.purpose.clone(),
+        Ok(json!({"result": {"type": "number", "value": 1}})),
+        h.now,
+    );
+    let mut replies = 0;
+    while let Some(o) = h.tabs.poll_output() {
+        if matches!(o, Output::AgentReply { call: 7, .. }) {
+            replies += 1;
+        }
+    }
+    assert_eq!(replies, 1, "the agent's reply was dropped");
 }

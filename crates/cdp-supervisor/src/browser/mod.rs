@@ -267,7 +267,7 @@ impl LocalChromium {
             stderr_task,
         };
 
-        let deadline = tokio::time::Instant::now() + opts.timeout;
+        let deadline = crate::cdp::connection::deadline_after(opts.timeout);
         let mut stderr_open = true;
         let ws_url = loop {
             if let Some(url) = read_active_port(&chromium.user_data_path) {

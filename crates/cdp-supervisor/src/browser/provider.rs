@@ -1050,7 +1050,7 @@ impl Exec {
                         break;
                     }
                     out.lock()
-                        .expect("pipe buffer")
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .extend_from_slice(&chunk[..n]);
                 }
             });
@@ -1084,7 +1084,11 @@ impl Exec {
                 None
             }
         };
-        let take = |b: &Arc<Mutex<Vec<u8>>>| b.lock().expect("pipe buffer").clone();
+        let take = |b: &Arc<Mutex<Vec<u8>>>| {
+            b.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        };
         Ok(ProgramRun {
             status,
             stdout: take(&stdout),

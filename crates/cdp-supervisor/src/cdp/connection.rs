@@ -28,6 +28,7 @@ use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -36,7 +37,18 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_util::sync::CancellationToken;
 
-/// Default deadline of a command (issue: "a deadline on every command (default 10 s)").
+/// About 30 years: what a deadline of `Duration::MAX` ("no deadline in
+/// effect") becomes, instead of an overflow panic.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+/// `now + after` as a tokio deadline, saturating at about 30 years from
+/// now: a caller's `Duration::MAX` never panics.
+pub fn deadline_after(after: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(after).unwrap_or_else(|| now + FAR_FUTURE)
+}
+
+/// Default deadline of a command: every command has one.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// tungstenite's read buffer of one connection, in bytes: what it keeps
@@ -203,11 +215,20 @@ pub use tokio::sync::mpsc::error::TryRecvError;
 /// Events (and in-order replies) in arrival order, then one
 /// [`Incoming::Closed`], then the end of the stream. The reader hands them
 /// over a burst at a time; an idle stream holds no burst.
-#[derive(Debug)]
 pub struct EventStream {
     bursts: mpsc::UnboundedReceiver<Vec<Incoming>>,
+    /// What was sent to it and taken from it, shared with the reader.
+    counts: Arc<Counts>,
     /// The burst being handed out.
     burst: std::vec::IntoIter<Incoming>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("backlog", &self.backlog())
+            .finish_non_exhaustive()
+    }
 }
 
 impl EventStream {
@@ -219,7 +240,28 @@ impl EventStream {
                 return Some(item);
             }
             self.burst = self.bursts.recv().await?.into_iter();
+            self.counts.taken_one();
         }
+    }
+
+    /// How many bursts wait in the stream, not yet taken. The reader stops
+    /// reading the socket while [`MAX_QUEUED_BURSTS`] do: a consumer that
+    /// falls behind slows the browser down (TCP back-pressure) instead of
+    /// the queue growing without bound.
+    pub fn backlog(&self) -> usize {
+        self.counts.backlog()
+    }
+
+    /// How many bursts were taken from this stream so far: once it reaches
+    /// a [`Connection::mark`] taken after a reply, every event Chromium
+    /// sent before that reply has been taken.
+    pub fn taken(&self) -> u64 {
+        self.counts.taken.load(Ordering::Acquire)
+    }
+
+    /// Whether `mark` is of this stream's connection.
+    pub fn is_of(&self, mark: &StreamMark) -> bool {
+        Arc::ptr_eq(&self.counts, &mark.counts)
     }
 
     /// The next item if one is queued.
@@ -233,6 +275,7 @@ impl EventStream {
                 return Ok(item);
             }
             self.burst = self.bursts.try_recv()?.into_iter();
+            self.counts.taken_one();
         }
     }
 
@@ -248,6 +291,11 @@ impl EventStream {
 
 /// The most items one burst carries.
 const BURST_MAX: usize = 256;
+
+/// How many bursts the event stream holds before the reader stops reading
+/// the socket until the consumer takes some: at most
+/// `MAX_QUEUED_BURSTS × BURST_MAX` events wait in memory.
+pub const MAX_QUEUED_BURSTS: usize = 128;
 
 /// Frames for the writer.
 enum Outgoing {
@@ -275,12 +323,7 @@ struct Pending {
 
 impl Pending {
     /// Delivers `result`; `events` is the stream, when still open.
-    fn deliver(
-        self,
-        id: u64,
-        result: Result<Value, CommandError>,
-        events: Option<&mpsc::UnboundedSender<Vec<Incoming>>>,
-    ) {
+    fn deliver(self, id: u64, result: Result<Value, CommandError>, events: Option<&EventTx>) {
         if let Some(timer) = self.timer {
             timer.abort();
         }
@@ -290,7 +333,7 @@ impl Pending {
             }
             ReplyTo::Stream => {
                 if let Some(events) = events {
-                    let _ = events.send(vec![Incoming::Reply { id, result }]);
+                    events.send(vec![Incoming::Reply { id, result }]);
                 }
             }
         }
@@ -307,7 +350,65 @@ struct State {
     /// holds no room for frames (a channel keeps its first 32 slots).
     outgoing: VecDeque<Outgoing>,
     /// The event stream (bursts); `None` once `Closed` has been sent.
-    events: Option<mpsc::UnboundedSender<Vec<Incoming>>>,
+    events: Option<EventTx>,
+}
+
+/// The sending half of the event stream: counts every burst it sends.
+#[derive(Clone)]
+struct EventTx {
+    tx: mpsc::UnboundedSender<Vec<Incoming>>,
+    counts: Arc<Counts>,
+}
+
+impl EventTx {
+    fn send(&self, burst: Vec<Incoming>) {
+        if self.tx.send(burst).is_ok() {
+            self.counts.sent.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Bursts sent to the event stream and taken from it (both only grow), and
+/// the reader's wakeup when the consumer takes one off a full backlog.
+#[derive(Debug, Default)]
+struct Counts {
+    sent: AtomicU64,
+    taken: AtomicU64,
+    drained: Notify,
+}
+
+impl Counts {
+    fn backlog(&self) -> usize {
+        let taken = self.taken.load(Ordering::Acquire);
+        let sent = self.sent.load(Ordering::Acquire);
+        usize::try_from(sent.saturating_sub(taken)).unwrap_or(usize::MAX)
+    }
+
+    fn full(&self) -> bool {
+        self.backlog() >= MAX_QUEUED_BURSTS
+    }
+
+    /// The consumer took a burst: the reader may read on.
+    fn taken_one(&self) {
+        self.taken.fetch_add(1, Ordering::AcqRel);
+        if self.backlog() + 1 == MAX_QUEUED_BURSTS {
+            self.drained.notify_one();
+        }
+    }
+}
+
+/// A point in a connection's event stream ([`Connection::mark`]).
+#[derive(Clone, Debug)]
+pub struct StreamMark {
+    counts: Arc<Counts>,
+    sent: u64,
+}
+
+impl StreamMark {
+    /// Whether `stream` has taken every burst sent before the mark.
+    pub fn reached_by(&self, stream: &EventStream) -> bool {
+        !stream.is_of(self) || stream.taken() >= self.sent
+    }
 }
 
 struct Shared {
@@ -319,6 +420,8 @@ struct Shared {
     cancel: CancellationToken,
     /// Which events the stream carries ([`Connection::set_event_filter`]).
     event_filter: std::sync::OnceLock<fn(&str) -> bool>,
+    /// The event stream's counts ([`EventStream::backlog`]).
+    counts: Arc<Counts>,
 }
 
 impl Shared {
@@ -356,7 +459,7 @@ impl Shared {
                 p.deliver(id, Err(error), events.as_ref());
             }
             if let Some(events) = events {
-                let _ = events.send(vec![Incoming::Closed {
+                events.send(vec![Incoming::Closed {
                     reason: reason.clone(),
                 }]);
             }
@@ -610,17 +713,22 @@ impl Connection {
         tracing::debug!(url = %redacted, "CDP connection open");
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let counts = Arc::new(Counts::default());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
                 closed: None,
                 outgoing: VecDeque::new(),
-                events: Some(events_tx),
+                events: Some(EventTx {
+                    tx: events_tx,
+                    counts: counts.clone(),
+                }),
             }),
             outgoing_ready: Notify::new(),
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
+            counts: counts.clone(),
         });
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, shared.clone()));
@@ -630,10 +738,13 @@ impl Connection {
         }
         Ok((
             Connection {
-                owner: Arc::new(Owner { shared }),
+                owner: Arc::new(Owner {
+                    shared: shared.clone(),
+                }),
             },
             EventStream {
                 bursts: events_rx,
+                counts,
                 burst: Vec::new().into_iter(),
             },
         ))
@@ -656,7 +767,7 @@ impl Connection {
         timeout: Duration,
     ) -> PendingReply {
         let shared = &self.owner.shared;
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let (reply_tx, reply_rx) = oneshot::channel();
         let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Future(reply_tx));
         if let Err((reason, ReplyTo::Future(reply_tx))) = queued {
@@ -720,7 +831,7 @@ impl Connection {
             Err((reason, _)) => {
                 // Closed already: the stream has ended or is about to; say it anyway.
                 if let Some(events) = &shared.lock().events {
-                    let _ = events.send(vec![Incoming::Reply {
+                    events.send(vec![Incoming::Reply {
                         id,
                         result: Err(CommandError::Disconnected {
                             method: method.to_owned(),
@@ -731,6 +842,17 @@ impl Connection {
             }
         }
         id
+    }
+
+    /// The point the event stream has reached: taken right after a reply
+    /// had straight from [`Connection::send`], every event Chromium sent
+    /// before that reply is on the stream before the mark
+    /// ([`StreamMark::reached_by`]), since the reader hands the events
+    /// over before the reply.
+    pub fn mark(&self) -> StreamMark {
+        let counts = self.owner.shared.counts.clone();
+        let sent = counts.sent.load(Ordering::Acquire);
+        StreamMark { counts, sent }
     }
 
     /// Keeps only the events whose method `wanted` accepts in the event
@@ -873,7 +995,23 @@ async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
     // What the socket had ready, sent to the stream in one go once it has
     // no more (or the burst is full).
     let mut burst: Vec<Incoming> = Vec::new();
+    let full = || shared.counts.full();
     let reason = loop {
+        if full() {
+            // Back-pressure: what was read goes out, then a consumer this
+            // far behind is waited for before the socket is read again.
+            shared.send_burst(&mut burst);
+            while full() {
+                let drained = shared.counts.drained.notified();
+                if !full() {
+                    break;
+                }
+                tokio::select! {
+                    () = drained => {}
+                    () = shared.cancel.cancelled() => break,
+                }
+            }
+        }
         let next = if burst.is_empty() {
             tokio::select! {
                 next = stream.next() => next,
@@ -935,7 +1073,7 @@ impl State {
     fn send_burst(&self, burst: &mut Vec<Incoming>) {
         let burst = std::mem::take(burst);
         if let Some(events) = &self.events {
-            let _ = events.send(burst);
+            events.send(burst);
         }
     }
 }

@@ -318,14 +318,64 @@ fn is_loopback(url: &url::Url) -> bool {
     }
 }
 
+/// The page targets of the browser whose DevTools HTTP endpoint is `http`
+/// (`http(s)://host:port`), in `/json/list` order. Chromium lists pages
+/// most recently created or activated first, so the first is the tab in
+/// front (DESIGN's CDP facts). Empty when the endpoint has no such list
+/// (a grid's or a provider's socket) or does not answer within
+/// [`VERSION_REQUEST_TIMEOUT`]: the caller then picks among
+/// `Target.getTargets` itself.
+pub async fn pages_in_front_order(http: &str, headers: &CdpHeaders) -> Vec<String> {
+    let Ok(mut list_url) = url::Url::parse(http) else {
+        return Vec::new();
+    };
+    list_url.set_path("/json/list");
+    let Ok(json) = fetch_json(&list_url, headers).await else {
+        return Vec::new();
+    };
+    json.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("type").and_then(serde_json::Value::as_str) == Some("page"))
+        .filter_map(|t| t.get("id").and_then(serde_json::Value::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
 async fn fetch_ws_url(
     version_url: &url::Url,
     headers: &CdpHeaders,
 ) -> Result<String, EndpointError> {
     let redacted = redact_url(version_url.as_str());
     tracing::debug!(url = %redacted, "resolving the CDP WebSocket URL");
+    let json = fetch_json(version_url, headers).await?;
+    match json.get("webSocketDebuggerUrl") {
+        Some(serde_json::Value::String(ws)) if !ws.is_empty() => {
+            tracing::debug!(url = %redacted, ws_url = %redact_url(ws), "resolved the CDP WebSocket URL");
+            Ok(ws.clone())
+        }
+        Some(_) => Err(EndpointError::NoWebSocketUrl {
+            url: redacted,
+            reason: "webSocketDebuggerUrl is not a non-empty string".into(),
+        }),
+        None => Err(EndpointError::NoWebSocketUrl {
+            url: redacted,
+            reason:
+                "the JSON has no webSocketDebuggerUrl field (is this a Chrome DevTools endpoint?)"
+                    .into(),
+        }),
+    }
+}
+
+/// GETs `url` (with `headers`, bypassing proxies for loopback, within
+/// [`VERSION_REQUEST_TIMEOUT`]) and parses its body as JSON.
+async fn fetch_json(
+    url: &url::Url,
+    headers: &CdpHeaders,
+) -> Result<serde_json::Value, EndpointError> {
+    let redacted = redact_url(url.as_str());
     let mut builder = reqwest::Client::builder().timeout(VERSION_REQUEST_TIMEOUT);
-    if is_loopback(version_url) {
+    if is_loopback(url) {
         builder = builder.no_proxy();
     }
     let client = builder.build().map_err(|e| EndpointError::Unreachable {
@@ -345,7 +395,7 @@ async fn fetch_ws_url(
             }
         }
     };
-    let mut request = client.get(version_url.clone());
+    let mut request = client.get(url.clone());
     for (name, value) in headers.iter() {
         request = request.header(name, value);
     }
@@ -358,27 +408,10 @@ async fn fetch_ws_url(
         });
     }
     let body = response.bytes().await.map_err(classify)?;
-    let json: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| EndpointError::NoWebSocketUrl {
-            url: redacted.clone(),
-            reason: format!("the body is not JSON ({e})"),
-        })?;
-    match json.get("webSocketDebuggerUrl") {
-        Some(serde_json::Value::String(ws)) if !ws.is_empty() => {
-            tracing::debug!(url = %redacted, ws_url = %redact_url(ws), "resolved the CDP WebSocket URL");
-            Ok(ws.clone())
-        }
-        Some(_) => Err(EndpointError::NoWebSocketUrl {
-            url: redacted,
-            reason: "webSocketDebuggerUrl is not a non-empty string".into(),
-        }),
-        None => Err(EndpointError::NoWebSocketUrl {
-            url: redacted,
-            reason:
-                "the JSON has no webSocketDebuggerUrl field (is this a Chrome DevTools endpoint?)"
-                    .into(),
-        }),
-    }
+    serde_json::from_slice(&body).map_err(|e| EndpointError::NoWebSocketUrl {
+        url: redacted,
+        reason: format!("the body is not JSON ({e})"),
+    })
 }
 
 /// A reqwest error's cause chain without the URL (reqwest's own Display

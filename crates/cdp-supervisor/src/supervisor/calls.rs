@@ -65,7 +65,9 @@ pub struct InterruptedCalls {
 
 impl InterruptedCalls {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().expect("interrupted calls lock")
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records that a call to `method` was interrupted and is still waiting

@@ -17,9 +17,11 @@
 use crate::browser::LocalChromium;
 use crate::cdp::connection::{
     CommandError, ConnectError, Connection, DEFAULT_COMMAND_TIMEOUT, EventStream, Incoming,
+    StreamMark,
 };
 use crate::cdp::endpoint::{
-    CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, redact_url, resolve_ws_url_with,
+    CdpHeaders, EndpointError, PAGE_LEVEL_NOTE, is_page_level_path, pages_in_front_order,
+    redact_url, resolve_ws_url_with,
 };
 use crate::cdp::message::RawEvent;
 use crate::cdp::protocol::{Event, SessionId, TargetId, TargetInfo};
@@ -58,6 +60,10 @@ pub const BLOCKED_CALL_GRACE: Duration = Duration::from_millis(500);
 /// While reconnecting to a Chromium we launched, how often we check that
 /// it is still alive.
 const LOCAL_EXIT_CHECK: Duration = Duration::from_millis(200);
+
+/// The longest [`Supervisor::caught_up`] waits for the driver to take the
+/// events before a reply (a flood it works through).
+const CAUGHT_UP_MAX: Duration = Duration::from_secs(5);
 
 /// What `navigate` heard while waiting for its load.
 enum Heard {
@@ -216,6 +222,18 @@ pub enum CallOutcome {
         /// The dialogs pending when the call returned.
         pending_dialogs: List<PendingDialog>,
     },
+    /// The call's own timeout passed with no dialog in the way while its
+    /// command is still queued (an `awaitPromise` not yet settled, a busy
+    /// renderer): it may still run. Its outcome, if it comes before the
+    /// command's own deadline, is delivered once like an interrupted
+    /// call's ([`Supervisor::take_completed_calls`]); resending it could
+    /// run it twice.
+    TimedOut {
+        /// The id its completion will carry (`c-N`).
+        call_id: String,
+        /// The call's timeout that passed.
+        after: Duration,
+    },
 }
 
 /// The supervised page as Chromium has it at this moment (`Target.getTargetInfo`).
@@ -265,6 +283,12 @@ impl From<AgentCallError> for CdpCallError {
 }
 
 enum Request {
+    /// Reply once the event stream has been taken up to `mark` and what it
+    /// held is published ([`Supervisor::caught_up`]).
+    CaughtUp {
+        mark: StreamMark,
+        reply: oneshot::Sender<()>,
+    },
     Answer {
         req: DialogRequest,
         by: ClosedBy,
@@ -276,7 +300,7 @@ enum Request {
         target_id: Option<String>,
         /// A navigation may go to a crashed tab: it reloads it.
         allow_crashed: bool,
-        reply: oneshot::Sender<Result<(Connection, SessionId), CdpCallError>>,
+        reply: oneshot::Sender<Result<Routed, CdpCallError>>,
     },
     SelectTab {
         target_id: String,
@@ -309,7 +333,10 @@ struct NoticeHub {
 
 impl NoticeHub {
     fn subscribe(&self) -> broadcast::Receiver<Notice> {
-        let mut tx = self.tx.lock().expect("notice hub lock");
+        let mut tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let rx = tx
             .get_or_insert_with(|| broadcast::channel(NOTICE_CAPACITY).0)
             .subscribe();
@@ -328,7 +355,10 @@ impl NoticeHub {
         if !self.open.load(Ordering::Acquire) {
             return;
         }
-        let mut tx = self.tx.lock().expect("notice hub lock");
+        let mut tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(sender) = tx.as_ref() {
             if sender.receiver_count() == 0 {
                 *tx = None;
@@ -448,12 +478,21 @@ impl Supervisor {
                         .await
                         .map_err(page_level)?,
                 };
-                pick_and_attach(&conn, Some(&own), None, opts.command_timeout)
+                pick_and_attach(&conn, Some(&own), &[], opts.command_timeout)
                     .await
                     .map_err(page_level)?
             } else {
-                pick_and_attach(&conn, opts.target_id.as_deref(), None, opts.command_timeout)
-                    .await?
+                let front = match (&opts.target_id, http_of(&ws)) {
+                    (None, Some(http)) => pages_in_front_order(&http, &opts.cdp_headers).await,
+                    _ => Vec::new(),
+                };
+                pick_and_attach(
+                    &conn,
+                    opts.target_id.as_deref(),
+                    &front,
+                    opts.command_timeout,
+                )
+                .await?
             };
             Ok::<_, StartError>((ws, conn, events, target, session))
         };
@@ -508,6 +547,7 @@ impl Supervisor {
             connection_owed: None,
             tree_pending: 0,
             tree_done: Some(tree_tx),
+            catching_up: Vec::new(),
             reconnect: None,
             failures: 0,
             shown_url: shown_url.clone(),
@@ -609,7 +649,12 @@ impl Supervisor {
     /// Chromium. Waits for all of it, at most 10 s.
     pub async fn stop(&self) {
         self.shared.cancel.cancel();
-        let task = self.shared.task.lock().expect("task lock").take();
+        let task = self
+            .shared
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         if let Some(task) = task {
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
         }
@@ -745,7 +790,14 @@ impl Supervisor {
     /// those events before it hands the reply over, and the driver takes a
     /// request only once no event is queued, publishing after each turn.
     async fn caught_up(&self) {
-        let _ = self.route(None, None, true).await;
+        let Some(conn) = self.connection() else {
+            return;
+        };
+        let (tx, rx) = oneshot::channel();
+        let mark = conn.mark();
+        if self.request(Request::CaughtUp { mark, reply: tx }).is_ok() {
+            let _ = tokio::time::timeout(CAUGHT_UP_MAX, rx).await;
+        }
     }
 
     /// The connection and the session for a call: the frame `frame_id`'s
@@ -757,6 +809,19 @@ impl Supervisor {
         target_id: Option<&str>,
         allow_crashed: bool,
     ) -> Result<(Connection, SessionId), CdpCallError> {
+        self.route_to_tab(frame_id, target_id, allow_crashed)
+            .await
+            .map(|(conn, session, _)| (conn, session))
+    }
+
+    /// [`Supervisor::route`], with the target id of the tab the session
+    /// belongs to (the tab whose dialogs can block the call).
+    async fn route_to_tab(
+        &self,
+        frame_id: Option<&str>,
+        target_id: Option<&str>,
+        allow_crashed: bool,
+    ) -> Result<Routed, CdpCallError> {
         let (tx, rx) = oneshot::channel();
         self.request(Request::Route {
             frame_id: frame_id.map(str::to_owned),
@@ -766,6 +831,38 @@ impl Supervisor {
         })?;
         rx.await
             .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))?
+    }
+
+    /// The current tab's CDP session id; `None` while not connected. For
+    /// embedders that address sessions themselves (the Python module's
+    /// `hermes` layer: its callers read `_page_session_id`).
+    pub async fn page_session_id(&self) -> Option<String> {
+        self.route(None, None, true).await.ok().map(|(_, s)| s.0)
+    }
+
+    /// Sends one raw CDP command on `session_id` (`None`: the browser
+    /// itself) through the driver, in wire order with the events: Chromium's
+    /// result or its error. No routing by frame or tab and no dialog
+    /// interruption (a blocked page makes it wait until `timeout`): the
+    /// session-addressed call of the spec's `_cdp`, for embedders.
+    ///
+    /// # Errors
+    /// A CDP error, the deadline, the connection dropping, or the
+    /// supervisor stopped.
+    pub async fn cdp_on_session(
+        &self,
+        session_id: Option<&str>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpCallError> {
+        let target = match session_id {
+            Some(s) => Target::Session(SessionId::from(s)),
+            None => Target::Browser,
+        };
+        self.send_agent(target, method, params, timeout)
+            .await
+            .map_err(CdpCallError::from)
     }
 
     /// Sends a raw CDP command over the supervisor's own connection: to the
@@ -792,13 +889,13 @@ impl Supervisor {
         target_id: Option<&str>,
         timeout: Duration,
     ) -> Result<CallOutcome, CdpCallError> {
-        let (_conn, session) = self.route(frame_id, target_id, false).await?;
+        let (_conn, session, tab) = self.route_to_tab(frame_id, target_id, false).await?;
         // The command's own deadline outlives the call: an interrupted
         // command runs once its dialog is answered, and its outcome is kept.
         let keep = timeout.saturating_add(self.shared.dialog_timeout);
         // Through the driver and the core: in wire order with the events, so
         // the core knows which navigations (and closed dialogs) it causes.
-        let before = self.dialogs_before();
+        let before = self.dialogs_before_on(tab.as_deref());
         let reply = self.send_agent(Target::Session(session), method, params, keep);
         self.interruptible_since(
             before,
@@ -845,6 +942,8 @@ impl Supervisor {
     where
         F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
     {
+        let tab = since.tab.clone();
+        let blocked_at_start = since.blocked;
         let mut reply = Box::pin(work);
         let own_deadline = async {
             tokio::select! {
@@ -853,36 +952,56 @@ impl Supervisor {
             }
         };
         let pending_dialogs = match self.race_dialogs_since(since, own_deadline, true).await {
+            // Sent while a dialog blocked the page, which a navigation then
+            // closed: Chromium ran the queued command but says only that
+            // the page navigated (CDP facts). Not a failure to resend.
+            Ok(Some(Err(e))) if blocked_at_start && lost_to_navigation(&e) => {
+                let call_id = self.shared.calls.begin(method);
+                self.shared.calls.complete(&call_id, Err(describe_late(&e)));
+                return Ok(CallOutcome::Interrupted {
+                    call_id,
+                    pending_dialogs: self.snapshot().pending_dialogs.clone(),
+                });
+            }
             Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
             Ok(None) => {
                 let s = self.snapshot();
-                if !s.pending_dialogs.iter().any(blocks) && !s.page_blocked {
-                    return Err(CdpCallError::Command(CommandError::Timeout {
-                        method: method.to_owned(),
+                if !s.call_blocked_on(tab.as_deref()) {
+                    // Still queued: kept like an interrupted call, and an
+                    // action's dispatch runs to its end (a mousePressed is
+                    // followed by its mouseReleased).
+                    return Ok(CallOutcome::TimedOut {
+                        call_id: self.keep_waiting(method, reply),
                         after: timeout,
-                    }));
+                    });
                 }
                 s.pending_dialogs.clone()
             }
             Err(d) => d,
         };
+        Ok(CallOutcome::Interrupted {
+            call_id: self.keep_waiting(method, reply),
+            pending_dialogs,
+        })
+    }
+
+    /// Records the call `method` as outstanding and waits on for `reply`
+    /// in a task of its own, recording its outcome once. Returns its
+    /// `call_id`.
+    fn keep_waiting(
+        &self,
+        method: &str,
+        reply: Pin<Box<impl Future<Output = Result<Value, CdpCallError>> + Send + 'static>>,
+    ) -> String {
         let call_id = self.shared.calls.begin(method);
         let calls = self.shared.calls.clone();
         let id = call_id.clone();
         // Ends with the reply, the deadline, or the connection: never lingers.
         tokio::spawn(async move {
-            let outcome = reply.await.map_err(|e| match e {
-                CdpCallError::Command(CommandError::Disconnected { .. }) => format!(
-                    "{e}; the command may or may not have run before the connection dropped"
-                ),
-                e => e.to_string(),
-            });
+            let outcome = reply.await.map_err(|e| describe_late(&e));
             calls.complete(&id, outcome);
         });
-        Ok(CallOutcome::Interrupted {
-            call_id,
-            pending_dialogs,
-        })
+        call_id
     }
 
     /// The current connection, for reads that must not wait on the event
@@ -891,7 +1010,7 @@ impl Supervisor {
         self.shared
             .live
             .lock()
-            .expect("live connection lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
@@ -904,7 +1023,10 @@ impl Supervisor {
     pub(crate) fn ref_tables(
         &self,
     ) -> std::sync::MutexGuard<'_, crate::supervisor::page::RefTables> {
-        self.shared.refs.lock().expect("refs lock")
+        self.shared
+            .refs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// What happened, by kind and sequence number (`browser_wait`,
@@ -929,7 +1051,7 @@ impl Supervisor {
     pub async fn interrupted_calls_settled(&self, within: Duration) {
         self.shared
             .calls
-            .settled(tokio::time::Instant::now() + within)
+            .settled(crate::cdp::connection::deadline_after(within))
             .await
     }
 
@@ -1201,17 +1323,31 @@ impl Supervisor {
     /// navigation to a page that asks `beforeunload` waited out its 30 s
     /// (seen in CI under load).
     pub(crate) fn dialogs_before(&self) -> DialogsBefore {
+        self.dialogs_before_on(None)
+    }
+
+    /// [`Supervisor::dialogs_before`] for a call on tab `target_id`
+    /// (`None`: the current tab): only dialogs that block that tab's
+    /// renderer count ([`Snapshot::blocks_call_on`]).
+    pub(crate) fn dialogs_before_on(&self, target_id: Option<&str>) -> DialogsBefore {
         let mut snaps = self.subscribe();
-        let (ids, blocked) = {
+        let (ids, blocked, tab) = {
             let s = snaps.borrow_and_update();
             let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
-            let blocked = s.pending_dialogs.iter().any(blocks) || s.page_blocked;
-            (ids, blocked)
+            // Pinned now: the current tab may change while the call runs.
+            let tab = target_id.map(str::to_owned).or_else(|| {
+                s.tabs
+                    .iter()
+                    .find(|t| t.current)
+                    .map(|t| t.target_id.clone())
+            });
+            (ids, s.call_blocked_on(target_id), tab)
         };
         DialogsBefore {
             snaps,
             ids,
             blocked,
+            tab,
         }
     }
 
@@ -1248,7 +1384,9 @@ impl Supervisor {
             mut snaps,
             ids: before,
             blocked: blocked_at_start,
+            tab,
         } = since;
+        let tab = tab.as_deref();
         let policy = self.shared.policy;
         let auto = |d: &Arc<PendingDialog>| {
             policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
@@ -1259,10 +1397,11 @@ impl Supervisor {
                     std::future::pending::<()>().await;
                 }
                 let s = snaps.borrow_and_update().clone();
-                if s.pending_dialogs
-                    .iter()
-                    .any(|d| !before.contains(&d.id) && blocks(d) && (!auto(d) || !d.answerable))
-                {
+                if s.pending_dialogs.iter().any(|d| {
+                    !before.contains(&d.id)
+                        && s.blocks_call_on(d, tab)
+                        && (!auto(d) || !d.answerable)
+                }) {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -1272,7 +1411,7 @@ impl Supervisor {
                 tokio::time::sleep(BLOCKED_CALL_GRACE).await;
                 let s = self.snapshot();
                 // Released meanwhile: nothing blocks the call any more.
-                if s.pending_dialogs.iter().any(blocks) || s.page_blocked {
+                if s.call_blocked_on(tab) {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -1328,15 +1467,16 @@ impl Supervisor {
         url: &str,
         timeout: Duration,
     ) -> Result<NavigateOutcome, CdpCallError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::cdp::connection::deadline_after(timeout);
         // A pending beforeunload is the page asking whether it may be left:
         // a navigation does not release it but queues behind it.
-        let pending = self.snapshot().pending_dialogs.clone();
-        if pending
-            .iter()
-            .any(|d| d.dialog_type.as_str() == "beforeunload")
-        {
-            return Ok(NavigateOutcome::DialogPending(pending));
+        let snap = self.snapshot();
+        let current = snap.tabs.iter().find(|t| t.current).map(|t| &t.target_id);
+        if snap.pending_dialogs.iter().any(|d| {
+            d.dialog_type.as_str() == "beforeunload"
+                && (d.target_id.is_none() || d.target_id.as_ref() == current)
+        }) {
+            return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
         }
         let mut notices = self.notices();
         // A navigation is how a crashed tab is reloaded.
@@ -1415,10 +1555,26 @@ impl Supervisor {
     }
 }
 
-/// Whether a pending dialog blocks the page's scripts: a JS dialog does; a
-/// file chooser (intercepted: the input just waits for files) does not.
-fn blocks(d: &Arc<PendingDialog>) -> bool {
-    d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
+/// Whether Chromium failed a command with `-32000 "Inspected target
+/// navigated or closed"`: what a command queued behind a dialog gets when a
+/// navigation closes that dialog — after the command ran (CDP facts).
+fn lost_to_navigation(e: &CdpCallError) -> bool {
+    matches!(e, CdpCallError::Command(CommandError::Protocol { code: -32000, message, .. })
+        if message.contains("Inspected target navigated or closed"))
+}
+
+/// What `completed_calls` says of a call that ended in `e` after it
+/// returned to the agent (interrupted or timed out).
+fn describe_late(e: &CdpCallError) -> String {
+    match e {
+        CdpCallError::Command(CommandError::Disconnected { .. }) => {
+            format!("{e}; the command may or may not have run before the connection dropped")
+        }
+        e if lost_to_navigation(e) => format!(
+            "{e}: the command ran, but the page navigated (closing the dialog) before it replied, so its result is lost; do not resend it"
+        ),
+        e => e.to_string(),
+    }
 }
 
 /// A command sent and not replied to yet (see [`super::state::Command`]).
@@ -1430,6 +1586,8 @@ struct Inflight {
 }
 
 type Attached = (String, Connection, EventStream, TargetInfo, SessionId);
+/// Where a call goes: the connection, the session, and its tab's target id.
+type Routed = (Connection, SessionId, Option<String>);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
 struct Driver {
@@ -1461,6 +1619,8 @@ struct Driver {
     /// getFrameTree / setAutoAttach commands not yet answered.
     tree_pending: usize,
     tree_done: Option<oneshot::Sender<()>>,
+    /// Callers of [`Supervisor::caught_up`] waiting for the stream to reach their mark.
+    catching_up: Vec<(StreamMark, oneshot::Sender<()>)>,
     reconnect: Option<Reconnect>,
     /// Attaching to another page after ours closed (same connection).
     failures: u32,
@@ -1506,7 +1666,10 @@ impl Driver {
     }
 
     fn set_conn(&mut self, conn: Option<Connection>) {
-        *self.live.lock().expect("live connection lock") = conn.clone();
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = conn.clone();
         self.conn = conn;
     }
 
@@ -1519,9 +1682,26 @@ impl Driver {
                 // keep their time and fire as soon as we are back.
                 None
             };
+            // Requests and timers before events: a flood of events must not
+            // starve an answer or a watchdog (bug class 16). Each turn takes
+            // at most EVENT_BURST events, then looks at the rest again.
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
+                Some(req) = self.requests.recv() => self.on_request(*req),
+                // The Chromium we launched is dead: its endpoint will never
+                // come back, so there is nothing to wait for.
+                _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
+                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
+                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
+                        self.connection_owed = Some(ConnectionStatus::Closed);
+                        break;
+                    }
+                }
+                _ = sleep_until(timeout) => {
+                    self.sync_watched();
+                    self.state.handle_timeout(Now::system());
+                }
                 ev = next_event(&mut self.events) => {
                     let mut next = ev;
                     // One clock read per burst (a burst takes well under a
@@ -1538,20 +1718,6 @@ impl Driver {
                             _ => break,
                         }
                     }
-                }
-                Some(req) = self.requests.recv() => self.on_request(*req),
-                // The Chromium we launched is dead: its endpoint will never
-                // come back, so there is nothing to wait for.
-                _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
-                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
-                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
-                        self.connection_owed = Some(ConnectionStatus::Closed);
-                        break;
-                    }
-                }
-                _ = sleep_until(timeout) => {
-                    self.sync_watched();
-                    self.state.handle_timeout(Now::system());
                 }
                 r = poll_slot(&mut self.reconnect) => {
                     self.reconnect = None;
@@ -1582,6 +1748,7 @@ impl Driver {
                 }
             }
             self.flush();
+            self.release_caught_up();
         }
         self.set_conn(None);
         self.events = None;
@@ -1732,6 +1899,10 @@ impl Driver {
     fn on_request(&mut self, req: Request) {
         self.sync_watched();
         match req {
+            Request::CaughtUp { mark, reply } => {
+                self.catching_up.push((mark, reply));
+                self.release_caught_up();
+            }
             Request::Answer { req, by, reply } => {
                 let ticket = self.next_ticket;
                 self.next_ticket += 1;
@@ -1774,7 +1945,10 @@ impl Driver {
                             None => self.state.page_session(target_id.as_deref(), allow_crashed),
                         };
                         session
-                            .map(|s| (conn.clone(), s))
+                            .map(|s| {
+                                let tab = self.state.target_of_session(&s).map(|t| t.0.clone());
+                                (conn.clone(), s, tab)
+                            })
                             .map_err(CdpCallError::Route)
                     }
                 };
@@ -1795,6 +1969,16 @@ impl Driver {
                     .send_agent(call, target, &method, params, timeout);
             }
         }
+    }
+
+    /// Answers the [`Supervisor::caught_up`] callers whose mark the stream
+    /// has reached (all of them once there is no stream: nothing more of
+    /// that connection will come). Called after a publish.
+    fn release_caught_up(&mut self) {
+        let events = self.events.as_ref();
+        self.catching_up
+            .retain_mut(|(mark, _)| events.is_some_and(|e| !mark.reached_by(e)));
+        // (retain_mut drops the released senders: their receivers wake.)
     }
 
     fn on_disconnect(&mut self, reason: &str) {
@@ -1825,7 +2009,10 @@ impl Driver {
     fn schedule_reconnect(&mut self) {
         let delay = backoff(self.opts.reconnect_backoff_start, self.failures);
         let url = self.ws_url.clone();
-        let target = self.state.current_target().map(|t| t.0.clone());
+        // The tab we were on, else another we supervised, else the tab in
+        // front: a tab that closed meanwhile, or a browser restarted behind
+        // the URL (every id new), is no reason to fail.
+        let ours = self.state.target_ids_current_first();
         let timeout = self.opts.command_timeout;
         let attach_timeout = self.opts.attach_timeout;
         let headers = self.opts.cdp_headers.clone();
@@ -1841,7 +2028,11 @@ impl Driver {
                 };
                 let (conn, events) = Connection::connect_with(&ws, &headers).await?;
                 conn.set_event_filter(Event::handled);
-                let (t, s) = pick_and_attach(&conn, target.as_deref(), None, timeout).await?;
+                let mut prefer = ours;
+                if let Some(http) = http_of(&ws) {
+                    prefer.extend(pages_in_front_order(&http, &headers).await);
+                }
+                let (t, s) = pick_and_attach(&conn, None, &prefer, timeout).await?;
                 Ok((ws, conn, events, t, s))
             };
             tokio::time::timeout(attach_timeout, attempt)
@@ -2089,11 +2280,15 @@ async fn own_target(conn: &Connection, timeout: Duration) -> Result<String, Star
         })
 }
 
-/// Picks the page to supervise and attaches to it with a flatten session.
+/// Picks the page to supervise and attaches to it with a flatten session:
+/// `target_id` when given (an error when it names no page); else the first
+/// page of `prefer` that exists (the tabs we supervised, then the
+/// browser's `/json/list` order: the tab in front), else any page, else a
+/// new blank one.
 async fn pick_and_attach(
     conn: &Connection,
     target_id: Option<&str>,
-    avoid: Option<&str>,
+    prefer: &[String],
     timeout: Duration,
 ) -> Result<(TargetInfo, SessionId), StartError> {
     // Target.targetInfoChanged carries the page title. Both go out at
@@ -2111,10 +2306,7 @@ async fn pick_and_attach(
         .get("targetInfos")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    let pages: Vec<&TargetInfo> = infos
-        .iter()
-        .filter(|t| t.target_type == "page" && Some(t.target_id.0.as_str()) != avoid)
-        .collect();
+    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
     let target = match target_id {
         Some(want) => {
             let listed = || {
@@ -2140,7 +2332,11 @@ async fn pick_and_attach(
                 }
             }
         }
-        None => match pages.first() {
+        None => match prefer
+            .iter()
+            .find_map(|want| pages.iter().find(|t| t.target_id.0 == *want))
+            .or(pages.first())
+        {
             Some(t) => (*t).clone(),
             None => {
                 let created = conn
@@ -2197,6 +2393,8 @@ pub(crate) struct DialogsBefore {
     /// Marked seen at that moment: a later snapshot wakes the race at once.
     snaps: watch::Receiver<Arc<Snapshot>>,
     ids: Vec<String>,
+    /// The tab the call goes to (its target id), when known.
+    tab: Option<String>,
     /// A dialog (or one we never saw) already blocked the page.
     blocked: bool,
 }

@@ -98,7 +98,9 @@ impl EventLog {
     /// Records that `kind` happened now; returns its sequence number.
     pub fn record(&self, kind: EventKind) -> u64 {
         let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
-        self.last.lock().expect("event log lock")[kind.index()] = seq;
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)[kind.index()] = seq;
         self.changed.notify_waiters();
         seq
     }
@@ -107,7 +109,7 @@ impl EventLog {
     pub fn latest(&self) -> u64 {
         self.last
             .lock()
-            .expect("event log lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
             .copied()
             .max()
@@ -116,7 +118,10 @@ impl EventLog {
 
     /// The latest event of one of `kinds` after `since`, if any.
     pub fn after(&self, since: u64, kinds: &[EventKind]) -> Option<(u64, EventKind)> {
-        let last = self.last.lock().expect("event log lock");
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         kinds
             .iter()
             .map(|k| (last[k.index()], *k))

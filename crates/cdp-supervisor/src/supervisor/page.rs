@@ -114,6 +114,15 @@ pub struct RefTables {
     tabs: HashMap<String, TabRefs>,
 }
 
+impl RefTables {
+    /// Forgets the refs of every tab not in `live` (closed tabs): the
+    /// tables hold no more than the tabs that are open.
+    fn keep_only<'a>(&mut self, live: impl Iterator<Item = &'a str> + Clone) {
+        self.tabs
+            .retain(|id, _| live.clone().any(|l| l == id.as_str()));
+    }
+}
+
 /// The outline as `browser_snapshot` gives it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PageOutline {
@@ -264,6 +273,13 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
     let mut stack = vec![Item::Doc(0, 0)];
     let mut pending_unplaced: Vec<usize> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
+    // Each node is walked once: an endpoint may send a tree whose
+    // `childIds` lead back to an ancestor, which would loop forever
+    // through ignored nodes without adding a line.
+    let mut walked: Vec<Vec<bool>> = docs
+        .iter()
+        .map(|d| vec![false; d.tree.as_ref().map_or(0, Vec::len)])
+        .collect();
     'outer: loop {
         let Some(item) = stack.pop() else {
             // Frames whose owner was not found (or not shown) come last,
@@ -296,7 +312,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
         };
         match item {
             Item::Doc(d, depth) => {
-                placed.insert(d);
+                if !placed.insert(d) {
+                    continue;
+                }
                 match &docs[d].tree {
                     Err(line) => {
                         if lines.len() >= PAGE_MAX_LINES {
@@ -314,6 +332,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
             }
             Item::Node(d, i, depth, ctx) => {
                 let Ok(nodes) = &docs[d].tree else { continue };
+                if std::mem::replace(&mut walked[d][i], true) {
+                    continue;
+                }
                 let n = &nodes[i];
                 if DROPPED_ROLES.contains(&n.role.as_str()) {
                     continue;
@@ -764,7 +785,9 @@ impl Supervisor {
             .enumerate()
             .map(|(i, f)| (f.frame_id.as_str(), i))
             .collect();
+        let snap = self.snapshot();
         let mut tables = self.ref_tables();
+        tables.keep_only(snap.tabs.iter().map(|t| t.target_id.as_str()));
         let t = tables.tabs.entry(tab).or_default();
         t.first_of_last = t.next + 1;
         let (mut outline, refs) = render(&docs, &mut t.next);
@@ -805,6 +828,31 @@ impl Supervisor {
     /// The node `r` names in the current tab's last outline, checked to be
     /// still there (its frame attached, its document not navigated, the
     /// node connected). Returns the connection, the node and its `objectId`.
+    /// Chromium drops input events (keys and clicks alike) sent while a
+    /// dialog shows: they reply at once and are not queued (CDP facts).
+    /// Refuses, saying `lost` and the remedy, rather than report input that
+    /// never happened. Returns the current tab's page session.
+    async fn refuse_input_while_blocked(&self, lost: &str) -> Result<SessionId, ActError> {
+        let snap = self.snapshot();
+        let current = snap
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.clone());
+        // Not connected: said as such, not as a dialog we last knew of.
+        let (_, page) = self.route(None, None, false).await?;
+        let known = snap.pending_dialogs.iter().filter(|d| {
+            d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
+        });
+        let remedy = known_remedy(known).or(snap.page_blocked.then_some(UNSEEN_REMEDY));
+        match remedy {
+            Some(remedy) => Err(ActError::Element(format!(
+                "a JavaScript dialog blocks the page, so {lost}: {remedy}"
+            ))),
+            None => Ok(page),
+        }
+    }
+
     async fn resolve_ref(&self, r: &str) -> Result<(Connection, NodeRef, String), ActError> {
         let snap = self.snapshot();
         let tab = snap
@@ -924,6 +972,10 @@ impl Supervisor {
         click_count: u32,
     ) -> Result<CallOutcome, ActError> {
         let (conn, node, object) = self.resolve_ref(r).await?;
+        self.refuse_input_while_blocked(&format!(
+            "the click on {r} would be lost (nothing was clicked)"
+        ))
+        .await?;
         let _ = read(
             &conn,
             &node.session,
@@ -1108,6 +1160,10 @@ impl Supervisor {
         submit: bool,
     ) -> Result<CallOutcome, ActError> {
         let (conn, node, object) = self.resolve_ref(r).await?;
+        self.refuse_input_while_blocked(&format!(
+            "the text for {r} would be lost (nothing was typed)"
+        ))
+        .await?;
         // Only into an element that takes text: a <select>, a button or a
         // read-only field takes the focus (or not) but no text, and the
         // keystrokes would land in whatever had the focus before.
@@ -1184,25 +1240,11 @@ impl Supervisor {
                 NAMED_KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
             ))
         })?;
-        // Chromium drops key events while a dialog shows (they are not
-        // queued like a click): refuse rather than report a lost key pressed.
-        let snap = self.snapshot();
-        let current = snap
-            .tabs
-            .iter()
-            .find(|t| t.current)
-            .map(|t| t.target_id.clone());
-        // Not connected: said as such, not as a dialog we last knew of.
-        let (_, page) = self.route(None, None, false).await?;
-        let known = snap.pending_dialogs.iter().filter(|d| {
-            d.target_id == current && d.dialog_type != crate::cdp::protocol::DialogType::FileChooser
-        });
-        let remedy = known_remedy(known).or(snap.page_blocked.then_some(UNSEEN_REMEDY));
-        if let Some(remedy) = remedy {
-            return Err(ActError::Element(format!(
-                "a JavaScript dialog blocks the page, so the key {key:?} would be lost (nothing was pressed): {remedy}"
-            )));
-        }
+        let page = self
+            .refuse_input_while_blocked(&format!(
+                "the key {key:?} would be lost (nothing was pressed)"
+            ))
+            .await?;
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
         let result = json!({"pressed": key});
@@ -1502,6 +1544,51 @@ mod tests {
         assert_eq!(o.frame_refs.get("f1").map(String::as_str), Some("F"));
         assert_eq!(refs.len(), 3);
         assert!(!o.truncated);
+    }
+
+    /// Issue 28, defect 5: ref tables were kept for every tab ever outlined.
+    #[test]
+    fn regression_28_5_ref_tables_keep_only_open_tabs() {
+        let mut t = RefTables::default();
+        for id in ["T0", "T1", "T2"] {
+            t.tabs.insert(id.into(), TabRefs::default());
+        }
+        t.keep_only(["T1", "T9"].into_iter());
+        assert_eq!(t.tabs.keys().collect::<Vec<_>>(), ["T1"]);
+    }
+
+    /// Issue 28, defect 6: an ignored node listing its ancestor as a child
+    /// looped forever, adding no line, inside an async fn.
+    #[test]
+    fn regression_28_6_a_cyclic_tree_is_walked_once() {
+        let mut ignored = node("2", Some("1"), "generic", "", &["1", "3"], 2);
+        ignored["ignored"] = json!(true);
+        let top = parse_ax(&json!({"nodes": [
+            node("1", None, "RootWebArea", "Loop", &["2"], 1),
+            ignored,
+            node("3", Some("2"), "button", "Go", &["2"], 3),
+        ]}));
+        // An iframe owned by itself: a document cycle too.
+        let docs = vec![
+            Doc {
+                frame_id: "T".into(),
+                url: "http://a/".into(),
+                tree: Ok(top),
+                owner: None,
+                skipped: false,
+            },
+            Doc {
+                frame_id: "F".into(),
+                url: "http://b/".into(),
+                tree: Err("unreadable".into()),
+                owner: Some((1, 9)),
+                skipped: false,
+            },
+        ];
+        let mut next = 0;
+        let (o, refs) = render(&docs, &mut next);
+        assert_eq!(o.text.matches("button \"Go\"").count(), 1, "{}", o.text);
+        assert_eq!(refs.len(), 1);
     }
 
     #[test]

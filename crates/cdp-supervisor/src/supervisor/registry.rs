@@ -74,11 +74,20 @@ struct SlotInner {
 
 impl SlotInner {
     fn current(&self) -> Option<Entry> {
-        self.current.lock().expect("slot lock").clone()
+        self.current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn replace(&self, entry: Option<Entry>) -> Option<Entry> {
-        std::mem::replace(&mut *self.current.lock().expect("slot lock"), entry)
+        std::mem::replace(
+            &mut *self
+                .current
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            entry,
+        )
     }
 }
 
@@ -127,7 +136,7 @@ impl Registry {
     fn slot(&self, task_id: &str) -> Slot {
         self.slots
             .lock()
-            .expect("registry lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(task_id.to_owned())
             .or_default()
             .clone()
@@ -136,7 +145,7 @@ impl Registry {
     fn existing_slot(&self, task_id: &str) -> Option<Slot> {
         self.slots
             .lock()
-            .expect("registry lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(task_id)
             .cloned()
     }
@@ -144,7 +153,7 @@ impl Registry {
     fn is_current(&self, task_id: &str, slot: &Slot) -> bool {
         self.slots
             .lock()
-            .expect("registry lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(task_id)
             .is_some_and(|s| Arc::ptr_eq(s, slot))
     }
@@ -237,7 +246,10 @@ impl Registry {
         if slot.current().is_some() || slot.starting.load(Ordering::SeqCst) {
             return;
         }
-        let mut slots = self.slots.lock().expect("registry lock");
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if slots.get(task_id).is_some_and(|s| Arc::ptr_eq(s, slot)) {
             slots.remove(task_id);
         }
@@ -288,7 +300,7 @@ impl Registry {
     pub fn lease(&self, task_id: &str, lease: Lease) -> Option<Lease> {
         self.leases
             .lock()
-            .expect("lease lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(task_id.to_owned(), lease)
     }
 
@@ -301,7 +313,10 @@ impl Registry {
         // Taken and spawned under the lock: a shutdown's cleanup sees
         // either the lease or its release task, never neither.
         let release = {
-            let mut leases = self.leases.lock().expect("lease lock");
+            let mut leases = self
+                .leases
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let Some(lease) = leases.remove(task_id) else {
                 return false;
             };
@@ -313,7 +328,10 @@ impl Registry {
 
     /// The number of live provider sessions.
     pub fn lease_count(&self) -> usize {
-        self.leases.lock().expect("lease lock").len()
+        self.leases
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 
     /// Emergency cleanup (a signal): every live provider session gets
@@ -321,7 +339,10 @@ impl Registry {
     /// `within`. Never fails; what did not finish in time is logged.
     pub async fn release_all_leases(&self, within: std::time::Duration) {
         {
-            let mut leases = self.leases.lock().expect("lease lock");
+            let mut leases = self
+                .leases
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if !leases.is_empty() {
                 tracing::info!(
                     "releasing {} cloud browser session(s) before exit",
@@ -353,7 +374,7 @@ impl Registry {
         let mut ids: Vec<String> = self
             .slots
             .lock()
-            .expect("registry lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .keys()
             .cloned()
             .collect();

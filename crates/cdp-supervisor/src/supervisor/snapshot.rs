@@ -213,6 +213,94 @@ pub struct Snapshot {
     pub tabs_truncated: bool,
 }
 
+impl Snapshot {
+    /// The tab a call goes to: `target_id`, else the current tab.
+    fn call_tab<'a>(&'a self, target_id: Option<&'a str>) -> Option<&'a str> {
+        target_id.or_else(|| {
+            self.tabs
+                .iter()
+                .find(|t| t.current)
+                .map(|t| t.target_id.as_str())
+        })
+    }
+
+    /// Whether the pending dialog `d` blocks a call on tab `target_id`
+    /// (`None`: the current tab) — DESIGN "Calls a dialog interrupts": a
+    /// JS dialog (not a file chooser) in that tab, any of its frames, or in
+    /// a tab that shares its renderer: one linked to it by `opener` (either
+    /// way, transitively) on the same site (a same-site popup freezes its
+    /// opener). A dialog in an unrelated tab is listed but claims no call.
+    pub fn blocks_call_on(&self, d: &PendingDialog, target_id: Option<&str>) -> bool {
+        if d.dialog_type == DialogType::FileChooser {
+            return false;
+        }
+        let Some(tab) = self.call_tab(target_id) else {
+            return true;
+        };
+        match d.target_id.as_deref() {
+            None => true,
+            Some(t) if t == tab => true,
+            Some(t) => self.renderer_group(tab).contains(&t),
+        }
+    }
+
+    /// Whether anything blocks a call on tab `target_id` (`None`: the
+    /// current tab): a dialog [`Snapshot::blocks_call_on`] says so of, or —
+    /// for the current tab — a dialog we never saw (`page_blocked`).
+    pub fn call_blocked_on(&self, target_id: Option<&str>) -> bool {
+        let current = self.call_tab(None);
+        (self.page_blocked && (target_id.is_none() || target_id == current))
+            || self
+                .pending_dialogs
+                .iter()
+                .any(|d| self.blocks_call_on(d, target_id))
+    }
+
+    /// The tabs that share `tab`'s renderer as far as the tab list tells:
+    /// `tab` and the same-site tabs linked to it by `opener`, transitively.
+    fn renderer_group<'a>(&'a self, tab: &'a str) -> Vec<&'a str> {
+        let view = |id: &str| self.tabs.iter().find(|t| t.target_id == id);
+        let mut group = vec![tab];
+        let mut i = 0;
+        while i < group.len() {
+            let me = group[i];
+            let my_opener = view(me).and_then(|t| t.opener_target_id.as_deref());
+            let my_site = view(me).and_then(|t| site(&t.url));
+            for t in self.tabs.iter() {
+                let linked = t.opener_target_id.as_deref() == Some(me)
+                    || my_opener == Some(t.target_id.as_str());
+                // A tab with no site yet (`about:blank`, a popup before its
+                // first commit) runs in its opener's renderer.
+                let same_site = match (&my_site, site(&t.url)) {
+                    (Some(a), Some(b)) => *a == b,
+                    _ => true,
+                };
+                if linked && !group.contains(&t.target_id.as_str()) && same_site {
+                    group.push(&t.target_id);
+                }
+            }
+            i += 1;
+        }
+        group
+    }
+}
+
+/// A URL's site as Chromium groups renderers by: scheme and the host's
+/// last two labels (`pay.a.test` → `https://a.test`); an IP address or a
+/// one-label host is its own site. (Without the Public Suffix List a
+/// `co.uk`-style host counts as one site: a stricter grouping.)
+fn site(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let host = match u.host()? {
+        url::Host::Domain(d) => {
+            let labels: Vec<&str> = d.split('.').collect();
+            labels[labels.len().saturating_sub(2)..].join(".")
+        }
+        ip => ip.to_string(),
+    };
+    Some(format!("{}://{host}", u.scheme()))
+}
+
 impl PartialEq for Snapshot {
     fn eq(&self, other: &Snapshot) -> bool {
         // Destructured so that a new field cannot be left out.
@@ -351,4 +439,66 @@ pub struct TabView {
     pub pending_dialogs: usize,
     /// Its renderer crashed: `browser_navigate` reloads it, `browser_tabs close` closes it.
     pub crashed: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tab(id: &str, url: &str, opener: Option<&str>, current: bool) -> Arc<TabView> {
+        Arc::new(TabView {
+            target_id: id.into(),
+            url: url.into(),
+            title: ArcStr::new(),
+            opener_target_id: opener.map(str::to_owned),
+            current,
+            pending_dialogs: 0,
+            crashed: false,
+        })
+    }
+
+    fn dialog(tab: &str, dialog_type: DialogType) -> PendingDialog {
+        PendingDialog {
+            id: format!("d-{tab}"),
+            dialog_type,
+            message: String::new(),
+            default_prompt: String::new(),
+            opened_at: 0.0,
+            frame_id: Some(tab.into()),
+            url: String::new(),
+            answerable: true,
+            mode: None,
+            target_id: Some(tab.into()),
+        }
+    }
+
+    /// Issue 28, defect 4: a dialog in any tab counted as the call's.
+    #[test]
+    fn regression_28_4_only_a_dialog_sharing_the_calls_renderer_blocks_it() {
+        let s = Snapshot {
+            tabs: [
+                tab("T0", "https://a.test/shop", None, true),
+                tab("T1", "https://pay.a.test/", Some("T0"), false),
+                tab("T2", "https://a.test/other", None, false),
+                tab("T3", "https://b.test/", Some("T0"), false),
+                tab("T4", "about:blank", Some("T1"), false),
+            ]
+            .into_iter()
+            .collect(),
+            ..Snapshot::default()
+        };
+        let on =
+            |d: &str, call: Option<&str>| s.blocks_call_on(&dialog(d, DialogType::Confirm), call);
+        // The current tab's own dialog, and a same-site popup's (transitively).
+        assert!(on("T0", None));
+        assert!(on("T1", None));
+        assert!(on("T4", None));
+        assert!(on("T0", Some("T1")), "a popup's opener shares its renderer");
+        // An unrelated tab, or a cross-site popup: listed, but claims no call.
+        assert!(!on("T2", None));
+        assert!(!on("T3", None));
+        assert!(!on("T0", Some("T2")));
+        // A file chooser blocks nothing.
+        assert!(!s.blocks_call_on(&dialog("T0", DialogType::FileChooser), None));
+    }
 }

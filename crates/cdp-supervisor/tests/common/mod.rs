@@ -120,6 +120,9 @@ impl Harness {
             } => {
                 panic!("{expression}: interrupted by dialogs {pending_dialogs:?}")
             }
+            CallOutcome::TimedOut { after, .. } => {
+                panic!("{expression}: no reply within {after:?}")
+            }
         }
     }
 

@@ -66,6 +66,11 @@ pub fn closed_by(cause: CloseCause) -> ClosedBy {
 #[derive(Clone, Debug)]
 struct Answering {
     by: ClosedBy,
+    /// The number the next dialog would get when the answer went out: a
+    /// dialog numbered this or higher opened while it was in flight.
+    newer_from: u64,
+    /// Chromium closed another dialog (the most recent) with it.
+    landed_elsewhere: bool,
     ticket: Option<u64>,
     /// What we answered, recorded when no closed event tells (the bridge).
     accept: bool,
@@ -85,6 +90,13 @@ struct Dialog {
     bridge_request: Option<String>,
     /// A file chooser's input (`Page.fileChooserOpened.backendNodeId`).
     file_input: Option<i64>,
+    /// Its number (`d-N`): a higher one opened later.
+    number: u64,
+    /// Kept across a reconnect and not yet re-checked: open only if its
+    /// renderer's new `Page.enable` stays unanswered
+    /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
+    /// on it meanwhile.
+    carried: bool,
 }
 
 /// The pending dialogs, the recently closed ones, and answers whose dialog
@@ -137,9 +149,9 @@ impl Dialogs {
 
     /// Whether the dialog `id` waits on no command of ours (so its timer counts).
     pub fn idle(&self, id: &str) -> bool {
-        self.pending
-            .iter()
-            .any(|d| d.view.id == id && d.answering.is_none() && d.releasing.is_none())
+        self.pending.iter().any(|d| {
+            d.view.id == id && d.answering.is_none() && d.releasing.is_none() && !d.carried
+        })
     }
 
     /// The dialogs whose answer or release awaits its reply.
@@ -150,10 +162,13 @@ impl Dialogs {
             .map(|d| d.view.id.as_str())
     }
 
-    /// The connection dropped: answers go to the new page session.
+    /// The connection dropped: answers go to the new page session, and a
+    /// dialog of the renderer's own is re-checked once re-attached (it may
+    /// close while we are away; a bridge dialog's request is ours to answer).
     pub fn connection_lost(&mut self) {
         for d in &mut self.pending {
             d.session_id = None;
+            d.carried = d.bridge_request.is_none();
         }
     }
 
@@ -249,6 +264,8 @@ impl State {
                 if is_top {
                     existing.session_id = Some(session.clone());
                 }
+                // Reported after a reconnect: still open, no re-check needed.
+                existing.carried = false;
                 return;
             }
             // A frame shows one dialog at a time: the old one closed unseen.
@@ -277,6 +294,8 @@ impl State {
             releasing: None,
             bridge_request,
             file_input: chooser.and_then(|c| c.backend_node_id),
+            number: self.dialogs.next - 1,
+            carried: false,
         });
         match self.auto_action(&view.dialog_type) {
             // Answer before anything else is even announced: the page is frozen until then.
@@ -334,6 +353,8 @@ impl State {
             let accept = files.is_some();
             d.answering = Some(Answering {
                 by,
+                newer_from: u64::MAX,
+                landed_elsewhere: false,
                 ticket,
                 accept,
                 prompt_text: None,
@@ -356,6 +377,10 @@ impl State {
         // Accepting a prompt without text answers with the default, as a person pressing OK would.
         let text = (accept && d.view.dialog_type == DialogType::Prompt)
             .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
+        let newer_from = self.dialogs.next;
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
         let (method, params) = match &d.bridge_request {
             Some(request_id) => (
                 "Fetch.fulfillRequest",
@@ -373,6 +398,8 @@ impl State {
         // javascriptDialogClosed before its reply.
         d.answering = Some(Answering {
             by,
+            newer_from,
+            landed_elsewhere: false,
             ticket,
             accept,
             prompt_text: text,
@@ -503,13 +530,56 @@ impl State {
             .as_ref()
             .map(|f| self.frames.lineage(f))
             .unwrap_or_default();
+        let (answering, other) = self.answer_that_closed(d);
         let cause = CloseCause::ClosedEvent {
-            answering: d.answering.as_ref().map(|a| a.by),
+            answering,
             navigation: d.releasing.or_else(|| self.navs.closer(&lineage)),
         };
         let user_input =
             (d.view.dialog_type == DialogType::Prompt && c.result).then(|| c.user_input.clone());
+        if let Some(a) = other
+            .and_then(|o| self.dialogs.get_mut(&o))
+            .and_then(|o| o.answering.as_mut())
+        {
+            a.landed_elsewhere = true;
+        }
         self.close_dialog(&id, cause, Some(c.result), user_input, now);
+    }
+
+    /// Whose answer closed native dialog `d` (its `javascriptDialogClosed`
+    /// came), if ours did. Chromium answers `handleJavaScriptDialog` for the
+    /// page's most recent dialog, whichever one the command meant (CDP facts):
+    /// - an answer of ours to `d` sent before a newer dialog opened landed
+    ///   on that newer one: `d` was closed by Chromium for the newer dialog;
+    /// - with no answer of ours to `d`, an answer of ours to another dialog
+    ///   in flight closed `d` when `d` is the most recent one (that other
+    ///   dialog's id is returned too: it is still open).
+    fn answer_that_closed(&self, d: &Dialog) -> (Option<ClosedBy>, Option<String>) {
+        let native = |x: &Dialog| {
+            x.bridge_request.is_none() && x.view.dialog_type != DialogType::FileChooser
+        };
+        if !native(d) {
+            return (d.answering.as_ref().map(|a| a.by), None);
+        }
+        let natives = || self.dialogs.pending.iter().filter(|x| native(x));
+        if let Some(a) = &d.answering {
+            let replaced = natives().any(|x| x.number >= a.newer_from && x.number > d.number);
+            return ((!replaced).then_some(a.by), None);
+        }
+        let newest = natives().map(|x| x.number).max() == Some(d.number);
+        if !newest {
+            return (None, None);
+        }
+        let other = natives()
+            .filter(|x| x.number != d.number)
+            .find_map(|x| x.answering.as_ref().map(|a| (a.by, x.view.id.clone())));
+        match other {
+            Some((by, id)) => (Some(by), Some(id)),
+            None => (
+                self.dialogs.answers_after_close.back().map(|(_, a)| a.by),
+                None,
+            ),
+        }
     }
 
     /// Closes the dialogs shown in `frames` (navigated away or detached),
@@ -598,13 +668,25 @@ impl State {
             ticket,
             accept,
             prompt_text,
+            landed_elsewhere,
+            ..
         }) = d.answering.take()
         else {
             return;
         };
         let e = match result {
+            // Chromium closed another dialog (the most recent one) with
+            // this answer: this one still blocks its frame, and Chromium
+            // will not answer it (CDP facts).
+            Ok(_) if landed_elsewhere => ReplyError::Protocol {
+                code: ERROR_INVALID_PARAMS,
+                message: "the answer closed the most recent dialog instead; this one stays open"
+                    .into(),
+                data: None,
+            },
             Ok(_) => {
-                // No closed event told us (the bridge, or an event lost): we know what we answered.
+                // No closed event told us (the bridge, a file chooser, or
+                // the reply first): we know what we answered.
                 let user_input = if accept { prompt_text } else { None };
                 self.close_dialog(id, CloseCause::Answered(by), Some(accept), user_input, now);
                 if let Some(ticket) = ticket {
@@ -724,20 +806,49 @@ impl State {
                 d.releasing = Some(by);
             }
         }
-        if let Some(top) = self.frames.top().cloned() {
-            self.navs.release(top, by);
-        }
-        let url = match self.frames.top_url().as_str() {
-            "" => "about:blank".to_owned(),
-            u => u.to_owned(),
+        // A top frame held by a beforeunload answers no navigation of its
+        // own; navigating one of its OOPIFs frees it (CDP facts).
+        let held_by_beforeunload = self.dialogs.pending.iter().any(|d| {
+            d.view.dialog_type == DialogType::Beforeunload
+                && d.frame_id.as_ref() == self.frames.top()
+        });
+        let oopif = held_by_beforeunload
+            .then(|| self.oopif_free_of_dialogs())
+            .flatten();
+        let (frame, session) = match oopif {
+            Some((frame, session)) => (Some(frame), Some(session)),
+            None => (
+                self.frames.top().cloned(),
+                self.targets.top_session().cloned(),
+            ),
         };
-        let top = self.targets.top_session().cloned();
+        let url = match frame.as_ref().and_then(|f| self.frames.url_of(f)) {
+            Some(u) if !u.is_empty() => u,
+            _ => match self.frames.top_url().as_str() {
+                "" => "about:blank".to_owned(),
+                u => u.to_owned(),
+            },
+        };
+        if let Some(f) = frame {
+            self.navs.release(f, by);
+        }
         self.out.send(
-            top.into(),
+            session.into(),
             "Page.navigate",
             json!({"url": url}),
             Purpose::Release,
         );
+    }
+
+    /// An OOPIF's frame and session whose renderer no pending dialog
+    /// blocks (one a dialog blocks answers no navigation either).
+    fn oopif_free_of_dialogs(&self) -> Option<(FrameId, SessionId)> {
+        self.targets
+            .session_ids()
+            .filter(|s| !self.targets.is_top(Some(s)))
+            .filter(|s| !self.renderer_blocked(s))
+            .filter_map(|s| Some((self.targets.frame_of(s)?, s.clone())))
+            .min_by(|a, b| a.1.0.cmp(&b.1.0))
     }
 
     /// The reply to our releasing `Page.navigate`.
@@ -779,12 +890,95 @@ impl State {
         }
     }
 
+    /// After a reconnect, the renderer of `session` was heard from: its
+    /// `Page.enable` answered (`free`: no dialog blocks it) or is overdue.
+    /// The dialogs kept across the drop on that renderer closed while we
+    /// were away (`closed_by:"remote"`) or are still open; either way the
+    /// watchdog and the policy may act again. A dialog whose frame no
+    /// session reports any more waits until every session re-attached at
+    /// that time has been heard from: its frame is gone, and so is it.
+    pub(super) fn recheck_carried(&mut self, session: &SessionId, free: bool, now: Now) {
+        let top = self.targets.is_top(Some(session));
+        let mine: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| d.carried)
+            .filter(|d| {
+                match d.frame_id.as_ref().and_then(|f| self.frames.session_of(f)) {
+                    Some(s) => s == session,
+                    // A blocked top answers no frame tree: unknown is not gone.
+                    None => top && !free,
+                }
+            })
+            .map(|d| d.view.id.clone())
+            .collect();
+        for id in &mine {
+            self.settle_carried(id, free, now);
+        }
+        let waiting = self
+            .timers
+            .any(|t| matches!(t, Timer::PageEnableGrace | Timer::OopifEnableGrace(_)));
+        if waiting {
+            return;
+        }
+        let rest: Vec<(String, bool)> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| d.carried)
+            .map(|d| {
+                let gone = d
+                    .frame_id
+                    .as_ref()
+                    .and_then(|f| self.frames.session_of(f))
+                    .is_none();
+                (d.view.id.clone(), gone)
+            })
+            .collect();
+        for (id, gone) in rest {
+            self.settle_carried(&id, gone, now);
+        }
+    }
+
+    /// Whether a JS dialog we know blocks the renderer of `session`: one in
+    /// a frame that session reports (or, for the page's session, in a frame
+    /// no session reports). A file chooser blocks nothing.
+    pub(super) fn renderer_blocked(&self, session: &SessionId) -> bool {
+        let top = self.targets.is_top(Some(session));
+        self.dialogs.pending.iter().any(|d| {
+            d.view.dialog_type != DialogType::FileChooser
+                && match d.frame_id.as_ref().and_then(|f| self.frames.session_of(f)) {
+                    Some(s) => s == session,
+                    None => top,
+                }
+        })
+    }
+
+    /// Ends a carried dialog's re-check: `closed` while we were away, or
+    /// still open (its timers count again).
+    fn settle_carried(&mut self, id: &str, closed: bool, now: Now) {
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
+        d.carried = false;
+        if closed {
+            let answering = d.answering.as_ref().map(|a| a.by);
+            let cause = CloseCause::ClosedEvent {
+                answering,
+                navigation: None,
+            };
+            self.close_dialog(id, cause, None, None, now);
+        }
+    }
+
     /// `Page.enable` on `session` (the page's, or an OOPIF's that was there
     /// when we attached) went unanswered: with no dialog known in its
     /// frames, a dialog opened before we attached blocks it. Navigating the
     /// top frame releases it either way (an OOPIF's document goes with its
     /// parent's).
     pub(super) fn page_enable_overdue(&mut self, session: &SessionId, now: Now) {
+        self.recheck_carried(session, false, now);
         let Some(own) = self.targets.frame_of(session) else {
             return;
         };

@@ -268,6 +268,11 @@ impl Frames {
         out
     }
 
+    /// The session that reports `frame`, when the frame is known.
+    pub fn session_of(&self, frame: &FrameId) -> Option<&SessionId> {
+        self.get(frame).map(|f| &f.session)
+    }
+
     /// The frames `session` reports.
     pub fn of_session(&self, session: &SessionId) -> Vec<FrameId> {
         self.slots

@@ -71,7 +71,7 @@ pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
 pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
-pub use tabs::Tabs;
+pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
 pub use timers::Timer;
 
 use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
@@ -503,7 +503,8 @@ impl State {
                 }
             }
             Event::NavigationRequested(r) => {
-                if known.is_some() {
+                let blocked = session_id.is_some_and(|s| self.renderer_blocked(s));
+                if known.is_some() && !blocked {
                     self.navs.requested(session_id, &r.frame_id, r.loader_id);
                 }
             }
@@ -623,21 +624,26 @@ impl State {
         }
     }
 
+    /// The page's target is gone (detached, or not there after a
+    /// reconnect): its frames go, and its dialogs close `remote`.
+    /// Ends with [`Notice::PageGone`] saying `reason`.
+    pub fn page_gone(&mut self, reason: String, now: Now) {
+        self.unblock_page();
+        self.cancel_enable_graces();
+        for f in self.frames.clear() {
+            self.out
+                .watch_notice(|| Notice::FrameDetached { frame_id: f.0 });
+        }
+        self.close_all_dialogs(now);
+        self.out.notice(Notice::PageGone { reason });
+    }
+
     fn on_session_gone(&mut self, session: &SessionId, now: Now) {
         let Some((was_top, target)) = self.targets.remove(session) else {
             return;
         };
         if was_top {
-            self.unblock_page();
-            self.cancel_enable_graces();
-            for f in self.frames.clear() {
-                self.out
-                    .watch_notice(|| Notice::FrameDetached { frame_id: f.0 });
-            }
-            self.close_all_dialogs(now);
-            self.out.notice(Notice::PageGone {
-                reason: format!("the page's target {target} detached"),
-            });
+            self.page_gone(format!("the page's target {target} detached"), now);
             return;
         }
         // An OOPIF's session: its frames (those it still reports) go with
@@ -714,6 +720,7 @@ impl State {
                         self.timers.cancel(&Timer::OopifEnableGrace(s.clone()));
                     }
                     self.unblock_frame(&frame);
+                    self.recheck_carried(s, true, now);
                 }
             }
             Purpose::FrameTree => {

@@ -20,6 +20,20 @@ const NAVIGATING_METHODS: [&str; 3] = [
     "Page.navigateToHistoryEntry",
 ];
 
+/// The agent's CDP methods that run page script or input, and so can make
+/// the page request a navigation (`location = …`, a click on a link). Any
+/// other command in flight (a `DOM.getDocument`, a screenshot) cannot: a
+/// navigation the page requests meanwhile is the page's own.
+const SCRIPT_OR_INPUT_METHODS: [&str; 7] = [
+    "Runtime.evaluate",
+    "Runtime.callFunctionOn",
+    "Runtime.runScript",
+    "Input.dispatchMouseEvent",
+    "Input.dispatchKeyEvent",
+    "Input.dispatchTouchEvent",
+    "Input.insertText",
+];
+
 #[derive(Clone, Debug)]
 struct Navigation {
     by: ClosedBy,
@@ -32,6 +46,8 @@ struct Navigation {
 #[derive(Clone, Debug)]
 struct AgentCall {
     session: Option<SessionId>,
+    /// It runs page script or input ([`SCRIPT_OR_INPUT_METHODS`]).
+    scripted: bool,
     /// The frame a navigating method navigates.
     navigates: Option<FrameId>,
 }
@@ -83,6 +99,7 @@ impl Navigations {
             call,
             AgentCall {
                 session: target.session().cloned(),
+                scripted: SCRIPT_OR_INPUT_METHODS.contains(&method),
                 navigates,
             },
         );
@@ -120,8 +137,11 @@ impl Navigations {
         }
     }
 
-    /// `session` reports that `frame` is about to navigate: while an agent's
-    /// command is in flight on that session, the agent caused it.
+    /// `session` reports that `frame` is about to navigate: while an
+    /// agent's command that runs script or input is in flight on that
+    /// session, the agent caused it. The caller leaves out a session whose
+    /// renderer a dialog blocks: a command queued there cannot run, so
+    /// cannot have asked for it.
     pub fn requested(
         &mut self,
         session: Option<&SessionId>,
@@ -132,7 +152,7 @@ impl Navigations {
         let call = self
             .calls
             .iter()
-            .filter(|(_, c)| c.session.as_ref() == Some(session))
+            .filter(|(_, c)| c.scripted && c.session.as_ref() == Some(session))
             .map(|(id, _)| *id)
             .min();
         if let Some(call) = call {

@@ -40,6 +40,12 @@ use std::time::{Duration, Instant};
 /// Closed tabs whose machines are kept: replies still owed to them find
 /// them, and their closed dialogs stay in `recent_dialogs`.
 pub const CLOSED_TABS_KEPT: usize = 8;
+
+/// How long a page past `max_tabs` under a navigation policy may go without
+/// a document request before it is closed anyway: a popup's first request
+/// comes within milliseconds of its resume; one that asks for none (an
+/// `about:blank` `window.open`) would otherwise stay open and tracked forever.
+pub const CLOSING_GRACE: Duration = Duration::from_secs(5);
 /// Created targets whose attach has not come yet, at most (a bound only).
 const EXPECTED_MAX: usize = 32;
 /// The key of [`Tabs`]' own commands ([`super::Command::tab`]).
@@ -73,8 +79,10 @@ pub struct Tabs {
     /// Paused pages with no opener, held until a create in flight names them.
     held: Vec<AttachedToTarget>,
     /// Pages past `max_tabs` under a policy that checks documents: closed
-    /// at their first document request, which is failed (session, target).
-    closing: Vec<(SessionId, TargetId)>,
+    /// at their first document request, which is failed, or at the
+    /// deadline when they ask for none (an `about:blank` popup):
+    /// (session, target, deadline).
+    closing: Vec<(SessionId, TargetId, Instant)>,
     /// The agent's `Target.createTarget` calls in flight.
     creating: HashSet<u64>,
     /// Our own `Target.createTarget` (the last tab closed) is in flight.
@@ -166,9 +174,29 @@ impl Tabs {
             .map(|t| t.key)
     }
 
+    /// The target id of the tab `session` belongs to (its page's or one of
+    /// its OOPIFs' session).
+    pub fn target_of_session(&self, session: &SessionId) -> Option<&TargetId> {
+        let key = self.key_of_session(session)?;
+        self.tab(key).map(|t| &t.target_id)
+    }
+
     /// The current tab's target id.
     pub fn current_target(&self) -> Option<&TargetId> {
         self.current_tab().map(|t| &t.target_id)
+    }
+
+    /// Every supervised tab's target id, the current tab's first, then the
+    /// others oldest first: whom a reconnect re-attaches as the page.
+    pub fn target_ids_current_first(&self) -> Vec<String> {
+        let current = self.current_tab().map(|t| t.key);
+        let mut ids: Vec<(bool, String)> = self
+            .tabs
+            .iter()
+            .map(|t| (Some(t.key) != current, t.target_id.0.clone()))
+            .collect();
+        ids.sort_by_key(|(other, _)| *other);
+        ids.into_iter().map(|(_, id)| id).collect()
     }
 
     /// The current tab's page session, once attached.
@@ -437,7 +465,7 @@ impl Tabs {
         let Some(session) = session_id else {
             return self.on_browser_event(event, now);
         };
-        if let Some(i) = self.closing.iter().position(|(s, _)| s == session) {
+        if let Some(i) = self.closing.iter().position(|(s, ..)| s == session) {
             if let Event::FetchRequestPaused { params } = &event {
                 let request_id = serde_json::from_str::<Value>(params)
                     .ok()
@@ -450,13 +478,8 @@ impl Tabs {
                         Purpose::Setup,
                     );
                 }
-                let (_, target) = self.closing.remove(i);
-                self.send(
-                    Target::Browser,
-                    "Target.closeTarget",
-                    json!({"targetId": target.0}),
-                    Purpose::Setup,
-                );
+                let (_, target, _) = self.closing.remove(i);
+                self.close_target(&target);
             }
             return;
         }
@@ -490,7 +513,7 @@ impl Tabs {
             }
             Event::DetachedFromTarget(d) => {
                 self.held.retain(|h| h.session_id != d.session_id);
-                self.closing.retain(|(s, _)| *s != d.session_id);
+                self.closing.retain(|(s, ..)| *s != d.session_id);
                 if let Some(k) = self.key_of_session(&d.session_id) {
                     self.drive(k, |s| s.on_event(None, Event::DetachedFromTarget(d), now));
                 }
@@ -616,7 +639,11 @@ impl Tabs {
                     json!({}),
                     Purpose::Setup,
                 );
-                self.closing.push((s, a.target_info.target_id));
+                let deadline = now
+                    .instant
+                    .checked_add(CLOSING_GRACE)
+                    .unwrap_or(now.instant);
+                self.closing.push((s, a.target_info.target_id, deadline));
                 return;
             }
             return self.let_go(&a.session_id);
@@ -770,11 +797,26 @@ impl Tabs {
                         .map(|t| t.key)
                         .collect();
                     for k in stale {
-                        self.tab_closed(k);
+                        // Its dialogs closed with it (`remote`), then the tab.
+                        let reason = "the tab was not there after the reconnect".to_owned();
+                        self.drive(k, |s| s.page_gone(reason, now));
                     }
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
                 _ => {}
+            }
+            return;
+        }
+        let known = self
+            .tabs
+            .iter()
+            .chain(self.closed.iter())
+            .any(|t| t.key == tab);
+        if !known {
+            // Its tab closed long ago: nothing of the tab's waits on it, but
+            // the agent's call still gets its one outcome.
+            if let Purpose::Agent { call } = purpose {
+                self.out.push_back(Output::AgentReply { call, result });
             }
             return;
         }
@@ -850,11 +892,29 @@ impl Tabs {
         self.tabs
             .iter()
             .filter_map(|t| t.state.poll_timeout())
+            .chain(self.closing.iter().map(|(.., at)| *at))
             .min()
     }
 
-    /// Fires every tab's timers due at `now`.
+    fn close_target(&mut self, target: &TargetId) {
+        self.send(
+            Target::Browser,
+            "Target.closeTarget",
+            json!({"targetId": target.0}),
+            Purpose::Setup,
+        );
+    }
+
+    /// Fires every tab's timers due at `now`, and closes the pages past
+    /// `max_tabs` that asked for no document in time.
     pub fn handle_timeout(&mut self, now: Now) {
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.closing)
+            .into_iter()
+            .partition(|(.., at)| *at <= now.instant);
+        self.closing = kept;
+        for (_, target, _) in due {
+            self.close_target(&target);
+        }
         let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
         for k in keys {
             self.drive(k, |s| s.handle_timeout(now));

@@ -58,6 +58,11 @@ impl Timers {
         }
     }
 
+    /// Whether any armed timer is one `which` accepts.
+    pub fn any(&self, which: impl Fn(&Timer) -> bool) -> bool {
+        self.at.keys().any(which)
+    }
+
     /// The earliest deadline among the timers `live` accepts.
     pub fn earliest(&self, live: impl Fn(&Timer) -> bool) -> Option<Instant> {
         self.at

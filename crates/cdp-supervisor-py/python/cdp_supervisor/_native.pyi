@@ -1,0 +1,89 @@
+"""The Rust extension (crates/cdp-supervisor-py/src): JSON text both ways."""
+
+from typing import Callable, List, Optional
+
+NO_DIALOG: str
+NOT_ACTIVE: str
+
+class NativeToolError(Exception):
+    """args: (message, structured details as JSON text or None)."""
+
+class ConfigError(ValueError): ...
+
+class CallHandle:
+    def cancel(self) -> None: ...
+
+Callback = Callable[[bool, object], None]
+
+class Supervisor:
+    @staticmethod
+    def start(
+        cdp_url: str, dialog_policy: str, dialog_timeout_s: float, timeout: float
+    ) -> "Supervisor": ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def endpoint(self) -> str: ...
+    def is_running(self) -> bool: ...
+    def snapshot_json(self) -> str: ...
+    def stop(self, timeout: float) -> None: ...
+    def respond_to_dialog(
+        self,
+        action: str,
+        prompt_text: Optional[str],
+        dialog_id: Optional[str],
+        timeout: float,
+    ) -> str: ...
+    def evaluate(
+        self,
+        expression: str,
+        return_by_value: bool,
+        await_promise: bool,
+        timeout: float,
+    ) -> str: ...
+    def page_session_id(self) -> Optional[str]: ...
+    def cdp_on_session(
+        self,
+        method: str,
+        params_json: Optional[str],
+        session_id: Optional[str],
+        timeout: float,
+    ) -> str: ...
+    def cdp_on_session_async(
+        self,
+        method: str,
+        params_json: Optional[str],
+        session_id: Optional[str],
+        timeout: float,
+        callback: Callback,
+    ) -> CallHandle: ...
+
+class Registry:
+    def __init__(self) -> None: ...
+    def get_or_start(
+        self,
+        task_id: str,
+        cdp_url: str,
+        dialog_policy: str,
+        dialog_timeout_s: float,
+        start_timeout: float,
+    ) -> Supervisor: ...
+    def get(self, task_id: str) -> Optional[Supervisor]: ...
+    def stop(self, task_id: str) -> bool: ...
+    def stop_all(self) -> None: ...
+
+class Session:
+    def __init__(
+        self, task_id: str, browser_json: str, config_path: Optional[str] = None
+    ) -> None: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    def tool_names(self) -> List[str]: ...
+    def call(self, name: str, args_json: str) -> str: ...
+    def call_async(self, name: str, args_json: str, callback: Callback) -> CallHandle: ...
+    def navigation_refusal(self, url: str) -> Optional[str]: ...
+    def close(self) -> None: ...
+
+def shutdown() -> None: ...

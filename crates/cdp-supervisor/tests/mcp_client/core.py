@@ -1,0 +1,413 @@
+"""Calls and reconnects (issue 28), checked with the official MCP Python SDK.
+
+Drives the real `cdp-supervisor mcp` binary over stdio against real Chromium,
+the way an agent sees the product:
+
+  dialog_closed_during_a_drop_is_not_reloaded
+                                the CDP socket is cut (a loopback proxy) while
+                                a confirm is pending; another CDP client
+                                navigates the tab meanwhile, which closes it.
+                                After the reconnect the snapshot lists no
+                                dialog, recent_dialogs says closed_by remote,
+                                and the watchdog never reloads the page (the
+                                server counts its loads)
+  tab_gone_during_a_drop_is_no_reason_to_stop
+                                the supervised tab is closed during the
+                                outage (an alert pending in it): the server
+                                re-attaches to the tab in front, closes the
+                                alert as remote, and browser_navigate works
+  timed_out_call_is_kept_and_delivered_once
+                                an awaitPromise evaluate whose timeout_s passes
+                                is a tool error {timed_out, call_id} that says
+                                not to resend; its late result shows once in
+                                completed_calls and its side effect ran once
+  another_tabs_dialog_claims_no_call
+                                a beforeunload pending in another tab: the
+                                current tab's browser_navigate loads (not
+                                dialog_pending) and its evaluate answers
+  beforeunload_and_an_oopif_alert_are_both_freed
+                                a beforeunload, then an alert in an OOPIF
+                                (Chromium answers only the most recent, and a
+                                top frame a beforeunload holds never
+                                navigates): the watchdog frees both within a
+                                bound and the page answers again
+
+Every scenario has its own server process, Chromium, user-data-dir, ports and
+fixture site, and cleans up even when it fails. Every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+import urllib.request
+from typing import Any, Awaitable, Callable
+
+import anyio
+from mcp import Client
+
+from common import (
+    Fail,
+    Scenario,
+    call,
+    call_raw,
+    click,
+    evaluate,
+    exit_with,
+    launch_chromium,
+    mcp_server,
+    page,
+    recent_has,
+    run_phases,
+    set_log_name,
+    snapshot,
+    start_site,
+    trigger,
+    wait_pending,
+)
+
+set_log_name("core")
+
+RECONNECT_DEADLINE_S = 20.0  # the server is connected again after the proxy comes back
+
+
+class Hits(dict):
+    """The site's pages (`start_site`'s `pages`, called with the port),
+    counting how often each path was served."""
+
+    def __init__(self, pages: Callable[[int], dict[str, str]]) -> None:
+        super().__init__()
+        self.pages = pages
+        self.count: dict[str, int] = {}
+
+    def __call__(self, port: int) -> "Hits":
+        if not self:
+            self.update(self.pages(port))
+        return self
+
+    def get(self, path: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.count[path] = self.count.get(path, 0) + 1
+        return super().get(path, default)
+
+
+def site(port: int) -> dict[str, str]:
+    return {
+        "/ask.html": page(
+            "ask",
+            "<p>asks</p>",
+            "window.openConfirm = () => { window.answer = confirm('keep going?'); };"
+            "window.openAlert = () => alert('on the tab that goes');",
+        ),
+        "/next.html": page("next", "<p>next</p>", "window.loadedAt = Date.now();"),
+        "/leave.html": page(
+            "leave page",
+            "<p>asks before it is left</p>",
+            'window.addEventListener("beforeunload", (e) => { e.preventDefault(); e.returnValue = ""; });',
+        ),
+        "/plain.html": page("plain", "<p>plain</p>", "window.count = 0;"),
+        "/bu-oopif.html": page(
+            "leave with an oopif",
+            f'<iframe src="http://localhost:{port}/frame.html" width=300 height=100></iframe>',
+            'window.addEventListener("beforeunload", (e) => { e.preventDefault(); e.returnValue = ""; });',
+        ),
+        "/frame.html": page("frame", "<p>in the oopif</p>"),
+    }
+
+
+class CutProxy:
+    """A loopback TCP proxy in front of Chromium's DevTools port that can be
+    cut: every open connection closed at once, and new ones closed as soon
+    as they are accepted, until restored."""
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.down = False
+        self.writers: list[asyncio.StreamWriter] = []
+        self.port = 0
+
+    async def start(self, sc: Scenario) -> int:
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+
+        async def stop() -> None:
+            server.close()
+            self.cut()
+
+        sc.stack.push_async_callback(stop)
+        return self.port
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.down:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+        except OSError:
+            writer.close()
+            return
+        self.writers += [writer, up_writer]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def cut(self) -> None:
+        self.down = True
+        for w in self.writers:
+            w.close()
+        self.writers.clear()
+
+    def restore(self) -> None:
+        self.down = False
+
+
+async def current_tab(c: Client) -> str:
+    tabs = (await call(c, "browser_tabs", {"action": "list"}))["tabs"]
+    for t in tabs:
+        if t.get("current"):
+            return t["target_id"]
+    raise Fail(f"no current tab in {tabs}")
+
+
+async def wait_snapshot(sc: Scenario, c: Client, what: str, ok: Callable[[dict], bool]) -> dict:
+    deadline = time.monotonic() + RECONNECT_DEADLINE_S
+    while True:
+        snap = await snapshot(c)
+        if ok(snap):
+            return snap
+        if time.monotonic() > deadline:
+            raise Fail(f"{what}: not within {RECONNECT_DEADLINE_S:.0f} s; last snapshot: {json.dumps(snap)[:800]}")
+        await anyio.sleep(0.1)
+
+
+async def devtools(port: int, path: str, method: str = "GET") -> Any:
+    """Chromium's DevTools HTTP endpoint, as another client would use it."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    raw = await anyio.to_thread.run_sync(lambda: urllib.request.urlopen(req, timeout=5).read())
+    with contextlib.suppress(ValueError):
+        return json.loads(raw)
+    return raw.decode(errors="replace")
+
+
+async def navigate_as_another_client(sc: Scenario, binary: str, chromium_port: int, tab: str, url: str) -> None:
+    """Another CDP client (a second cdp-supervisor, `snapshot --target-id`)
+    navigates the tab: that closes the dialog it shows."""
+    proc = await asyncio.create_subprocess_exec(
+        binary, "snapshot", url, "--cdp-url", f"http://127.0.0.1:{chromium_port}", "--target-id", tab,
+        "--settle-ms", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    except asyncio.TimeoutError:
+        proc.kill()
+        raise Fail("the other client's navigation did not finish within 30 s")
+    sc.log(f"other client: exit {proc.returncode}; stderr {err.decode()[-300:]!r}")
+    sc.check(proc.returncode == 0, f"the other client navigated the tab (exit {proc.returncode})")
+
+
+async def dialog_closed_during_a_drop_is_not_reloaded(sc: Scenario, binary: str) -> None:
+    pages = Hits(site)
+    port = await start_site(sc, pages)
+    chromium = await launch_chromium(sc, "c")
+    proxy = CutProxy(chromium.port)
+    await proxy.start(sc)
+    timeout_s = 3
+    async with mcp_server(sc, binary, "s", ["--cdp-url", proxy.http_url, "--dialog-timeout-s", str(timeout_s)]) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/ask.html"})
+        sc.check(nav.get("status") == "loaded", f"navigate to ask.html ({nav.get('status')})")
+        tab = await current_tab(c)
+        await trigger(c, "openConfirm")
+        d = await wait_pending(sc, c, "confirm", "keep going?", "the confirm")
+        proxy.cut()
+        await wait_snapshot(sc, c, "the server saw the drop", lambda s: s.get("connection") != "connected")
+        next_url = f"http://127.0.0.1:{port}/next.html"
+        await navigate_as_another_client(sc, binary, chromium.port, tab, next_url)
+        loads = pages.count.get("/next.html", 0)
+        proxy.restore()
+        snap = await wait_snapshot(
+            sc, c, "connected again with the dialog re-checked",
+            lambda s: s.get("connection") == "connected" and not s.get("pending_dialogs"),
+        )
+        closed = recent_has(snap, d["id"])
+        sc.check(closed is not None, f"{d['id']} is in recent_dialogs ({snap.get('recent_dialogs')})")
+        sc.expect(closed is not None and closed.get("closed_by") == "remote",
+                  f"closed_by remote: it closed while we were away ({closed})")
+        # Past the watchdog's deadline: nothing navigates the user's page.
+        await anyio.sleep(timeout_s + 2)
+        snap = await snapshot(c)
+        sc.expect(not snap.get("pending_dialogs"), f"still no pending dialog ({snap.get('pending_dialogs')})")
+        sc.check(pages.count.get("/next.html", 0) == loads,
+                 f"the page was not reloaded ({loads} load(s) of next.html before, {pages.count.get('/next.html')} after)")
+        sc.expect(snap.get("url") == next_url, f"the snapshot shows the page the other client opened ({snap.get('url')})")
+        r = await call_raw(c, "browser_dialog", {"action": "accept"})
+        sc.expect(r.is_error and "no dialog" in r.text.lower(), f"answering says no dialog is open ({r.text[:200]!r})")
+
+
+async def tab_gone_during_a_drop_is_no_reason_to_stop(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site)
+    chromium = await launch_chromium(sc, "c")
+    proxy = CutProxy(chromium.port)
+    await proxy.start(sc)
+    async with mcp_server(sc, binary, "s", ["--cdp-url", proxy.http_url]) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/ask.html"})
+        gone = await current_tab(c)
+        await trigger(c, "openAlert")
+        d = await wait_pending(sc, c, "alert", "on the tab that goes", "the alert")
+        # Another client's tab, the one in front once ours is gone.
+        other = await devtools(chromium.port, f"/json/new?http://127.0.0.1:{port}/plain.html", "PUT")
+        other_id = other["id"] if isinstance(other, dict) else None
+        sc.check(bool(other_id), f"a second tab opened through /json/new ({other})")
+        proxy.cut()
+        await wait_snapshot(sc, c, "the server saw the drop", lambda s: s.get("connection") != "connected")
+        await devtools(chromium.port, f"/json/close/{gone}")
+        proxy.restore()
+        snap = await wait_snapshot(
+            sc, c, "connected again on the tab in front",
+            lambda s: s.get("connection") == "connected"
+            and any(t.get("current") and t.get("target_id") == other_id for t in s.get("tabs", [])),
+        )
+        sc.expect(not snap.get("pending_dialogs"), f"no dialog pending ({snap.get('pending_dialogs')})")
+        closed = recent_has(snap, d["id"])
+        sc.expect(closed is not None and closed.get("closed_by") == "remote",
+                  f"the gone tab's alert closed remote ({closed})")
+        sc.expect(all(t.get("target_id") != gone for t in snap.get("tabs", [])), f"the gone tab is not listed ({snap.get('tabs')})")
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/next.html"})
+        sc.check(nav.get("status") == "loaded", f"browser_navigate works on the tab in front ({nav})")
+        title = await evaluate(c, "document.title")
+        sc.check(title == "next", f"the page really loaded ({title!r})")
+
+
+async def timed_out_call_is_kept_and_delivered_once(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
+        args = {
+            "method": "Runtime.evaluate",
+            "params": {
+                "expression": "new Promise(r => setTimeout(() => r(++window.count), 1500))",
+                "awaitPromise": True,
+                "returnByValue": True,
+            },
+            "timeout_s": 0.3,
+        }
+        r = await call_raw(c, "browser_cdp", args)
+        data = r.data or {}
+        sc.check(r.is_error, f"a call past its timeout_s is a tool error ({r.text[:200]!r})")
+        sc.check(data.get("timed_out") is True, f"structuredContent.timed_out is true ({data})")
+        call_id = data.get("call_id")
+        sc.check(isinstance(call_id, str) and re.fullmatch(r"c-\d+", call_id) is not None, f"a call_id ({call_id!r})")
+        sc.expect(data.get("method") == "Runtime.evaluate", f"its method ({data.get('method')!r})")
+        sc.expect("not resend" in r.text.lower() or "do not resend" in r.text.lower(),
+                  f"the text says not to resend it ({r.text!r})")
+        snap = await wait_snapshot(
+            sc, c, "its late result in completed_calls",
+            lambda s: any(x.get("call_id") == call_id for x in s.get("completed_calls") or []),
+        )
+        done = [x for x in snap["completed_calls"] if x.get("call_id") == call_id]
+        sc.check(len(done) == 1, f"listed once ({done})")
+        value = ((done[0].get("result") or {}).get("result") or {}).get("value")
+        sc.expect(value == 1, f"with the evaluate's real value 1 ({done[0]})")
+        n = await evaluate(c, "window.count")
+        sc.check(n == 1, f"the side effect ran exactly once (window.count = {n!r})")
+
+
+async def another_tabs_dialog_claims_no_call(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
+        first = await current_tab(c)
+        r = await call(c, "browser_tabs", {"action": "new", "url": f"http://127.0.0.1:{port}/leave.html"})
+        second = r["current_target_id"]
+        await wait_snapshot(sc, c, "the new tab loaded", lambda s: s.get("title") == "leave page")
+        await click(c, 40, 40)  # beforeunload needs a user gesture
+        r = await call(c, "browser_tabs", {"action": "close", "target_id": second})
+        bu = [d for d in r["pending_dialogs"] if d["type"] == "beforeunload"] or [
+            await wait_pending(sc, c, "beforeunload", None, "closing the second tab asks beforeunload")
+        ]
+        sc.check(bu[0].get("target_id") == second, f"the beforeunload is the second tab's ({bu[0]})")
+        await call(c, "browser_tabs", {"action": "select", "target_id": first})
+        target = f"http://127.0.0.1:{port}/next.html"
+        nav = await call(c, "browser_navigate", {"url": target})
+        sc.check(nav.get("status") == "loaded", f"the first tab navigates: status {nav.get('status')!r}, not dialog_pending")
+        title = await evaluate(c, "document.title")
+        sc.check(title == "next", f"the first tab really loaded next.html ({title!r})")
+        snap = await snapshot(c)
+        sc.expect(snap.get("url") == target, f"the snapshot follows it ({snap.get('url')})")
+        sc.expect(any(d.get("id") == bu[0]["id"] for d in snap.get("pending_dialogs", [])),
+                  "the other tab's beforeunload is still listed")
+        await call(c, "browser_dialog", {"action": "accept", "dialog_id": bu[0]["id"]})
+
+
+async def beforeunload_and_an_oopif_alert_are_both_freed(sc: Scenario, binary: str) -> None:
+    """A beforeunload shows in the top frame, then an alert in an OOPIF:
+    Chromium sends no closed event for the beforeunload, answers the most
+    recent dialog (the alert) whichever one a command names, and never lets
+    a top frame held by a beforeunload navigate. The watchdog must still free
+    the page, and record who closed what."""
+    port = await start_site(sc, site)
+    timeout_s = 2
+    async with mcp_server(sc, binary, "s", ["--dialog-timeout-s", str(timeout_s)]) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/bu-oopif.html"})
+        sc.check(nav.get("status") == "loaded", f"navigate to bu-oopif.html ({nav.get('status')})")
+        snap = await wait_snapshot(sc, c, "the OOPIF attached", lambda s: any(
+            ch.get("session_id") for ch in s.get("frame_tree", {}).get("children", [])))
+        oopif = next(ch["frame_id"] for ch in snap["frame_tree"]["children"] if ch.get("session_id"))
+        await click(c, 20, 20)  # beforeunload needs a user gesture
+        r = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
+        sc.check(r.get("status") == "dialog_pending", f"leaving asks beforeunload ({r.get('status')})")
+        bu = await wait_pending(sc, c, "beforeunload", None, "the beforeunload")
+        await trigger(c, "(() => alert('in the oopif'))", oopif)
+        alert = await wait_pending(sc, c, "alert", "in the oopif", "the OOPIF's alert")
+        started = time.monotonic()
+        bound = 2 * timeout_s + 8
+        deadline = started + bound
+        while True:
+            snap = await snapshot(c)
+            if not snap.get("pending_dialogs"):
+                break
+            if time.monotonic() > deadline:
+                raise Fail(f"still pending after {bound} s: {snap.get('pending_dialogs')} (page_blocked {snap.get('page_blocked')})")
+            await anyio.sleep(0.2)
+        sc.log(f"both freed {time.monotonic() - started:.1f} s after the alert opened")
+        for d in (bu, alert):
+            closed = recent_has(snap, d["id"])
+            sc.expect(closed is not None and closed.get("closed_by") == "watchdog",
+                      f"{d['type']} {d['id']} closed by the watchdog ({closed})")
+        title = await evaluate(c, "document.title")
+        sc.check(title in ("leave with an oopif", "plain"), f"the page answers again (title {title!r})")
+
+
+SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
+    "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
+    "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
+    "timed_out_call_is_kept_and_delivered_once": timed_out_call_is_kept_and_delivered_once,
+    "another_tabs_dialog_claims_no_call": another_tabs_dialog_claims_no_call,
+    "beforeunload_and_an_oopif_alert_are_both_freed": beforeunload_and_an_oopif_alert_are_both_freed,
+}
+PHASES = [list(SCENARIOS)]
+
+
+async def main() -> int:
+    return await run_phases("core.py", __doc__, SCENARIOS, PHASES)
+
+
+if __name__ == "__main__":
+    exit_with(main)
