@@ -269,6 +269,10 @@ impl PySupervisor {
                     if ids.is_empty() { "one opened before the supervisor attached".to_owned() } else { ids.join(", ") }
                 )})
             }
+            Ok(CallOutcome::TimedOut { call_id, after }) => json!({"ok": false, "error": format!(
+                "Runtime.evaluate got no reply within {:.1} s and is still queued in the page: it may still run (call_id {call_id}); do not resend it",
+                after.as_secs_f64()
+            )}),
             Err(e) => json!({"ok": false, "error": e.to_string()}),
         }
         .to_string())

@@ -48,8 +48,9 @@ async fn eval(sup: &Supervisor, expression: &str) -> Value {
     }
 }
 
-/// The value of `expression`, or `None` when a dialog interrupted it (it
-/// then runs once the dialog closes: only for expressions that change nothing).
+/// The value of `expression`, or `None` when a dialog interrupted it or no
+/// reply came in time (it may then still run: only for expressions that
+/// change nothing).
 async fn eval_unless_blocked(sup: &Supervisor, expression: &str) -> Option<Value> {
     match sup
         .cdp(
@@ -63,7 +64,7 @@ async fn eval_unless_blocked(sup: &Supervisor, expression: &str) -> Option<Value
         .expect("evaluate")
     {
         CallOutcome::Reply(v) => Some(v["result"]["value"].clone()),
-        CallOutcome::Interrupted { .. } => None,
+        CallOutcome::Interrupted { .. } | CallOutcome::TimedOut { .. } => None,
     }
 }
 
