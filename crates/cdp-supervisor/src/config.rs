@@ -5,8 +5,9 @@
 //! browser:
 //!   cdp_url: ""                 # empty: launch local Chromium
 //!   cdp_headers: {}             # extra HTTP headers for the CDP endpoint (e.g. Authorization)
-//!   cloud_provider: local       # local | browserbase | browser-use | firecrawl | camofox | exec
+//!   cloud_provider: local       # local | browserbase | browser-use | firecrawl | selenium | camofox | exec
 //!   provider_command: []        # for exec: argv of a program that creates/closes sessions
+//!   selenium_capabilities: {}   # for selenium: W3C capabilities merged over a Chromium request
 //!   dialog_policy: must_respond # must_respond | auto_dismiss | auto_accept, or one per type:
 //!                               # {alert: auto_accept, confirm: must_respond} (left out: must_respond)
 //!   dialog_timeout_s: 300       # must_respond watchdog, seconds, > 0
@@ -73,6 +74,7 @@ pub const KEYS: &[&str] = &[
     "browser.cdp_headers",
     "browser.cloud_provider",
     "browser.provider_command",
+    "browser.selenium_capabilities",
     "browser.dialog_policy",
     "browser.dialog_timeout_s",
     "browser.chromium_path",
@@ -105,6 +107,9 @@ pub struct BrowserConfig {
     /// For `cloud_provider: exec`: the argv of the program that creates and
     /// closes sessions ([`crate::browser::provider::Exec`]).
     pub provider_command: Vec<String>,
+    /// For `cloud_provider: selenium`: W3C capabilities merged over the
+    /// default Chromium request ([`crate::browser::provider::Selenium`]).
+    pub selenium_capabilities: serde_json::Map<String, Value>,
     /// What happens when a dialog opens, per dialog type.
     pub dialog_policy: DialogPolicies,
     /// Seconds the `must_respond` watchdog waits before dismissing a dialog;
@@ -136,6 +141,7 @@ impl Default for BrowserConfig {
             cdp_headers: CdpHeaders::default(),
             cloud_provider: CloudProvider::Local,
             provider_command: Vec::new(),
+            selenium_capabilities: serde_json::Map::new(),
             dialog_policy: DialogPolicies::uniform(DialogPolicy::MustRespond),
             dialog_timeout_s: DEFAULT_DIALOG_TIMEOUT_S,
             chromium_path: String::new(),
@@ -192,11 +198,15 @@ pub enum CloudProvider {
     Camofox,
     /// A user's program (`browser.provider_command`) creates and closes sessions.
     Exec,
+    /// A Selenium Grid 4 (`SELENIUM_GRID_URL`): a WebDriver session per
+    /// task, supervised through its `se:cdp` endpoint.
+    Selenium,
 }
 
 impl CloudProvider {
     /// The allowed spellings, for error messages.
-    pub const ALLOWED: &'static str = "local, browserbase, browser-use, firecrawl, camofox, exec";
+    pub const ALLOWED: &'static str =
+        "local, browserbase, browser-use, firecrawl, selenium, camofox, exec";
 
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
@@ -207,6 +217,7 @@ impl CloudProvider {
             CloudProvider::Firecrawl => "firecrawl",
             CloudProvider::Camofox => "camofox",
             CloudProvider::Exec => "exec",
+            CloudProvider::Selenium => "selenium",
         }
     }
 
@@ -232,6 +243,7 @@ impl FromStr for CloudProvider {
             "firecrawl" => Ok(CloudProvider::Firecrawl),
             "camofox" => Ok(CloudProvider::Camofox),
             "exec" => Ok(CloudProvider::Exec),
+            "selenium" => Ok(CloudProvider::Selenium),
             _ => Err(()),
         }
     }
@@ -367,6 +379,7 @@ const ARGS_ALLOWED: &str = "a YAML/JSON list of strings, or whitespace-separated
 const HEADERS_ALLOWED: &str =
     "a YAML/JSON map of header name to string value, e.g. {Authorization: \"Bearer …\"}";
 const COMMAND_ALLOWED: &str = "a YAML/JSON list of strings (the program and its arguments)";
+const CAPABILITIES_ALLOWED: &str = "a YAML/JSON mapping of W3C capabilities (e.g. {\"goog:chromeOptions\": {\"args\": [\"--headless=new\"]}})";
 const BOOL_ALLOWED: &str = "true or false";
 
 impl Config {
@@ -492,6 +505,9 @@ impl Config {
                     Value::Object(map) if key == "browser.cdp_headers" => {
                         self.browser.cdp_headers = headers_from_map(&map)?;
                     }
+                    Value::Object(map) if key == "browser.selenium_capabilities" => {
+                        self.browser.selenium_capabilities = map;
+                    }
                     Value::Array(items) if key == "browser.provider_command" => {
                         self.browser.provider_command = items
                             .iter()
@@ -527,6 +543,7 @@ impl Config {
                                 "browser.chromium_args" => ARGS_ALLOWED,
                                 "browser.cdp_headers" => HEADERS_ALLOWED,
                                 "browser.provider_command" => COMMAND_ALLOWED,
+                                "browser.selenium_capabilities" => CAPABILITIES_ALLOWED,
                                 k if is_origin_list(k) => ORIGIN_ALLOWED,
                                 _ => "a single value",
                             };
@@ -578,6 +595,13 @@ impl Config {
             "browser.provider_command" => {
                 b.provider_command =
                     parse_args(value).ok_or_else(|| bad_value(key_path, value, COMMAND_ALLOWED))?;
+            }
+            "browser.selenium_capabilities" => {
+                b.selenium_capabilities = match serde_saphyr::from_str::<Value>(value.trim()) {
+                    Ok(Value::Object(map)) => map,
+                    Ok(Value::Null) => serde_json::Map::new(),
+                    _ => return Err(bad_value(key_path, value, CAPABILITIES_ALLOWED)),
+                };
             }
             "browser.cloud_provider" => {
                 b.cloud_provider = value
@@ -658,6 +682,7 @@ impl Config {
             "browser.cdp_headers" => b.cdp_headers = d.cdp_headers,
             "browser.cloud_provider" => b.cloud_provider = d.cloud_provider,
             "browser.provider_command" => b.provider_command = d.provider_command,
+            "browser.selenium_capabilities" => b.selenium_capabilities = d.selenium_capabilities,
             "browser.dialog_policy" => b.dialog_policy = d.dialog_policy,
             "browser.dialog_timeout_s" => b.dialog_timeout_s = d.dialog_timeout_s,
             "browser.chromium_path" => b.chromium_path = d.chromium_path,
@@ -915,6 +940,34 @@ mod tests {
     }
 
     #[test]
+    fn selenium_capabilities_come_from_yaml_or_one_json_variable() {
+        let c = yaml(
+            "browser:\n  cloud_provider: selenium\n  selenium_capabilities:\n    goog:chromeOptions: {binary: /usr/bin/chromium, args: [--headless=new]}\n",
+        )
+        .unwrap();
+        assert_eq!(c.browser.cloud_provider, CloudProvider::Selenium);
+        assert_eq!(
+            Value::Object(c.browser.selenium_capabilities.clone()),
+            serde_json::json!({"goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": ["--headless=new"]}})
+        );
+        let mut c = Config::default();
+        c.set(
+            "browser.selenium_capabilities",
+            r#"{"browserName": "chrome", "se:recordVideo": true}"#,
+        )
+        .unwrap();
+        assert_eq!(c.browser.selenium_capabilities["se:recordVideo"], true);
+        let e = c
+            .set("browser.selenium_capabilities", "[chrome]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("browser.selenium_capabilities: ") && e.contains("mapping"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn cdp_headers_and_provider_command_come_from_yaml_and_env_and_are_never_shown() {
         let c = yaml(
             "browser:\n  cdp_headers: {Authorization: \"Bearer s3cret-tok\", X-Grid: one}\n  cloud_provider: exec\n  provider_command: [/usr/bin/my-plugin, --flag]\n",
@@ -966,7 +1019,7 @@ mod tests {
             .to_string();
         assert_eq!(
             msg,
-            "browser.cloud_provider: \"aws\" is not allowed; allowed: local, browserbase, browser-use, firecrawl, camofox, exec"
+            "browser.cloud_provider: \"aws\" is not allowed; allowed: local, browserbase, browser-use, firecrawl, selenium, camofox, exec"
         );
     }
 

@@ -978,9 +978,15 @@ impl AgentSession {
         );
         let endpoint = Endpoint::Url(created.cdp_url.clone());
         let desc = endpoint.describe();
+        // With a provider, `cdp_headers` are the provider's (a protected
+        // Selenium Grid's `Authorization`): its session's handshake gets them.
+        let options = SupervisorOptions {
+            cdp_headers: self.config.browser.cdp_headers.clone(),
+            ..self.options(None, None)?
+        };
         match self
             .registry
-            .get_or_start(&self.task_id, endpoint, self.options(None, None)?)
+            .get_or_start(&self.task_id, endpoint, options)
             .await
         {
             Ok(s) => Ok(s),

@@ -746,3 +746,207 @@ async fn a_snapshot_while_the_session_is_being_created_does_not_wait_for_it() {
     assert_eq!(r["status"], "loaded");
     session.close().await;
 }
+
+/// A fake Selenium Grid: `POST …/session` answers a W3C new session whose
+/// `se:cdp` is `cdp` with `{id}` replaced; `DELETE` answers `{value: null}`.
+async fn fake_grid(cdp: &'static str, ws: String) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    fake_api(move |s, n| match s.method.as_str() {
+        "POST" if s.path.ends_with("/session") => {
+            let id = format!("se-{n}");
+            let cdp = cdp.replace("{id}", &id).replace("{ws}", &ws);
+            (
+                200,
+                json!({"value": {"sessionId": id, "capabilities": {
+                    "browserName": "chrome", "browserVersion": "156.0", "se:cdp": cdp}}}),
+            )
+        }
+        "DELETE" => (200, json!({"value": null})),
+        _ => (404, json!({"value": {"error": "unknown command"}})),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn selenium_posts_a_merged_chromium_request_with_the_grids_credentials_and_deletes_the_session()
+ {
+    let (api, seen) = fake_grid("ws://10.1.2.3:4444/sub/session/{id}/se/cdp", String::new()).await;
+    // Through a sub-path, with Basic credentials in the URL and a header of its own.
+    let grid = api.replace("http://", "http://grid-user:grid%2Fpa55@") + "/sub/";
+    let caps = json!({"goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": ["--headless=new"]},
+                      "browserName": "chrome", "se:name": "mine"});
+    let provider = cdp_supervisor::browser::provider::Selenium::new(
+        &grid,
+        caps.as_object().unwrap().clone(),
+        cdp_supervisor::cdp::endpoint::CdpHeaders::new([(
+            "X-Grid-Team".into(),
+            "qa-s3cret".into(),
+        )]),
+    );
+    assert!(provider.is_available());
+    assert!(!format!("{provider:?}").contains("pa55"), "{provider:?}");
+    let s = provider.create_session("t1").await.expect("a Grid session");
+    assert_eq!(s.provider_session_id, "se-0");
+    assert_eq!(s.features["browserVersion"], "156.0");
+    // se:cdp names the Grid's own address; we go where we were told to.
+    let host = api.trim_start_matches("http://");
+    assert_eq!(
+        s.cdp_url,
+        format!("ws://grid-user:grid%2Fpa55@{host}/sub/session/se-0/se/cdp")
+    );
+    let create = &requests(&seen)[0];
+    assert_eq!(
+        (create.method.as_str(), create.path.as_str()),
+        ("POST", "/sub/session")
+    );
+    assert_eq!(
+        create.headers["content-type"],
+        "application/json; charset=utf-8"
+    );
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode("grid-user:grid/pa55");
+    assert_eq!(create.headers["authorization"], format!("Basic {basic}"));
+    assert_eq!(create.headers["x-grid-team"], "qa-s3cret");
+    assert_eq!(
+        create.body,
+        json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "unhandledPromptBehavior": "ignore",
+            "se:name": "mine",
+            "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": ["--headless=new"]}},
+            "firstMatch": [{}]}})
+    );
+    assert!(provider.close_session("se-0").await);
+    let delete = &requests(&seen)[1];
+    assert_eq!(
+        (delete.method.as_str(), delete.path.as_str()),
+        ("DELETE", "/sub/session/se-0")
+    );
+    assert_eq!(delete.headers["authorization"], format!("Basic {basic}"));
+    assert_eq!(delete.headers["x-grid-team"], "qa-s3cret");
+
+    // An Authorization in cdp_headers wins over the URL's userinfo.
+    let bearer = cdp_supervisor::browser::provider::Selenium::new(
+        &api,
+        Default::default(),
+        cdp_supervisor::cdp::endpoint::CdpHeaders::new([(
+            "Authorization".into(),
+            "Bearer grid-tok3n".into(),
+        )]),
+    );
+    bearer.create_session("t2").await.unwrap();
+    let r = requests(&seen);
+    assert_eq!(r[2].headers["authorization"], "Bearer grid-tok3n");
+    assert_eq!(
+        r[2].body["capabilities"]["alwaysMatch"]["se:name"],
+        "cdp-supervisor t2"
+    );
+}
+
+#[tokio::test]
+async fn selenium_failures_are_clear_errors_without_secrets_and_a_session_without_se_cdp_is_deleted()
+ {
+    use cdp_supervisor::browser::provider::Selenium;
+    let none = cdp_supervisor::cdp::endpoint::CdpHeaders::default();
+    let e = Selenium::from_vars(|_| None, Default::default(), none.clone())
+        .create_session("t")
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "selenium: SELENIUM_GRID_URL is not set");
+    let e = Selenium::new(
+        "http://127.0.0.1:1/?token=x",
+        Default::default(),
+        none.clone(),
+    )
+    .create_session("t")
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("SELENIUM_GRID_URL") && e.contains("query"),
+        "{e}"
+    );
+    // A Grid with no Chromium: no se:cdp; the session is not left holding a slot.
+    let (api, seen) = fake_api(|s, _| match s.method.as_str() {
+        "POST" => (
+            200,
+            json!({"value": {"sessionId": "ff-1", "capabilities": {"browserName": "firefox"}}}),
+        ),
+        _ => (200, json!({"value": null})),
+    })
+    .await;
+    let e = Selenium::new(&api, Default::default(), none.clone())
+        .create_session("t")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("se:cdp") && e.contains("deleted"), "{e}");
+    assert_eq!(lines(&seen), ["POST /session", "DELETE /session/ff-1"]);
+    // The Grid's own error, quoted without the credentials.
+    let (api, _) = fake_api(|_, _| {
+        (
+            500,
+            json!({"value": {"error": "session not created", "message": "no slot for grid-s3cret"}}),
+        )
+    })
+    .await;
+    let grid = api.replace("http://", "http://u:grid-s3cret@");
+    let provider = Selenium::new(&grid, Default::default(), none);
+    let e = provider.create_session("t").await.unwrap_err().to_string();
+    assert!(
+        e.contains("HTTP 500") && e.contains("session not created"),
+        "{e}"
+    );
+    assert!(!e.contains("grid-s3cret"), "{e}");
+    // A failed delete never fails the caller.
+    assert!(!provider.close_session("gone").await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn selenium_session_is_supervised_and_deleted_at_disconnect_at_rebind_and_at_close() {
+    let (site, chromium) = common::site_and_chromium().await;
+    // se:cdp with no /session/ path (here: Chromium's own socket) is used as given.
+    let (api, seen) = fake_grid("{ws}", chromium.ws_url().to_owned()).await;
+    let mut config = config(CloudProvider::Selenium);
+    config.browser.selenium_capabilities = json!({"se:recordVideo": false})
+        .as_object()
+        .unwrap()
+        .clone();
+    // As the server builds it: from the config and SELENIUM_GRID_URL.
+    let provider = cdp_supervisor::browser::provider::Selenium::from_vars(
+        |k| (k == "SELENIUM_GRID_URL").then(|| api.clone()),
+        config.browser.selenium_capabilities.clone(),
+        config.browser.cdp_headers.clone(),
+    );
+    let session =
+        AgentSession::new(Registry::new(), "task-se", config).with_provider(Arc::new(provider));
+    assert!(lines(&seen).is_empty(), "nothing before the first call");
+    navigate(&session, &site.url("a.test", "/demo")).await;
+    assert_eq!(
+        requests(&seen)[0].body["capabilities"]["alwaysMatch"]["se:recordVideo"],
+        false
+    );
+    let d = session.call("browser_disconnect", json!({})).await.unwrap();
+    assert_eq!(d["disconnected"], true);
+    assert_eq!(lines(&seen), ["POST /session", "DELETE /session/se-0"]);
+    navigate(&session, &site.url("a.test", "/demo")).await;
+    let other = common::site_and_chromium().await.1;
+    session
+        .call("browser_connect", json!({"cdp_url": other.http_url()}))
+        .await
+        .expect("connect elsewhere");
+    assert_eq!(lines(&seen).last().unwrap(), "DELETE /session/se-2");
+    session.call("browser_disconnect", json!({})).await.unwrap();
+    navigate(&session, &site.url("a.test", "/demo")).await;
+    session.close().await;
+    assert_eq!(
+        lines(&seen),
+        [
+            "POST /session",
+            "DELETE /session/se-0",
+            "POST /session",
+            "DELETE /session/se-2",
+            "POST /session",
+            "DELETE /session/se-4"
+        ]
+    );
+}

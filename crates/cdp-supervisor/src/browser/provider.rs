@@ -11,6 +11,8 @@
 //! - [`BrowserUse`] (`browser-use`): `BROWSER_USE_API_KEY`, `BROWSER_USE_BASE_URL`.
 //! - [`Firecrawl`] (`firecrawl`): `FIRECRAWL_API_KEY`, `FIRECRAWL_API_URL`,
 //!   `FIRECRAWL_BROWSER_TTL`.
+//! - [`Selenium`] (`selenium`): a Selenium Grid 4, `SELENIUM_GRID_URL` and
+//!   `browser.selenium_capabilities`; supervised through `se:cdp`.
 //! - [`Exec`] (`exec`): any program, `browser.provider_command`, for plugins
 //!   without recompiling.
 //!
@@ -24,7 +26,7 @@
 //! [`BrowserProvider::emergency_cleanup`] (they log and go on, so a cleanup
 //! loop keeps moving); show its API key in an error or a log line.
 
-use crate::cdp::endpoint::{redact_url, resolve_ws_url};
+use crate::cdp::endpoint::{CdpHeaders, redact_url, resolve_ws_url};
 use serde_json::{Map, Value, json};
 use std::future::Future;
 use std::pin::Pin;
@@ -33,6 +35,13 @@ use std::time::Duration;
 
 /// Every provider HTTP call has this deadline.
 pub const PROVIDER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The deadline of a Selenium Grid's `POST /session`: its default
+/// `--session-request-timeout` (300 s) and a margin. A Grid queues a request
+/// while its slots are busy (measured: 14 of 32 requests at once on a
+/// 2-core machine waited past 30 s) and answers it itself when its queue
+/// gives up; a client that gives up first leaves the session the Grid then
+/// creates to nobody, holding a browser until the Grid's session timeout.
+pub const SELENIUM_NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(310);
 /// DESIGN ("exec"): a provider program that has not finished by then is killed.
 pub const EXEC_DEADLINE: Duration = Duration::from_secs(30);
 /// How much of a failed program's stderr (or an API's error body) an error quotes.
@@ -128,6 +137,11 @@ pub fn from_config(config: &crate::config::BrowserConfig) -> Option<Arc<dyn Brow
         CloudProvider::BrowserUse => Some(Arc::new(BrowserUse::from_vars(env))),
         CloudProvider::Firecrawl => Some(Arc::new(Firecrawl::from_vars(env))),
         CloudProvider::Exec => Some(Arc::new(Exec::new(config.provider_command.clone()))),
+        CloudProvider::Selenium => Some(Arc::new(Selenium::from_vars(
+            env,
+            config.selenium_capabilities.clone(),
+            config.cdp_headers.clone(),
+        ))),
     }
 }
 
@@ -151,9 +165,24 @@ struct RestApi {
     /// The environment variable that sets `base`, for messages.
     base_var: &'static str,
     base: String,
-    auth_header: &'static str,
-    /// The auth header's value (`Bearer <key>` or the key); never shown.
-    auth_value: String,
+    /// The headers that authenticate us (an API key, `Authorization`…);
+    /// empty when no credentials are set. Their values are never shown.
+    auth: CdpHeaders,
+    /// The `Content-Type` of a request body.
+    content_type: &'static str,
+    /// Other secrets an answer may echo (a password from a URL's userinfo).
+    secrets: Vec<String>,
+}
+
+/// The `Content-Type` of a JSON body.
+const JSON: &str = "application/json";
+/// A Selenium Grid refuses a body whose type does not name its charset
+/// (HTTP 500, "Content-Type header does not indicate utf-8 encoded json").
+const JSON_UTF8: &str = "application/json; charset=utf-8";
+
+/// One secret header, or none when `value` is empty.
+fn auth_header(name: &str, value: String) -> CdpHeaders {
+    CdpHeaders::new((!value.is_empty()).then(|| (name.to_owned(), value)))
 }
 
 impl std::fmt::Debug for RestApi {
@@ -206,32 +235,46 @@ impl RestApi {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, CallError> {
+        self.call_within(method, path, body, PROVIDER_REQUEST_TIMEOUT)
+            .await
+    }
+
+    /// [`RestApi::call`] with another deadline.
+    async fn call_within(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
         let shown = format!("{method} {}", redact_url(&url));
         let scrub = |text: String| {
-            if self.auth_value.len() >= 4 {
-                text.replace(&self.auth_value, "***")
-            } else {
-                text
-            }
+            self.secrets
+                .iter()
+                .filter(|s| s.len() >= 4)
+                .fold(self.auth.scrub(&text), |t, s| t.replace(s.as_str(), "***"))
         };
         let client = reqwest::Client::builder()
-            .timeout(PROVIDER_REQUEST_TIMEOUT)
+            .timeout(timeout)
             .build()
             .map_err(|e| CallError {
                 status: None,
                 reason: e.without_url().to_string(),
             })?;
-        let mut req = client
-            .request(method, &url)
-            .header(self.auth_header, &self.auth_value);
+        let mut req = client.request(method, &url);
+        for (name, value) in self.auth.iter() {
+            req = req.header(name, value);
+        }
         if let Some(body) = body {
-            req = req.json(body);
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, self.content_type)
+                .body(body.to_string());
         }
         let resp = req.send().await.map_err(|e| CallError {
             status: None,
             // reqwest's text names the URL; ours is redacted.
-            reason: scrub(format!("{shown} failed: {}", e.without_url())),
+            reason: scrub(format!("{shown} failed: {}", with_causes(&e.without_url()))),
         })?;
         let status = resp.status();
         let text = resp.bytes().await.unwrap_or_default();
@@ -267,6 +310,21 @@ impl RestApi {
             }
         }
     }
+}
+
+/// An error and its causes on one line (reqwest's own text is only
+/// "error sending request": the timeout or the reset is in its sources).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// A string field of an API answer, under any of `keys`.
@@ -350,8 +408,9 @@ impl Browserbase {
                 provider: "browserbase",
                 base_var: "BROWSERBASE_BASE_URL",
                 base: base_url.trim_end_matches('/').to_owned(),
-                auth_header: "X-BB-API-Key",
-                auth_value: api_key,
+                auth: auth_header("X-BB-API-Key", api_key),
+                content_type: JSON,
+                secrets: Vec::new(),
             },
             project_id,
             keep_alive: true,
@@ -381,7 +440,7 @@ impl BrowserProvider for Browserbase {
     }
 
     fn is_available(&self) -> bool {
-        !self.api.auth_value.is_empty() && !self.project_id.is_empty()
+        !self.api.auth.is_empty() && !self.project_id.is_empty()
     }
 
     fn create_session<'a>(
@@ -389,7 +448,7 @@ impl BrowserProvider for Browserbase {
         task_id: &'a str,
     ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
         Box::pin(async move {
-            if self.api.auth_value.is_empty() {
+            if self.api.auth.is_empty() {
                 return Err(missing("browserbase", "BROWSERBASE_API_KEY"));
             }
             if self.project_id.is_empty() {
@@ -482,8 +541,9 @@ impl BrowserUse {
                 provider: "browser-use",
                 base_var: "BROWSER_USE_BASE_URL",
                 base: base_url.trim_end_matches('/').to_owned(),
-                auth_header: "X-Browser-Use-API-Key",
-                auth_value: api_key,
+                auth: auth_header("X-Browser-Use-API-Key", api_key),
+                content_type: JSON,
+                secrets: Vec::new(),
             },
         }
     }
@@ -495,7 +555,7 @@ impl BrowserProvider for BrowserUse {
     }
 
     fn is_available(&self) -> bool {
-        !self.api.auth_value.is_empty()
+        !self.api.auth.is_empty()
     }
 
     fn create_session<'a>(
@@ -503,7 +563,7 @@ impl BrowserProvider for BrowserUse {
         task_id: &'a str,
     ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
         Box::pin(async move {
-            if self.api.auth_value.is_empty() {
+            if self.api.auth.is_empty() {
                 return Err(missing("browser-use", "BROWSER_USE_API_KEY"));
             }
             self.api.check_base()?;
@@ -587,12 +647,13 @@ impl Firecrawl {
                 provider: "firecrawl",
                 base_var: "FIRECRAWL_API_URL",
                 base: base_url.trim_end_matches('/').to_owned(),
-                auth_header: "Authorization",
-                auth_value: if api_key.is_empty() {
-                    String::new()
+                auth: if api_key.is_empty() {
+                    CdpHeaders::default()
                 } else {
-                    format!("Bearer {api_key}")
+                    auth_header("Authorization", format!("Bearer {api_key}"))
                 },
+                content_type: JSON,
+                secrets: Vec::new(),
             },
             ttl_s: FIRECRAWL_DEFAULT_TTL_S,
         }
@@ -605,7 +666,7 @@ impl BrowserProvider for Firecrawl {
     }
 
     fn is_available(&self) -> bool {
-        !self.api.auth_value.is_empty()
+        !self.api.auth.is_empty()
     }
 
     fn create_session<'a>(
@@ -613,7 +674,7 @@ impl BrowserProvider for Firecrawl {
         task_id: &'a str,
     ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
         Box::pin(async move {
-            if self.api.auth_value.is_empty() {
+            if self.api.auth.is_empty() {
                 return Err(missing("firecrawl", "FIRECRAWL_API_KEY"));
             }
             self.api.check_base()?;
@@ -647,6 +708,263 @@ impl BrowserProvider for Firecrawl {
                 .release(
                     reqwest::Method::DELETE,
                     &format!("/v2/browser/{provider_session_id}"),
+                    None,
+                )
+                .await
+        })
+    }
+}
+
+/// Selenium Grid 4 (`selenium`): `POST /session` (W3C new session) creates a
+/// browser; its `se:cdp` capability is the browser-level CDP endpoint we
+/// supervise; `DELETE /session/{id}` ends it.
+///
+/// - `SELENIUM_GRID_URL` is the Grid's base URL, a sub-path included
+///   (`http://grid:4444`, `https://grid.example/selenium`); credentials in
+///   its userinfo go as `Authorization: Basic` on every WebDriver call and on
+///   the `se:cdp` handshake, as do `browser.cdp_headers` (an `Authorization`
+///   there wins).
+/// - The request is `{browserName: "chrome", unhandledPromptBehavior:
+///   "ignore", "se:name": "cdp-supervisor <task>"}` with
+///   `browser.selenium_capabilities` merged over it (objects key by key,
+///   anything else replaced). `ignore`: a WebDriver command that reaches
+///   the session while a dialog is open (chromedriver's default `dismiss
+///   and notify`) would answer the dialog behind the agent's back.
+/// - The Grid names itself in `se:cdp` with the address it sees (its
+///   `--external-url`, or the host's IP): the URL we attach to is moved onto
+///   `SELENIUM_GRID_URL`'s scheme, host, port and sub-path — the address the
+///   user gave, which a proxy, a port forward or an ingress may be.
+/// - After the delete, the Grid leaves an open `se:cdp` socket open and
+///   silent: nothing here waits for it to close (DESIGN, Grid facts).
+#[derive(Clone)]
+pub struct Selenium {
+    api: RestApi,
+    /// `user[:password]` of `SELENIUM_GRID_URL` as given (percent-encoded),
+    /// carried over to the `se:cdp` URL. A secret.
+    userinfo: Option<String>,
+    capabilities: Map<String, Value>,
+}
+
+impl std::fmt::Debug for Selenium {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selenium")
+            .field("api", &self.api)
+            .field(
+                "capabilities",
+                &self.capabilities.keys().collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Selenium {
+    /// From `SELENIUM_GRID_URL` as `get` gives it, the config's
+    /// `browser.selenium_capabilities` and `browser.cdp_headers`.
+    pub fn from_vars(
+        get: impl Fn(&str) -> Option<String>,
+        capabilities: Map<String, Value>,
+        headers: CdpHeaders,
+    ) -> Selenium {
+        Selenium::new(
+            &get("SELENIUM_GRID_URL").unwrap_or_default(),
+            capabilities,
+            headers,
+        )
+    }
+
+    /// With an explicit Grid URL (userinfo allowed), capabilities and headers.
+    pub fn new(grid_url: &str, capabilities: Map<String, Value>, headers: CdpHeaders) -> Selenium {
+        let given = grid_url.trim().trim_end_matches('/');
+        let mut base = given.to_owned();
+        let mut userinfo = None;
+        let mut secrets = Vec::new();
+        let mut auth: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        if let Ok(mut url) = url::Url::parse(given)
+            && !url.username().is_empty()
+        {
+            let user = url.username().to_owned();
+            let pass = url.password().map(str::to_owned);
+            let decode = crate::cdp::connection::percent_decode;
+            if !headers.has("authorization") {
+                use base64::Engine;
+                let pair = format!(
+                    "{}:{}",
+                    decode(&user),
+                    decode(pass.as_deref().unwrap_or(""))
+                );
+                auth.push((
+                    "Authorization".into(),
+                    format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(pair)
+                    ),
+                ));
+            }
+            secrets.extend(pass.iter().flat_map(|p| [decode(p), p.clone()]));
+            userinfo = Some(match &pass {
+                Some(p) => format!("{user}:{p}"),
+                None => user,
+            });
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            base = url.as_str().trim_end_matches('/').to_owned();
+        }
+        Selenium {
+            api: RestApi {
+                provider: "selenium",
+                base_var: "SELENIUM_GRID_URL",
+                base,
+                auth: CdpHeaders::new(auth),
+                content_type: JSON_UTF8,
+                secrets,
+            },
+            userinfo,
+            capabilities,
+        }
+    }
+
+    /// The new-session request for `task_id`.
+    pub fn request(&self, task_id: &str) -> Value {
+        let mut always = json!({
+            "browserName": "chrome",
+            "unhandledPromptBehavior": "ignore",
+            "se:name": format!("cdp-supervisor {task_id}"),
+        });
+        merge(&mut always, &Value::Object(self.capabilities.clone()));
+        json!({"capabilities": {"alwaysMatch": always, "firstMatch": [{}]}})
+    }
+
+    /// A Grid base URL: `http(s)://host[:port][/sub-path]`, no query.
+    fn check_base(&self) -> Result<(), ProviderError> {
+        let bad = |reason: &str| ProviderError::BadSetting {
+            provider: "selenium".into(),
+            what: "SELENIUM_GRID_URL".into(),
+            value: redact_url(&self.api.base),
+            reason: reason.into(),
+        };
+        let url = url::Url::parse(&self.api.base)
+            .map_err(|e| bad(&format!("is not a URL ({e}); give http(s)://host[:port]")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(bad("must be http(s)://host[:port][/sub-path]"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(bad("must have no query or fragment"));
+        }
+        Ok(())
+    }
+
+    /// `se:cdp` moved onto the Grid URL we were given (scheme, userinfo,
+    /// host, port, sub-path); the Grid's own URL when it has no
+    /// `/session/` path to keep.
+    pub fn cdp_url_via_grid(&self, se_cdp: &str) -> String {
+        let (Ok(grid), Ok(cdp)) = (url::Url::parse(&self.api.base), url::Url::parse(se_cdp)) else {
+            return se_cdp.to_owned();
+        };
+        let Some(at) = cdp.path().find("/session/") else {
+            return se_cdp.to_owned();
+        };
+        let scheme = if grid.scheme() == "https" {
+            "wss"
+        } else {
+            "ws"
+        };
+        let Some(host) = grid.host_str() else {
+            return se_cdp.to_owned();
+        };
+        let port = grid.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let userinfo = self
+            .userinfo
+            .as_ref()
+            .map(|u| format!("{u}@"))
+            .unwrap_or_default();
+        let query = cdp.query().map(|q| format!("?{q}")).unwrap_or_default();
+        format!(
+            "{scheme}://{userinfo}{host}{port}{}{}{query}",
+            grid.path().trim_end_matches('/'),
+            &cdp.path()[at..]
+        )
+    }
+}
+
+/// `patch` merged into `base`: objects key by key, anything else replaced.
+fn merge(base: &mut Value, patch: &Value) {
+    match (base, patch) {
+        (Value::Object(b), Value::Object(p)) => {
+            for (k, v) in p {
+                merge(b.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+}
+
+impl BrowserProvider for Selenium {
+    fn name(&self) -> &str {
+        "selenium"
+    }
+
+    fn is_available(&self) -> bool {
+        !self.api.base.is_empty()
+    }
+
+    fn create_session<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<ProviderSession, ProviderError>> {
+        Box::pin(async move {
+            if self.api.base.is_empty() {
+                return Err(missing("selenium", "SELENIUM_GRID_URL"));
+            }
+            self.check_base()?;
+            let answer = self
+                .api
+                .call_within(
+                    reqwest::Method::POST,
+                    "/session",
+                    Some(&self.request(task_id)),
+                    SELENIUM_NEW_SESSION_TIMEOUT,
+                )
+                .await
+                .map_err(|e| self.api.error(e.reason))?;
+            let value = answer.get("value").unwrap_or(&Value::Null);
+            let Some(id) = field(value, &["sessionId"]) else {
+                return Err(self
+                    .api
+                    .error("the new-session answer has no value.sessionId"));
+            };
+            let caps = value.get("capabilities").unwrap_or(&Value::Null);
+            let Some(se_cdp) = field(caps, &["se:cdp"]) else {
+                // Unusable: do not leave it holding a slot.
+                self.close_session(&id).await;
+                return Err(self.api.error(format!(
+                    "the session's capabilities have no se:cdp (browserName {}): a Chromium-based browser on Selenium Grid 4 is needed; the session was deleted",
+                    caps.get("browserName").unwrap_or(&Value::Null)
+                )));
+            };
+            let mut features = Map::new();
+            for k in ["browserName", "browserVersion"] {
+                if let Some(v) = caps.get(k) {
+                    features.insert(k.into(), v.clone());
+                }
+            }
+            Ok(ProviderSession {
+                session_name: format!("selenium-{task_id}"),
+                provider_session_id: id,
+                cdp_url: self.cdp_url_via_grid(&se_cdp),
+                features,
+            })
+        })
+    }
+
+    fn close_session<'a>(&'a self, provider_session_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            self.api
+                .release(
+                    reqwest::Method::DELETE,
+                    &format!("/session/{provider_session_id}"),
                     None,
                 )
                 .await
@@ -942,6 +1260,47 @@ mod tests {
         assert!(!e.contains("sekrit-key"), "{e}");
         assert!(!bb.close_session("x").await);
         bb.emergency_cleanup("x").await;
+    }
+
+    #[test]
+    fn se_cdp_is_moved_onto_the_grid_url_the_user_gave() {
+        let none = CdpHeaders::default;
+        let grid = |url: &str| Selenium::new(url, Map::new(), none());
+        // The Grid's own address (its host IP) → the address we were given.
+        assert_eq!(
+            grid("https://u:p%40ss@grid.example/selenium/")
+                .cdp_url_via_grid("ws://10.0.0.7:4444/selenium/session/abc/se/cdp"),
+            "wss://u:p%40ss@grid.example/selenium/session/abc/se/cdp"
+        );
+        assert_eq!(
+            grid("http://[::1]:4444").cdp_url_via_grid("ws://172.17.0.2:4444/session/abc/se/cdp"),
+            "ws://[::1]:4444/session/abc/se/cdp"
+        );
+        // Not a Grid session path: used as given.
+        let other = "ws://127.0.0.1:9222/devtools/browser/x";
+        assert_eq!(grid("http://grid:4444").cdp_url_via_grid(other), other);
+        assert!(crate::cdp::connection::is_grid_session_path(
+            "/selenium/session/abc/se/cdp"
+        ));
+        assert!(!crate::cdp::connection::is_grid_session_path(
+            "/devtools/browser/x"
+        ));
+    }
+
+    #[test]
+    fn capabilities_merge_key_by_key_over_the_default_request() {
+        let caps =
+            json!({"goog:chromeOptions": {"args": ["--a"]}, "unhandledPromptBehavior": "accept"});
+        let s = Selenium::new(
+            "http://grid:4444",
+            caps.as_object().unwrap().clone(),
+            CdpHeaders::default(),
+        );
+        assert_eq!(
+            s.request("t")["capabilities"]["alwaysMatch"],
+            json!({"browserName": "chrome", "unhandledPromptBehavior": "accept",
+                   "se:name": "cdp-supervisor t", "goog:chromeOptions": {"args": ["--a"]}})
+        );
     }
 
     #[test]

@@ -66,6 +66,20 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// default (64 MiB message / 16 MiB frame) cuts them.
 pub const MAX_MESSAGE_SIZE: usize = 256 << 20;
 
+/// How often the socket of a Selenium Grid session (`…/session/<id>/se/cdp`)
+/// is looked at: when nothing was sent since the last look, a keep-alive
+/// goes. DESIGN (Grid facts, measured on Selenium 4.48): the Grid ends a
+/// session that no command reached for its `session-timeout` (300 s by
+/// default, never under 10 s: it raises smaller values to 10); CDP commands
+/// count, an open idle socket does not. Looks 3 s apart leave at most 6 s
+/// without a command, under any timeout a Grid accepts.
+pub const GRID_KEEP_ALIVE_EVERY: Duration = Duration::from_secs(3);
+
+/// A keep-alive unanswered for this long drops the connection (the
+/// supervisor then reconnects, or gives up): after its session ends — a
+/// `DELETE`, its timeout — the Grid leaves the socket open and silent.
+pub const GRID_KEEP_ALIVE_DEADLINE: Duration = Duration::from_secs(10);
+
 /// tungstenite logs each handshake request whole — its headers and URL
 /// with their credentials — at trace level under this target.
 pub const HANDSHAKE_LOG_TARGET: &str = "tungstenite::handshake";
@@ -509,7 +523,7 @@ impl Drop for Owner {
 }
 
 /// `%XX` escapes of a URL's userinfo, decoded (invalid ones kept as they are).
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -719,6 +733,9 @@ impl Connection {
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, shared.clone()));
         tokio::spawn(read_loop(stream, shared.clone()));
+        if is_grid_session_path(url.path()) {
+            tokio::spawn(grid_keep_alive(Arc::downgrade(&shared)));
+        }
         Ok((
             Connection {
                 owner: Arc::new(Owner {
@@ -871,6 +888,66 @@ type Socket = tokio_tungstenite::WebSocketStream<
 >;
 type Sink = futures_util::stream::SplitSink<Socket, Message>;
 type Stream = futures_util::stream::SplitStream<Socket>;
+
+/// Whether `path` is a Selenium Grid session's CDP endpoint (`se:cdp`,
+/// `/session/<id>/se/cdp`, after a sub-path if the Grid has one).
+pub fn is_grid_session_path(path: &str) -> bool {
+    path.ends_with("/se/cdp") && path.contains("/session/")
+}
+
+/// Keeps a Grid session's socket from looking idle to the Grid
+/// ([`GRID_KEEP_ALIVE_EVERY`]): a `Browser.getVersion` (answered by the
+/// browser process, also while a dialog blocks a page) whenever nothing
+/// was sent since the last look. Ends with the connection.
+async fn grid_keep_alive(shared: std::sync::Weak<Shared>) {
+    let Some(cancel) = shared.upgrade().map(|s| s.cancel.clone()) else {
+        return;
+    };
+    let mut seen = None;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(GRID_KEEP_ALIVE_EVERY) => {}
+            () = cancel.cancelled() => return,
+        }
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let next_id = strong.lock().next_id;
+        if seen.replace(next_id) != Some(next_id) {
+            continue; // Something went since the last look.
+        }
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let (id, queued) = strong.queue(
+            None,
+            "Browser.getVersion",
+            &Value::Null,
+            ReplyTo::Future(reply_tx),
+        );
+        if queued.is_err() {
+            return;
+        }
+        seen = Some(id + 1);
+        drop(strong);
+        let answered = tokio::select! {
+            r = tokio::time::timeout(GRID_KEEP_ALIVE_DEADLINE, reply_rx) => r.is_ok(),
+            () = cancel.cancelled() => return,
+        };
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        if !answered {
+            strong.remove_pending(id);
+            strong.shutdown(
+                format!(
+                    "the connection dropped: the Selenium Grid answered no keep-alive within {}s (its session ended?)",
+                    GRID_KEEP_ALIVE_DEADLINE.as_secs()
+                ),
+                false,
+            );
+            return;
+        }
+    }
+}
 
 async fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
     'writing: loop {

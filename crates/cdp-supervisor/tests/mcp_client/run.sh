@@ -12,8 +12,11 @@
 # snapshot resource and its notifications, browser_wait, ask_user, policy per
 # type, output schemas), tabs.py (popups, browser_tabs, max_tabs, crashed
 # tabs), providers.py (a cloud provider's session against a fake API:
-# created, stopped with the MCP session) or security.py (navigation policy,
-# HTTP bounds); ARGS such as `--only NAME` or `--serial` go to it
+# created, stopped with the MCP session), security.py (navigation policy,
+# HTTP bounds), grid.py (a real Selenium Grid's session through the binary:
+# tests/selenium_grid.rs starts the Grid and sets SELENIUM_GRID_URL) or
+# grid_load.py (a measurement: how many tasks one HTTP server holds on a
+# Grid, see the README's "Past one machine"); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on
 # any failure.
