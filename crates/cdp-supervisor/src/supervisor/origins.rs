@@ -53,6 +53,10 @@ const ORIGINLESS_SCHEMES: [&str; 5] = ["about", "data", "blob", "javascript", "c
 /// The scheme that wraps another URL (`view-source:file:///etc/passwd`).
 const VIEW_SOURCE: &str = "view-source";
 
+/// How many `view-source:` wrappers [`NavigationPolicy::check`] looks
+/// through (Chromium itself shows one; the rest is a URL built to recurse).
+const VIEW_SOURCE_DEPTH_MAX: usize = 4;
+
 /// One `allowed_origins` / `blocked_origins` entry, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OriginPattern {
@@ -275,6 +279,13 @@ impl NavigationPolicy {
     /// # Errors
     /// [`Refused`] naming the rule.
     pub fn check(&self, url: &str) -> Result<(), Refused> {
+        self.check_within(url, VIEW_SOURCE_DEPTH_MAX)
+    }
+
+    /// [`NavigationPolicy::check`] with at most `depth` more `view-source:`
+    /// wrappers to look through: a URL nesting more is refused, not
+    /// followed down a stack that an endpoint controls.
+    fn check_within(&self, url: &str, depth: usize) -> Result<(), Refused> {
         let refuse = |rule: String| Err(Refused { rule });
         // No origin rules: a web URL passes whether it parses or not, and
         // every frame's commit asks.
@@ -294,7 +305,16 @@ impl NavigationPolicy {
         let scheme = parsed.scheme();
         if scheme == VIEW_SOURCE {
             // `view-source:` shows the document it wraps: that one's rules.
-            return self.check(&url[VIEW_SOURCE.len() + 1..]);
+            let Some(depth) = depth.checked_sub(1) else {
+                return refuse(format!(
+                    "view-source nested more than {VIEW_SOURCE_DEPTH_MAX} times"
+                ));
+            };
+            let inner = url
+                .trim_start()
+                .get(VIEW_SOURCE.len() + 1..)
+                .unwrap_or_default();
+            return self.check_within(inner, depth);
         }
         if ORIGINLESS_SCHEMES.contains(&scheme) {
             return Ok(());
@@ -382,6 +402,17 @@ mod tests {
     }
 
     /// Review (issue 13): each of these loaded a blocked document.
+    /// Issue 28, defect 10: a URL of nested `view-source:` wrappers
+    /// recursed once per wrapper, without bound.
+    #[test]
+    fn regression_28_10_nested_view_source_is_refused_not_recursed() {
+        let p = NavigationPolicy::new(&[] as &[&str], &["http://b.test"], false).unwrap();
+        let deep = format!("{}http://a.test/", "view-source:".repeat(100_000));
+        assert!(p.check(&deep).is_err());
+        assert!(p.check("view-source:http://a.test/").is_ok());
+        assert!(p.check("view-source:http://b.test/").is_err());
+    }
+
     #[test]
     fn regression_a_trailing_dot_a_mapped_ipv6_address_or_view_source_does_not_get_past_a_rule() {
         let p = NavigationPolicy::new(
