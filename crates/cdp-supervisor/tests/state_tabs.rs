@@ -632,3 +632,25 @@ fn regression_28_8_a_reply_for_a_tab_long_closed_still_reaches_the_agent() {
     }
     assert_eq!(replies, 1, "the agent's reply was dropped");
 }
+
+/// Issue 28, defect 10: while a tab is re-attached after a reconnect, a
+/// call on it answered "no page is attached", as if the tab were gone.
+#[test]
+fn regression_28_10_a_tab_being_reattached_says_so() {
+    let mut h = H::attached(Options::default());
+    h.tabs.connection_lost();
+    assert_eq!(
+        h.tabs.page_session(None, false),
+        Err(RouteError::Reattaching {
+            target_id: "T0".into()
+        })
+    );
+    let text = RouteError::Reattaching {
+        target_id: "T0".into(),
+    }
+    .to_string();
+    assert!(
+        text.contains("re-attached") && text.contains("retry"),
+        "{text}"
+    );
+}

@@ -82,6 +82,10 @@ impl fmt::Display for RouteError {
                     .unwrap_or_default()
             ),
             RouteError::NoPage => f.write_str("no page is attached"),
+            RouteError::Reattaching { target_id } => write!(
+                f,
+                "tab {target_id} is being re-attached after the CDP connection came back; retry in a moment (browser_snapshot's connection and tabs show when it is back)"
+            ),
             RouteError::UnknownTab { target_id, known } => write!(
                 f,
                 "no supervised tab has target_id {target_id:?}; supervised tabs: [{}] (browser_tabs list shows them)",

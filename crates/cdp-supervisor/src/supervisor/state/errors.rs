@@ -107,6 +107,12 @@ pub enum RouteError {
     },
     /// No page session is attached (not yet, or the tab went).
     NoPage,
+    /// The tab is known but not attached yet: the connection came back and
+    /// it is being re-attached.
+    Reattaching {
+        /// The tab's target id.
+        target_id: String,
+    },
     /// No supervised tab has this target id.
     UnknownTab {
         /// The `target_id` given.

@@ -379,7 +379,12 @@ impl Tabs {
                 target_id: tab.target_id.0.clone(),
             });
         }
-        tab.state.top_session().cloned().ok_or(RouteError::NoPage)
+        tab.state
+            .top_session()
+            .cloned()
+            .ok_or_else(|| RouteError::Reattaching {
+                target_id: tab.target_id.0.clone(),
+            })
     }
 
     /// Where a CDP call for `frame_id` must go: the frame is looked up in
