@@ -1067,3 +1067,30 @@ fn regression_28_13_a_dialog_chromium_closed_for_a_newer_one_is_remote() {
     assert_eq!(by, [("d-1", ClosedBy::Remote), ("d-2", ClosedBy::Agent)]);
     assert!(h.pending_ids().is_empty());
 }
+
+/// Issue 28 (found attacking defect 13's fix): the agent accepted the
+/// beforeunload while an OOPIF's confirm showed; Chromium answered the
+/// confirm with it (a payment confirmed the agent never saw) and the agent
+/// was told its answer failed. An answer to a dialog older than the page's
+/// most recent one is refused before anything is sent.
+#[test]
+fn regression_28_13_an_answer_to_an_older_dialog_is_refused_not_given_to_the_newest() {
+    let mut h = beforeunload_then_an_oopif_alert(MustRespond);
+    let r = h.answer(Accept, None, Some("d-1"), 7);
+    assert_eq!(
+        r,
+        Err(DialogError::NotMostRecent {
+            id: "d-1".into(),
+            newer: "d-2".into()
+        })
+    );
+    assert!(answers(&h.sends()).is_empty(), "nothing was sent");
+    assert!(
+        r.unwrap_err().to_string().contains("answer d-2 first"),
+        "the text names the remedy"
+    );
+    // The most recent one is answered as asked.
+    h.answer(Accept, None, Some("d-2"), 8).unwrap();
+    let cmds = h.sends();
+    assert_eq!(answers(&cmds).len(), 1);
+}

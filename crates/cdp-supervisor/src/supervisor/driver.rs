@@ -1571,7 +1571,7 @@ fn describe_late(e: &CdpCallError) -> String {
             format!("{e}; the command may or may not have run before the connection dropped")
         }
         e if lost_to_navigation(e) => format!(
-            "{e}: the command ran, but the page navigated (closing the dialog) before it replied, so its result is lost; do not resend it"
+            "{e}: the command ran, but the page navigated before it replied, so its result is lost; do not resend it"
         ),
         e => e.to_string(),
     }

@@ -36,6 +36,10 @@ impl fmt::Display for DialogError {
                 f,
                 "dialog {id} cannot be answered: Chromium says no dialog is showing, yet its frame stays blocked; only navigating the page releases it (call browser_navigate, e.g. to the current URL)"
             ),
+            DialogError::NotMostRecent { id, newer } => write!(
+                f,
+                "dialog {id} cannot be answered while {newer} shows on the same page: Chromium answers a page's most recent dialog, so this answer would answer {newer} instead (nothing was sent); answer {newer} first"
+            ),
             DialogError::AlreadyAnswering { id } => {
                 write!(f, "dialog {id} is already being answered")
             }

@@ -470,6 +470,20 @@ impl State {
         if d.answering.is_some() || d.releasing.is_some() {
             return Err(DialogError::AlreadyAnswering { id });
         }
+        let native = |x: &Dialog| {
+            x.bridge_request.is_none() && x.view.dialog_type != DialogType::FileChooser
+        };
+        if native(d)
+            && let Some(newer) = pending
+                .iter()
+                .filter(|x| native(x) && x.number > d.number)
+                .max_by_key(|x| x.number)
+        {
+            return Err(DialogError::NotMostRecent {
+                id,
+                newer: newer.view.id.clone(),
+            });
+        }
         if d.view.dialog_type == DialogType::FileChooser {
             let mode = d.view.mode.clone().unwrap_or_default();
             let n = req.files.as_ref().map_or(0, Vec::len);
@@ -727,6 +741,13 @@ impl State {
                 if let Some(ticket) = ticket {
                     let error = if refused {
                         DialogError::NotAnswerable { id: id.to_owned() }
+                    } else if e.is_lost() {
+                        DialogError::Cdp {
+                            id: id.to_owned(),
+                            error: format!(
+                                "{e}; the answer may or may not have reached the page: once reconnected, browser_snapshot shows whether the dialog is still pending (recent_dialogs if it closed)"
+                            ),
+                        }
                     } else {
                         DialogError::Cdp {
                             id: id.to_owned(),

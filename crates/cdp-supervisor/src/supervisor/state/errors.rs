@@ -62,6 +62,15 @@ pub enum DialogError {
         /// The dialog's id.
         id: String,
     },
+    /// A newer dialog shows on the same page: Chromium answers a page's
+    /// most recent dialog whichever one a `Page.handleJavaScriptDialog`
+    /// names, so this answer would go to `newer`.
+    NotMostRecent {
+        /// The dialog's id.
+        id: String,
+        /// The page's most recent dialog, which must be answered first.
+        newer: String,
+    },
     /// An answer to this dialog (the agent's, the policy's or the watchdog's) is in flight.
     AlreadyAnswering {
         /// The dialog's id.
