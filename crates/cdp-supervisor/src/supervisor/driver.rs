@@ -283,6 +283,9 @@ impl From<AgentCallError> for CdpCallError {
 }
 
 enum Request {
+    /// Release the current tab from the dialogs Chromium will not answer
+    /// ([`Tabs::release_unanswerable`]); the reply says how many.
+    ReleaseUnanswerable { reply: oneshot::Sender<usize> },
     /// Reply once the event stream has been taken up to `mark` and what it
     /// held is published ([`Supervisor::caught_up`]).
     CaughtUp {
@@ -1470,11 +1473,50 @@ impl Supervisor {
         let deadline = crate::cdp::connection::deadline_after(timeout);
         // A pending beforeunload is the page asking whether it may be left:
         // a navigation does not release it but queues behind it.
+        let current: Option<String> = self
+            .snapshot()
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.clone());
+        let here = |d: &PendingDialog| d.target_id.is_none() || d.target_id == current;
+        // A beforeunload Chromium will not answer (a newer dialog of the
+        // page took the answers) holds the top frame, which then answers no
+        // navigation of its own: release the page through the core (it
+        // navigates an OOPIF), then navigate.
+        let stuck = |s: &Snapshot| {
+            s.pending_dialogs
+                .iter()
+                .any(|d| here(d) && !d.answerable && d.dialog_type.as_str() == "beforeunload")
+        };
+        let released = stuck(&self.snapshot());
+        if released {
+            let (tx, rx) = oneshot::channel();
+            self.request(Request::ReleaseUnanswerable { reply: tx })?;
+            let _ = rx.await;
+            let mut snaps = self.subscribe();
+            let released = async {
+                while stuck(&snaps.borrow_and_update()) {
+                    if snaps.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            if tokio::time::timeout_at(deadline, released).await.is_err() {
+                return Ok(NavigateOutcome::DialogPending(
+                    self.snapshot().pending_dialogs.clone(),
+                ));
+            }
+        }
         let snap = self.snapshot();
-        let current = snap.tabs.iter().find(|t| t.current).map(|t| &t.target_id);
+        // A beforeunload that can be answered is the page asking whether it
+        // may be left: a navigation does not release it but queues behind
+        // it. A dialog in another tab sharing this renderer (a same-site
+        // popup's) blocks the navigation too, and navigating does not
+        // release it.
         if snap.pending_dialogs.iter().any(|d| {
-            d.dialog_type.as_str() == "beforeunload"
-                && (d.target_id.is_none() || d.target_id.as_ref() == current)
+            (here(d) && d.dialog_type.as_str() == "beforeunload")
+                || (!here(d) && snap.blocks_call_on(d, None))
         }) {
             return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
         }
@@ -1484,17 +1526,28 @@ impl Supervisor {
         // Before sending: a dialog it opens (a beforeunload, an alert while
         // loading) is new to both races below, however soon it shows.
         let before = self.dialogs_before();
-        let reply = self.send_agent(
-            Target::Session(session.clone()),
-            "Page.navigate",
-            json!({"url": url}),
-            timeout,
-        );
-        let sent = self.race_dialogs_since(before.clone(), reply, false);
-        let v = match tokio::time::timeout_at(deadline, sent).await {
-            Err(_) => return Ok(NavigateOutcome::LoadTimeout),
-            Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
-            Ok(Ok(r)) => r?,
+        let mut tries = if released { 2 } else { 1 };
+        let v = loop {
+            tries -= 1;
+            let reply = self.send_agent(
+                Target::Session(session.clone()),
+                "Page.navigate",
+                json!({"url": url}),
+                timeout,
+            );
+            let sent = self.race_dialogs_since(before.clone(), reply, false);
+            let v = match tokio::time::timeout_at(deadline, sent).await {
+                Err(_) => return Ok(NavigateOutcome::LoadTimeout),
+                Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
+                Ok(Ok(r)) => r?,
+            };
+            // Right after a release, the navigation the beforeunload held
+            // is cancelled and can take ours with it (net::ERR_ABORTED,
+            // seen on Chromium 156): once more.
+            let aborted = v.get("errorText").and_then(Value::as_str) == Some("net::ERR_ABORTED");
+            if !(aborted && tries > 0) {
+                break v;
+            }
         };
         if let Some(err) = v
             .get("errorText")
@@ -1899,6 +1952,9 @@ impl Driver {
     fn on_request(&mut self, req: Request) {
         self.sync_watched();
         match req {
+            Request::ReleaseUnanswerable { reply } => {
+                let _ = reply.send(self.state.release_unanswerable());
+            }
             Request::CaughtUp { mark, reply } => {
                 self.catching_up.push((mark, reply));
                 self.release_caught_up();

@@ -976,6 +976,23 @@ impl State {
         })
     }
 
+    /// The agent asks to release the page from the dialogs Chromium will not
+    /// answer (`answerable: false`): navigates as [`State::release`] does,
+    /// on the agent's behalf. Returns how many dialogs that releases.
+    pub fn release_unanswerable(&mut self) -> usize {
+        let ids: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| !d.view.answerable && d.answering.is_none() && d.releasing.is_none())
+            .map(|d| d.view.id.clone())
+            .collect();
+        if !ids.is_empty() {
+            self.release(&ids, ClosedBy::Agent);
+        }
+        ids.len()
+    }
+
     /// Ends a carried dialog's re-check: `closed` while we were away, or
     /// still open (its timers count again).
     fn settle_carried(&mut self, id: &str, closed: bool, now: Now) {
@@ -983,6 +1000,12 @@ impl State {
             return;
         };
         d.carried = false;
+        if !closed && d.view.dialog_type != DialogType::FileChooser {
+            // Still open, but Chromium answers `-32602` for a dialog it
+            // showed before this session existed (CDP facts): only
+            // navigating releases it, and the snapshot says so now.
+            Arc::make_mut(&mut d.view).answerable = false;
+        }
         if closed {
             let answering = d.answering.as_ref().map(|a| a.by);
             let cause = CloseCause::ClosedEvent {

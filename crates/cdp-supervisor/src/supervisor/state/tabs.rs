@@ -199,6 +199,16 @@ impl Tabs {
         ids.into_iter().map(|(_, id)| id).collect()
     }
 
+    /// The agent releases the current tab from the dialogs Chromium will
+    /// not answer; see [`State::release_unanswerable`].
+    pub fn release_unanswerable(&mut self) -> usize {
+        let mut n = 0;
+        if let Some(k) = self.current {
+            self.drive(k, |s| n = s.release_unanswerable());
+        }
+        n
+    }
+
     /// The current tab's page session, once attached.
     pub fn current_session(&self) -> Option<&SessionId> {
         self.current_tab().and_then(|t| t.state.top_session())
