@@ -146,6 +146,23 @@ pub fn from_config(config: &crate::config::BrowserConfig) -> Option<Arc<dyn Brow
 }
 
 /// The first `max` bytes of `bytes` as text (cut at a character boundary).
+/// What an error reply says, for the error text: a W3C WebDriver error's
+/// `value.error` and `value.message` (a Selenium Grid's comes after a long stack trace that
+/// a plain cut would keep instead), else the body's start.
+fn error_detail(body: &[u8]) -> String {
+    let message = serde_json::from_slice::<Value>(body).ok().and_then(|v| {
+        let message = v.pointer("/value/message").and_then(Value::as_str)?;
+        Some(match v.pointer("/value/error").and_then(Value::as_str) {
+            Some(error) => format!("{error}: {message}"),
+            None => message.to_owned(),
+        })
+    });
+    match message {
+        Some(m) => snippet(m.as_bytes(), ERROR_SNIPPET_BYTES),
+        None => snippet(body, ERROR_SNIPPET_BYTES),
+    }
+}
+
 fn snippet(bytes: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
     text.trim_end_matches('\u{FFFD}').trim().to_owned()
@@ -283,7 +300,7 @@ impl RestApi {
                 status: Some(status.as_u16()),
                 reason: scrub(format!(
                     "{shown} answered HTTP {status}: {}",
-                    snippet(&text, ERROR_SNIPPET_BYTES)
+                    error_detail(&text)
                 )),
             });
         }
@@ -1183,6 +1200,23 @@ impl BrowserProvider for Exec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Grid's queue timeout answered 500 with its message after a long
+    /// stack trace; the cut kept the trace and dropped the message.
+    #[test]
+    fn a_webdriver_errors_message_is_shown_not_its_stack_trace() {
+        let trace: Vec<_> = (0..50)
+            .map(|i| json!({"fileName": "LocalNewSessionQueue.java", "lineNumber": i}))
+            .collect();
+        let body = json!({"value": {"stacktrace": trace, "error": "session not created",
+                                    "message": "Could not start a new session. New session request timed out"}});
+        let shown = error_detail(body.to_string().as_bytes());
+        assert!(
+            shown.starts_with("session not created: Could not start a new session"),
+            "{shown}"
+        );
+        assert_eq!(error_detail(b"plain text"), "plain text");
+    }
 
     #[tokio::test]
     async fn missing_credentials_name_the_variable_without_a_request() {

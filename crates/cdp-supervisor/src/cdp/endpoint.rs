@@ -194,11 +194,20 @@ pub fn redact_url(url: &str) -> String {
         Some(i) => url.split_at(i + 3),
         None => ("", url),
     };
+    // Userinfo ends at the last `@`: a password may hold `/`, `?` or `#`
+    // unencoded (a URL that then does not parse is still shown in an
+    // error), so everything before that `@` goes, even if it looked like
+    // a path.
+    let (hidden, rest) = match rest.rfind('@') {
+        Some(at) => (true, &rest[at + 1..]),
+        None => (false, rest),
+    };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => format!("***{}", &authority[at..]),
-        None => authority.to_owned(),
+    let authority = if hidden {
+        format!("***@{authority}")
+    } else {
+        authority.to_owned()
     };
     let (before_fragment, fragment) = match tail.find('#') {
         Some(i) => tail.split_at(i),
@@ -620,6 +629,33 @@ mod tests {
             matches!(err, EndpointError::UnsupportedPath { .. }),
             "{err}"
         );
+    }
+
+    /// A password with an unencoded `/`, `?` or `#` (a base64 token) made
+    /// the URL unparseable, and its error showed everything after that
+    /// character (found attacking the selenium provider).
+    #[test]
+    fn redaction_hides_userinfo_up_to_the_last_at_even_when_the_url_does_not_parse() {
+        for (given, shown) in [
+            (
+                "http://user:ab/s3cretPW@127.0.0.1:1",
+                "http://***@127.0.0.1:1",
+            ),
+            (
+                "http://user:ab?s3cretPW@127.0.0.1:1/x",
+                "http://***@127.0.0.1:1/x",
+            ),
+            (
+                "http://user:ab#s3cretPW@127.0.0.1:1",
+                "http://***@127.0.0.1:1",
+            ),
+            ("http//user:s3cretPW@::grid", "***@::grid"),
+            ("http://grid.test:4444/wd", "http://grid.test:4444/wd"),
+        ] {
+            let r = redact_url(given);
+            assert_eq!(r, shown, "{given}");
+            assert!(!r.contains("s3cret"), "{r}");
+        }
     }
 
     #[tokio::test]
