@@ -1469,8 +1469,6 @@ impl Supervisor {
         timeout: Duration,
     ) -> Result<NavigateOutcome, CdpCallError> {
         let deadline = crate::cdp::connection::deadline_after(timeout);
-        // A pending beforeunload is the page asking whether it may be left:
-        // a navigation does not release it but queues behind it.
         let current: Option<String> = self
             .snapshot()
             .tabs
