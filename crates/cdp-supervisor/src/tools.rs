@@ -23,7 +23,7 @@ use crate::supervisor::driver::{
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
-use crate::supervisor::page;
+use crate::supervisor::page::OutlineMode;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
@@ -240,6 +240,83 @@ struct NoArgs {}
 struct SnapshotArgs {
     #[serde(default)]
     page: Option<Value>,
+    #[serde(default)]
+    page_cursor: Option<Value>,
+    #[serde(default)]
+    find: Option<Value>,
+    #[serde(default)]
+    full_text: Option<Value>,
+}
+
+/// Longest `find` text `browser_snapshot` takes.
+pub const FIND_MAX_CHARS: usize = 200;
+
+/// What `browser_snapshot` gives of the page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageRequest {
+    /// No outline (`page: false`).
+    Omit,
+    /// A fresh outline in this mode (new refs).
+    Read(OutlineMode),
+    /// The next part of the last outline (`page_cursor`).
+    Continue(String),
+}
+
+impl SnapshotArgs {
+    /// The arguments as a [`PageRequest`].
+    ///
+    /// # Errors
+    /// A wrong type, an empty or over-long `find`, or arguments that
+    /// contradict each other (`page: false` with `find`, `page_cursor` with
+    /// `find` or `full_text`).
+    fn request(self) -> Result<PageRequest, ToolError> {
+        let bad = |m: String| Err(ToolError::new(format!("browser_snapshot: {m}")));
+        let flag = |v: Option<Value>, what: &str, why: &str| match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(other) => Err(ToolError::new(format!(
+                "browser_snapshot: {what} must be true or false ({why}), not {other}"
+            ))),
+        };
+        let text = |v: Option<Value>, what: &str| match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s)),
+            Some(other) => Err(ToolError::new(format!(
+                "browser_snapshot: {what} must be a non-empty string, not {other}"
+            ))),
+        };
+        let page = flag(self.page, "page", "whether to include the page's outline")?;
+        let full = flag(
+            self.full_text,
+            "full_text",
+            "whether the outline includes all visible text",
+        )?;
+        let cursor = text(self.page_cursor, "page_cursor (as a cut outline gave it)")?;
+        let find = text(self.find, "find (the text to look for in roles and names)")?;
+        if page == Some(false) && (cursor.is_some() || find.is_some() || full == Some(true)) {
+            return bad(
+                "page: false leaves the outline out; page_cursor, find and full_text need it"
+                    .into(),
+            );
+        }
+        if let Some(c) = cursor {
+            if find.is_some() || full.is_some() {
+                return bad("page_cursor continues the outline it came from (with that one's find and full_text); give it alone".into());
+            }
+            return Ok(PageRequest::Continue(c));
+        }
+        if page == Some(false) {
+            return Ok(PageRequest::Omit);
+        }
+        Ok(PageRequest::Read(match find {
+            Some(f) if f.chars().count() > FIND_MAX_CHARS => {
+                return bad(format!("find is at most {FIND_MAX_CHARS} characters"));
+            }
+            Some(f) => OutlineMode::Find(f),
+            None if full == Some(true) => OutlineMode::FullText,
+            None => OutlineMode::Default,
+        }))
+    }
 }
 
 #[derive(Deserialize)]
@@ -629,16 +706,7 @@ impl AgentSession {
         match name {
             "browser_snapshot" => {
                 let a: SnapshotArgs = parse(name, args)?;
-                let page = match a.page {
-                    None | Some(Value::Null) => true,
-                    Some(Value::Bool(b)) => b,
-                    Some(other) => {
-                        return Err(ToolError::new(format!(
-                            "browser_snapshot: page must be true or false (whether to include the page's outline), not {other}"
-                        )));
-                    }
-                };
-                return self.browser_snapshot(page).await;
+                return self.browser_snapshot(a.request()?).await;
             }
             "browser_click" => {
                 let a: ClickArgs = parse(name, args)?;
@@ -701,7 +769,10 @@ impl AgentSession {
         }
         match ToolCall::parse(name, args, &self.navigation_policy()?)? {
             ToolCall::Navigate { url } => self.browser_navigate(&url).await,
-            ToolCall::Snapshot => self.browser_snapshot(true).await,
+            ToolCall::Snapshot => {
+                self.browser_snapshot(PageRequest::Read(OutlineMode::Default))
+                    .await
+            }
             ToolCall::Dialog {
                 action,
                 prompt_text,
@@ -1022,7 +1093,7 @@ impl AgentSession {
     ///
     /// # Errors
     /// Attaching to the configured endpoint failed.
-    pub async fn browser_snapshot(&self, page: bool) -> Result<Value, ToolError> {
+    pub async fn browser_snapshot(&self, page: PageRequest) -> Result<Value, ToolError> {
         let starting = self.registry.is_starting(&self.task_id)
             || self.provider_creating.load(Ordering::SeqCst);
         if starting && self.registry.get(&self.task_id).is_none() {
@@ -1050,18 +1121,31 @@ impl AgentSession {
         };
         // The outline first: it may take a while (a big page), and the
         // dialogs and tabs read after it are the fresher for it.
-        let mut outline = if page { s.page_outline().await } else { None };
-        if let Some(o) = &outline
-            && !s.outline_agrees(o).await
-        {
-            // A dialog opened or closed while it was read: once more, so
-            // that it agrees with the dialogs shown beside it.
-            outline = s.page_outline().await;
-        }
+        let outline = match &page {
+            PageRequest::Omit => None,
+            PageRequest::Continue(cursor) => Some(
+                s.page_outline_more(cursor)
+                    .map_err(|e| ToolError::new(format!("browser_snapshot: {e}")))?,
+            ),
+            PageRequest::Read(mode) => {
+                let mut outline = s.page_outline(mode).await;
+                if let Some(o) = &outline
+                    && !s.outline_agrees(o).await
+                {
+                    // A dialog opened or closed while it was read: once
+                    // more, so that it agrees with the dialogs shown beside it.
+                    outline = s.page_outline(mode).await;
+                }
+                outline
+            }
+        };
         let mut v = snapshot_json(&s).await;
         if let Some(o) = outline {
             v["page"] = json!(o.text);
             v["page_truncated"] = json!(o.truncated);
+            if let Some(c) = o.cursor {
+                v["page_cursor"] = json!(c);
+            }
             v["frame_refs"] = json!(o.frame_refs);
         }
         Ok(v)
@@ -1070,7 +1154,7 @@ impl AgentSession {
     /// `browser_click`, `browser_type`, `browser_press_key`,
     /// `browser_select_option` (DESIGN "Acting on the page"): the action's
     /// small result, plus `tabs_opened` when a tab opened during it or
-    /// within [`page::TABS_OPENED_WINDOW`] after its dispatch.
+    /// by the time Chromium answered its input (no fixed wait).
     ///
     /// # Errors
     /// A stale or unknown ref (naming `browser_snapshot`), an element that
@@ -1092,7 +1176,6 @@ impl AgentSession {
         };
         let tool = action.tool();
         let before = tab_ids(&s);
-        let mut tabs = s.subscribe();
         let outcome = match action {
             Action::Click { r, button, count } => s.click(&r, &button, count).await,
             Action::Type { r, text, submit } => s.type_text(&r, &text, submit).await,
@@ -1102,23 +1185,12 @@ impl AgentSession {
         .map_err(|e| ToolError::new(format!("{tool}: {e}")))?;
         match outcome {
             CallOutcome::Reply(mut v) => {
-                // A popup's target shows up just after the input that opened it.
-                let opened = async {
-                    loop {
-                        if tabs
-                            .borrow_and_update()
-                            .tabs
-                            .iter()
-                            .any(|t| !before.contains(&t.target_id))
-                        {
-                            return;
-                        }
-                        if tabs.changed().await.is_err() {
-                            std::future::pending::<()>().await;
-                        }
-                    }
-                };
-                let _ = tokio::time::timeout(page::TABS_OPENED_WINDOW, opened).await;
+                // Chromium sends a popup's `Target.targetCreated` before the
+                // reply of the input that opened it (CDP facts): once the
+                // snapshot shows every event sent before that reply, the
+                // tabs this action opened are in it. No fixed wait: a tab
+                // opened later reaches the agent in the next result's changes.
+                s.caught_up().await;
                 add_tabs_opened(&mut v, &s, &before);
                 Ok(v)
             }

@@ -3,9 +3,10 @@
 use super::CliError;
 use super::render;
 use crate::config::Config;
+use crate::supervisor::page::OutlineMode;
 use crate::supervisor::registry::Registry;
 use crate::supervisor::state::Notice;
-use crate::tools::AgentSession;
+use crate::tools::{AgentSession, PageRequest};
 use serde_json::json;
 use std::io::Write;
 use tokio::sync::broadcast::error::RecvError;
@@ -199,7 +200,7 @@ pub async fn snapshot(config: Config, url: &str, settle_ms: u64) -> Result<(), C
         }
         tokio::time::sleep(std::time::Duration::from_millis(settle_ms)).await;
         let snap = session
-            .browser_snapshot(true)
+            .browser_snapshot(PageRequest::Read(OutlineMode::Default))
             .await
             .map_err(|e| CliError(e.message))?;
         println!(

@@ -790,7 +790,7 @@ impl Supervisor {
     /// ([`Connection::send`], not through the driver): the connection queues
     /// those events before it hands the reply over, and the driver takes a
     /// request only once no event is queued, publishing after each turn.
-    async fn caught_up(&self) {
+    pub(crate) async fn caught_up(&self) {
         let Some(conn) = self.connection() else {
             return;
         };

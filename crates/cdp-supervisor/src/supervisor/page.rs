@@ -1,19 +1,28 @@
 //! Acting on the page (DESIGN "Acting on the page"): the current tab's
-//! accessibility outline with element refs, and the actions on those refs
-//! through real input.
+//! outline with element refs, and the actions on those refs through real
+//! input.
 //!
 //! Both are read at call time (I/O, like [`Supervisor::live_page`]), not in
-//! the pure core: the outline is `Accessibility.getFullAXTree` of every
-//! frame, each read with its own short deadline directly on the connection
-//! (a frame a dialog blocks never answers), stitched under the frame's
-//! owner `Iframe` node (`DOM.getFrameOwner` on the parent's session). An
-//! action reads what it needs the same way, then hands its dispatch (the
-//! only part a dialog can block) to [`Supervisor::interruptible`], so a
-//! click that opens `confirm()` is an interrupted call delivered once.
+//! the pure core. The outline is read in each frame's document by a walker
+//! (`outline.js`) run in an isolated world of that frame
+//! (`Page.createIsolatedWorld`, then `Runtime.callFunctionOn`): it sees what
+//! a person sees (nothing `display:none`, `visibility:hidden`,
+//! `aria-hidden`, off-canvas or collapsed) and gives Chromium's role names.
+//! On a page of 60,000 accessibility nodes it answers in well under a
+//! second, where `Accessibility.getFullAXTree` takes about three and sends
+//! 20 MB. Each frame is read with its own deadline directly on the
+//! connection (a frame a dialog blocks never answers) and stitched under its
+//! owner `Iframe` line (`DOM.getFrameOwner` on the parent's session, handed
+//! to the parent's walker). An action finds its element again in that
+//! world, then hands its dispatch (the only part a dialog can block) to
+//! [`Supervisor::interruptible`], so a click that opens `confirm()` is an
+//! interrupted call delivered once.
 //!
 //! Refs are kept per tab until that tab's next outline ([`RefTables`]);
 //! their numbers grow across outlines, so a ref from an older one is never
-//! silently taken for a node of the new one.
+//! silently taken for a node of the new one. The whole outline is rendered
+//! at once and given in parts of [`PAGE_MAX_LINES`]; the parts not yet
+//! given are kept with the refs for `page_cursor`.
 
 use crate::cdp::connection::{CommandError, Connection};
 use crate::cdp::protocol::{DialogType, SessionId};
@@ -25,27 +34,45 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// DESIGN: the outline is cut at 2,000 lines (`page_truncated`).
+/// DESIGN: each part of the outline has at most 2,000 lines
+/// (`page_truncated`, `page_cursor`), its last one saying how to continue.
 pub const PAGE_MAX_LINES: usize = 2_000;
-/// Each read of the outline or of an action (one frame's tree, an owner, a
-/// box): a frame a dialog blocks never answers, and the snapshot must not
-/// wait on it.
+/// The most nodes one frame's walker returns: a page of millions of
+/// elements is cut there (said in the outline) rather than read for minutes.
+const WALK_MAX_NODES: usize = 100_000;
+/// Each read of the outline or of an action (one frame's owner, a box): a
+/// frame a dialog blocks never answers, and the snapshot must not wait on it.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(1);
-/// Reading one frame's accessibility tree: Chromium needs over a second
-/// for a page of thousands of nodes, so this one read gets longer; a frame a
-/// known dialog blocks is not asked at all ([`blocked_frames`]).
+/// Reading one frame's document: a page of tens of thousands of elements
+/// takes a good part of a second on a loaded machine, so this read gets
+/// longer; a frame a known dialog blocks is not asked at all
+/// ([`blocked_frames`]).
 pub const TREE_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Reads of the outline: a dialog opening during one starts it again
 /// (without the frame it blocks); the last one is not raced.
 const OUTLINE_ATTEMPTS: u32 = 3;
 /// An action's dispatch, before it counts as interrupted or timed out.
 pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
-/// DESIGN ("Tabs"): a tab opened within 300 ms after an action's dispatch
-/// is one the action opened (`tabs_opened`).
-pub const TABS_OPENED_WINDOW: Duration = Duration::from_millis(300);
 /// Names longer than this are cut (with `…`): a page's text is data, and
 /// one paragraph must not eat the outline.
 const NAME_MAX_CHARS: usize = 200;
+/// Text a person reads beside what they act on (a label, a status, a
+/// price) is at most this long (the walker gives a paragraph's text as
+/// one); prose is left out of the default outline (`full_text` shows it).
+const SHORT_TEXT_CHARS: usize = 60;
+/// Past this many lines of elements, a page is large: its short text is
+/// left out of the default outline too and its headings are shorter (one
+/// line says so), leaving what an agent acts on and navigates by in the
+/// fewest tokens; `find` and `full_text` reach the rest.
+const TEXT_PAGE_MAX_LINES: usize = 500;
+/// On a large page a heading's name is cut at this many characters.
+const LARGE_PAGE_HEADING_CHARS: usize = 60;
+/// The reading mode (`full_text`) cuts a paragraph only past this many characters.
+const TEXT_MAX_CHARS: usize = 4_000;
+/// The walker, run in each frame's isolated world.
+const WALKER: &str = include_str!("outline.js");
+/// The isolated world the walker and the actions' lookups run in.
+const WORLD_NAME: &str = "cdp-supervisor";
 
 /// Chromium's roles an agent acts on: each gets a ref.
 const ACTIONABLE_ROLES: &[&str] = &[
@@ -58,9 +85,6 @@ const ACTIONABLE_ROLES: &[&str] = &[
     "menuitemcheckbox",
     "menuitemradio",
     "option",
-    "MenuListOption",
-    "ListBoxOption",
-    "PopUpButton",
     "radio",
     "searchbox",
     "slider",
@@ -71,11 +95,44 @@ const ACTIONABLE_ROLES: &[&str] = &[
     "ToggleButton",
     "treeitem",
     "DisclosureTriangle",
+    "ColorWell",
 ];
-/// Wrapper roles collapsed when they have no name: their children take their place.
-const WRAPPER_ROLES: &[&str] = &["generic", "none", "presentation", "GenericContainer"];
-/// Roles dropped with everything under them.
-const DROPPED_ROLES: &[&str] = &["InlineTextBox", "LineBreak"];
+/// Roles whose line says nothing an agent needs when they have no name:
+/// their children take their place.
+const WRAPPER_ROLES: &[&str] = &[
+    "generic",
+    "none",
+    "presentation",
+    "group",
+    "table",
+    "list",
+    "figure",
+    "blockquote",
+    "article",
+    "tablist",
+    "menu",
+    "menubar",
+    "tree",
+    "grid",
+    "toolbar",
+];
+/// Roles whose line is left out even with a name (the name is their
+/// content, said by the text and controls inside): their children take
+/// their place.
+const CONTENT_ROLES: &[&str] = &[
+    "paragraph",
+    "listitem",
+    "LabelText",
+    "row",
+    "rowgroup",
+    "cell",
+    "gridcell",
+    "columnheader",
+    "rowheader",
+    "caption",
+    "legend",
+    "separator",
+];
 
 /// One iframe element between a node's frame and the top frame that is an
 /// OOPIF boundary: its box offsets the node's coordinates.
@@ -87,16 +144,35 @@ struct Owner {
     backend_node_id: i64,
 }
 
-/// What a ref points at.
+/// What a ref points at: an element the walker kept in its frame's world.
 #[derive(Clone, Debug)]
 struct NodeRef {
     /// The frame whose document holds the node.
     frame_id: String,
     /// The session that reaches that document (the page's, or an OOPIF's).
     session: SessionId,
+    /// The isolated world's execution context there.
+    world: i64,
+    /// The outline's number there (`__cdpSupervisor.walk_no`) and the element's
+    /// index in it.
+    walk_no: u64,
+    key: i64,
+    /// Filled in when the ref is resolved for an action (`DOM.describeNode`).
     backend_node_id: i64,
     /// The OOPIF iframe elements above it, innermost first.
     owners: Vec<Owner>,
+}
+
+/// The part of the last outline not yet given (`page_cursor`).
+#[derive(Default)]
+struct Rest {
+    /// The outline's number; a cursor names it.
+    outline: u64,
+    /// Every line of it, and how many were given so far.
+    lines: Vec<String>,
+    given: usize,
+    frame_refs: BTreeMap<String, String>,
+    blocked_frames: Vec<String>,
 }
 
 #[derive(Default)]
@@ -106,6 +182,11 @@ struct TabRefs {
     /// The first number of the last outline: smaller ones are from older outlines.
     first_of_last: u64,
     nodes: HashMap<String, NodeRef>,
+    /// Each frame's isolated world: (session, execution context id).
+    worlds: HashMap<String, (SessionId, i64)>,
+    /// Outlines read of this tab, for `walk_no` and cursors.
+    outlines: u64,
+    rest: Rest,
 }
 
 /// Per tab (target id), the refs of its last outline.
@@ -123,13 +204,15 @@ impl RefTables {
     }
 }
 
-/// The outline as `browser_snapshot` gives it.
+/// The outline as `browser_snapshot` gives it: one part of it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PageOutline {
     /// One node a line (`- role "name" [state…] [ref=eN]`), two spaces of indent per level.
     pub text: String,
-    /// Cut at [`PAGE_MAX_LINES`].
+    /// More lines follow (`cursor` continues).
     pub truncated: bool,
+    /// The `page_cursor` that gives the next part, when `truncated`.
+    pub cursor: Option<String>,
     /// `f<K>` → frame id, for the frames whose nodes have refs.
     pub frame_refs: BTreeMap<String, String>,
     /// How many lines the text has.
@@ -138,6 +221,19 @@ pub struct PageOutline {
     /// we never saw: `page_blocked`), sorted; see
     /// [`Supervisor::outline_agrees`].
     pub blocked_frames: Vec<String>,
+}
+
+/// What the outline shows of a page.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum OutlineMode {
+    /// What a person acts on or navigates by, with short text beside it.
+    #[default]
+    Default,
+    /// Every visible text too (a reading mode).
+    FullText,
+    /// Only the nodes whose role or name holds this text (case-insensitive),
+    /// each under the headings it sits in.
+    Find(String),
 }
 
 /// Why an action was not done; its text is the agent's.
@@ -154,133 +250,141 @@ pub enum ActError {
     Call(#[from] CdpCallError),
 }
 
-/// One AX node, as much of it as the outline shows.
+/// One node as the walker read it.
 #[derive(Clone, Debug, Default)]
 struct AxNode {
-    id: String,
-    parent: Option<String>,
-    ignored: bool,
     role: String,
     name: String,
     value: String,
     props: Vec<(String, Value)>,
-    children: Vec<String>,
-    backend: Option<i64>,
+    children: Vec<usize>,
+    /// Its element's index in the walker's world (`None` for text).
+    key: Option<i64>,
 }
 
-fn parse_ax(reply: &Value) -> Vec<AxNode> {
-    let str_at = |v: &Value, p: &str| {
-        v.pointer(p)
-            .map(|x| match x {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            })
-            .unwrap_or_default()
-    };
-    reply
+/// A frame's walk: its nodes (index 0 the root) and, for each iframe
+/// element it was given, that element's key (`None` when not shown).
+#[derive(Debug, Default)]
+struct Walk {
+    nodes: Vec<AxNode>,
+    owners: Vec<Option<i64>>,
+    /// The walker stopped at its node limit.
+    cut: bool,
+}
+
+/// Reads the walker's reply (`{nodes, owners, cut}`, see `outline.js`).
+/// Nodes whose parent is not an earlier node are dropped: the tree is a
+/// tree whatever the reply says.
+fn parse_walk(v: &Value) -> Walk {
+    let mut nodes: Vec<AxNode> = Vec::new();
+    for n in v
         .get("nodes")
         .and_then(Value::as_array)
-        .map(|nodes| {
-            nodes
-                .iter()
-                .map(|n| AxNode {
-                    id: str_at(n, "/nodeId"),
-                    parent: n.get("parentId").and_then(Value::as_str).map(str::to_owned),
-                    ignored: n.get("ignored").and_then(Value::as_bool).unwrap_or(false),
-                    role: str_at(n, "/role/value"),
-                    name: str_at(n, "/name/value"),
-                    value: str_at(n, "/value/value"),
-                    props: n
-                        .get("properties")
-                        .and_then(Value::as_array)
-                        .map(|ps| {
-                            ps.iter()
-                                .filter_map(|p| {
-                                    Some((
-                                        p.get("name")?.as_str()?.to_owned(),
-                                        p.pointer("/value/value").cloned().unwrap_or(Value::Null),
-                                    ))
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    children: n
-                        .get("childIds")
-                        .and_then(Value::as_array)
-                        .map(|c| {
-                            c.iter()
-                                .filter_map(|x| x.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    backend: n.get("backendDOMNodeId").and_then(Value::as_i64),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+    {
+        let Some(a) = n.as_array() else { continue };
+        let parent = a.first().and_then(Value::as_i64).unwrap_or(-1);
+        if !nodes.is_empty() && !(0..nodes.len() as i64).contains(&parent) {
+            continue;
+        }
+        let text = |i: usize| {
+            a.get(i)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_default()
+        };
+        let states = a.get(4).and_then(Value::as_object);
+        let node = AxNode {
+            role: text(1),
+            name: text(2),
+            value: text(3),
+            props: states
+                .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
+            key: a.get(5).and_then(Value::as_i64).filter(|k| *k >= 0),
+            children: Vec::new(),
+        };
+        let me = nodes.len();
+        if me > 0 {
+            nodes[parent as usize].children.push(me);
+        }
+        nodes.push(node);
+    }
+    Walk {
+        nodes,
+        owners: v
+            .get("owners")
+            .and_then(Value::as_array)
+            .map(|o| o.iter().map(|k| k.as_i64().filter(|k| *k >= 0)).collect())
+            .unwrap_or_default(),
+        cut: v.get("cut").and_then(Value::as_bool).unwrap_or(false),
+    }
 }
 
 /// One frame's document, as read for the outline.
 struct Doc {
     frame_id: String,
     url: String,
-    /// Its tree, or the one line said in its place.
+    /// Its nodes, or the one line said in its place.
     tree: Result<Vec<AxNode>, String>,
-    /// Its owner: the parent document's index and the iframe element there.
+    /// Its owner: the parent document's index and the iframe element's key there.
     owner: Option<(usize, i64)>,
+    /// That iframe element's backend node id (`DOM.getFrameOwner`).
+    owner_backend: Option<i64>,
     /// Under a frame that could not be read: nowhere to show it.
     skipped: bool,
+    /// Its walker stopped at [`WALK_MAX_NODES`].
+    cut: bool,
 }
 
 /// A line of the outline that holds a ref.
 struct RefAt {
     doc: usize,
-    backend: i64,
+    key: i64,
 }
 
-/// Renders the documents (index 0 the top one) into the outline; `next` is
-/// the tab's next ref number. Pure: the unit of the line format.
-fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
+/// What [`render`] gives: every line, `f<K>` → frame id, and each ref's node.
+type Rendered = (Vec<String>, BTreeMap<String, String>, Vec<(String, RefAt)>);
+
+/// Renders the documents (index 0 the top one) into every line of the
+/// outline; `next` is the tab's next ref number. Pure: the unit of the line
+/// format and of what the default outline leaves out.
+fn render(
+    docs: &[Doc],
+    next: &mut u64,
+    full_text: bool,
+) -> Rendered {
     enum Item {
         Doc(usize, usize),
         Node(usize, usize, usize, usize),
     }
-    let index: Vec<HashMap<&str, usize>> = docs
-        .iter()
-        .map(|d| match &d.tree {
-            Ok(nodes) => nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.id.as_str(), i))
-                .collect(),
-            Err(_) => HashMap::new(),
-        })
-        .collect();
     let mut under: HashMap<(usize, i64), Vec<usize>> = HashMap::new();
     for (i, d) in docs.iter().enumerate() {
         if let Some(o) = d.owner {
             under.entry(o).or_default().push(i);
         }
     }
-    let mut out = PageOutline::default();
+    let mut frame_refs = BTreeMap::new();
     let mut refs = Vec::new();
     let mut prefixes: HashMap<usize, String> = HashMap::new();
     let mut placed: HashSet<usize> = HashSet::new();
-    // Names of the rendered nodes, for name-repeating StaticText: each
-    // stack item holds the index of the node it is shown under.
+    // Names of the rendered nodes, for name-repeating text: each stack
+    // item holds the index of the node it is shown under.
     let mut names: Vec<String> = vec![String::new()];
     let mut stack = vec![Item::Doc(0, 0)];
     let mut pending_unplaced: Vec<usize> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
-    // Each node is walked once: an endpoint may send a tree whose
-    // `childIds` lead back to an ancestor, which would loop forever
-    // through ignored nodes without adding a line.
+    // Whether each line is a StaticText one, and its form on a large page
+    // when that differs.
+    let mut is_text: Vec<bool> = Vec::new();
+    let mut compact: Vec<Option<String>> = Vec::new();
+    // Each node is walked once, whatever the documents say.
     let mut walked: Vec<Vec<bool>> = docs
         .iter()
         .map(|d| vec![false; d.tree.as_ref().map_or(0, Vec::len)])
         .collect();
-    'outer: loop {
+    loop {
         let Some(item) = stack.pop() else {
             // Frames whose owner was not found (or not shown) come last,
             // unless their parent could not be read.
@@ -299,10 +403,8 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                 }
             }
             let i = pending_unplaced.pop().expect("not empty");
-            if lines.len() >= PAGE_MAX_LINES {
-                out.truncated = true;
-                break;
-            }
+            is_text.push(false);
+            compact.push(None);
             lines.push(format!(
                 "- Iframe {} [its iframe element was not found]",
                 quote(&docs[i].url)
@@ -317,17 +419,23 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                 }
                 match &docs[d].tree {
                     Err(line) => {
-                        if lines.len() >= PAGE_MAX_LINES {
-                            out.truncated = true;
-                            break 'outer;
-                        }
+                        is_text.push(false);
+                        compact.push(None);
                         lines.push(format!("{}- {line}", indent(depth)));
                     }
-                    Ok(nodes) => {
-                        if let Some(root) = nodes.iter().position(|n| n.parent.is_none()) {
-                            stack.push(Item::Node(d, root, depth, 0));
+                    Ok(nodes) if !nodes.is_empty() => {
+                        if docs[d].cut {
+                            // Said first: the end of a cut page is missing.
+                            is_text.push(false);
+                            compact.push(None);
+                            lines.push(format!(
+                                "{}- [this document has over {WALK_MAX_NODES} nodes: the outline stops at that many]",
+                                indent(depth)
+                            ));
                         }
+                        stack.push(Item::Node(d, 0, depth, 0));
                     }
+                    Ok(_) => {}
                 }
             }
             Item::Node(d, i, depth, ctx) => {
@@ -336,41 +444,62 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                     continue;
                 }
                 let n = &nodes[i];
-                if DROPPED_ROLES.contains(&n.role.as_str()) {
-                    continue;
-                }
                 let push_children = |stack: &mut Vec<Item>, depth: usize, ctx: usize| {
-                    for c in n.children.iter().rev() {
-                        if let Some(&ci) = index[d].get(c.as_str()) {
-                            stack.push(Item::Node(d, ci, depth, ctx));
+                    for &c in n.children.iter().rev() {
+                        if c < nodes.len() {
+                            stack.push(Item::Node(d, c, depth, ctx));
                         }
                     }
                 };
-                let wrapper = WRAPPER_ROLES.contains(&n.role.as_str()) && n.name.is_empty();
-                if n.ignored || wrapper || n.role.is_empty() {
+                let wrapper = (WRAPPER_ROLES.contains(&n.role.as_str()) && n.name.is_empty())
+                    || CONTENT_ROLES.contains(&n.role.as_str());
+                if wrapper || n.role.is_empty() {
                     push_children(&mut stack, depth, ctx);
                     continue;
                 }
-                if n.role == "StaticText" {
-                    // Text that only repeats the name of the node it is
-                    // shown under (a button's label) says nothing new.
-                    let repeats = n.name.trim().is_empty() || names[ctx].contains(n.name.trim());
-                    if repeats {
+                if n.role == "heading" && names[ctx] == n.name {
+                    // A closed disclosure's heading, said on its line.
+                    push_children(&mut stack, depth, ctx);
+                    continue;
+                }
+                if n.role == "StaticText" || n.role == "image" {
+                    // Text (or an image's alt) that only repeats the name
+                    // of the node it is shown under (a button's label)
+                    // says nothing new.
+                    let t = n.name.trim();
+                    if t.is_empty() || names[ctx].contains(t) {
                         continue;
                     }
-                }
-                if lines.len() >= PAGE_MAX_LINES {
-                    out.truncated = true;
-                    break 'outer;
+                    // Prose, and text inside it, only in the reading mode.
+                    let short = t.chars().count() <= SHORT_TEXT_CHARS;
+                    if n.role == "StaticText" && !full_text && !short {
+                        continue;
+                    }
                 }
                 let mut line = format!("{}- {}", indent(depth), n.role);
                 if !n.name.is_empty() {
                     line.push(' ');
-                    line.push_str(&quote(&n.name));
+                    // The reading mode gives whole paragraphs.
+                    let max = if full_text && n.role == "StaticText" {
+                        TEXT_MAX_CHARS
+                    } else {
+                        NAME_MAX_CHARS
+                    };
+                    line.push_str(&quote_within(&n.name, max));
                 }
-                states(n, &mut line);
-                if let Some(backend) = n
-                    .backend
+                states(n, &mut line, false);
+                // On a large page a heading says less (see below).
+                let mut short = (n.role == "heading").then(|| {
+                    let mut l = format!(
+                        "{}- heading {}",
+                        indent(depth),
+                        quote_within(&n.name, LARGE_PAGE_HEADING_CHARS)
+                    );
+                    states(n, &mut l, true);
+                    l
+                });
+                if let Some(key) = n
+                    .key
                     .filter(|_| ACTIONABLE_ROLES.contains(&n.role.as_str()))
                 {
                     let k = prefixes.keys().filter(|&&p| p != 0).count() + 1;
@@ -384,15 +513,19 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                             }
                         })
                         .clone();
-                    if d != 0 && !out.frame_refs.contains_key(&prefix) {
-                        out.frame_refs
-                            .insert(prefix.clone(), docs[d].frame_id.clone());
+                    if d != 0 && !frame_refs.contains_key(&prefix) {
+                        frame_refs.insert(prefix.clone(), docs[d].frame_id.clone());
                     }
                     *next += 1;
                     let r = format!("{prefix}e{}", *next);
                     line.push_str(&format!(" [ref={r}]"));
-                    refs.push((r, RefAt { doc: d, backend }));
+                    if let Some(l) = &mut short {
+                        l.push_str(&format!(" [ref={r}]"));
+                    }
+                    refs.push((r, RefAt { doc: d, key }));
                 }
+                is_text.push(n.role == "StaticText");
+                compact.push(short);
                 lines.push(line);
                 // A document's name is its title: text under it is content.
                 let shown_name = if n.role == "RootWebArea" {
@@ -403,9 +536,9 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
                 names.push(shown_name);
                 let me = names.len() - 1;
                 if let Some(frames) = n
-                    .backend
+                    .key
                     .filter(|_| n.role == "Iframe")
-                    .and_then(|b| under.get(&(d, b)))
+                    .and_then(|k| under.get(&(d, k)))
                 {
                     for f in frames.iter().rev() {
                         stack.push(Item::Doc(*f, depth + 1));
@@ -415,9 +548,81 @@ fn render(docs: &[Doc], next: &mut u64) -> (PageOutline, Vec<(String, RefAt)>) {
             }
         }
     }
-    out.lines = lines.len();
-    out.text = lines.join("\n");
-    (out, refs)
+    let texts = is_text.iter().filter(|t| **t).count();
+    if !full_text && lines.len() - texts > TEXT_PAGE_MAX_LINES {
+        // A large page: what to act on and navigate by, headings without
+        // their level and cut shorter, and a line saying how to read the rest.
+        let mut kept = vec![format!(
+            "- [a large page: {texts} lines of text left out and headings shortened; browser_snapshot with full_text: true gives them whole, find: \"…\" searches them]"
+        )];
+        kept.extend(
+            lines
+                .into_iter()
+                .zip(is_text.into_iter().zip(compact))
+                .filter(|(_, (t, _))| !t)
+                .map(|(l, (_, c))| c.unwrap_or(l)),
+        );
+        lines = kept;
+    }
+    (lines, frame_refs, refs)
+}
+
+/// The lines of `lines` whose role or name holds `needle`
+/// (case-insensitive), each after the headings it sits under (the last
+/// heading of each lower level before it), unindented. Pure.
+fn find_lines(lines: &[String], needle: &str) -> Vec<String> {
+    let needle = needle.to_lowercase();
+    // The current heading of each level (1–6), and whether it was shown.
+    let mut headings: [Option<(String, bool)>; 6] = Default::default();
+    let mut out = Vec::new();
+    for line in lines {
+        let body = line.trim_start().trim_start_matches("- ");
+        let (role, rest) = body.split_once(' ').unwrap_or((body, ""));
+        let name = rest
+            .strip_prefix('"')
+            .and_then(|_| {
+                serde_json::Deserializer::from_str(rest)
+                    .into_iter::<String>()
+                    .next()
+            })
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let level = (role == "heading")
+            .then(|| {
+                rest.split("[level=")
+                    .nth(1)
+                    .and_then(|l| l.split(']').next())
+                    .and_then(|l| l.parse::<usize>().ok())
+            })
+            .flatten()
+            .map(|l| l.clamp(1, 6));
+        let hit = role.to_lowercase().contains(&needle) || name.to_lowercase().contains(&needle);
+        if let Some(l) = level {
+            for h in headings.iter_mut().skip(l - 1) {
+                *h = None;
+            }
+            headings[l - 1] = Some((body.to_owned(), hit));
+            if hit {
+                // Its own headings above it first.
+                for h in headings.iter_mut().take(l - 1).flatten() {
+                    if !std::mem::replace(&mut h.1, true) {
+                        out.push(format!("- {}", h.0));
+                    }
+                }
+                out.push(format!("- {body}"));
+            }
+            continue;
+        }
+        if hit {
+            for h in headings.iter_mut().flatten() {
+                if !std::mem::replace(&mut h.1, true) {
+                    out.push(format!("- {}", h.0));
+                }
+            }
+            out.push(format!("- {body}"));
+        }
+    }
+    out
 }
 
 fn indent(depth: usize) -> String {
@@ -427,9 +632,14 @@ fn indent(depth: usize) -> String {
 /// A name or value as the outline quotes it: JSON string syntax (so page
 /// text cannot break the line format), cut at [`NAME_MAX_CHARS`].
 fn quote(s: &str) -> String {
+    quote_within(s, NAME_MAX_CHARS)
+}
+
+/// [`quote`], cut at `max` characters.
+fn quote_within(s: &str, max: usize) -> String {
     let s = s.trim();
-    let cut: String = if s.chars().count() > NAME_MAX_CHARS {
-        let mut c: String = s.chars().take(NAME_MAX_CHARS).collect();
+    let cut: String = if s.chars().count() > max {
+        let mut c: String = s.chars().take(max).collect();
         c.push('…');
         c
     } else {
@@ -440,7 +650,7 @@ fn quote(s: &str) -> String {
 
 /// Appends the node's value and states: `[checked]`, `[disabled]`,
 /// `[expanded]`/`[expanded=false]`, `[selected]`, `[value="…"]`…
-fn states(n: &AxNode, line: &mut String) {
+fn states(n: &AxNode, line: &mut String, without_level: bool) {
     let truthy = |v: &Value| v == &json!(true) || v == &json!("true");
     for (name, v) in &n.props {
         let s = match name.as_str() {
@@ -463,8 +673,10 @@ fn states(n: &AxNode, line: &mut String) {
             {
                 format!(" [{name}]")
             }
-            "invalid" if v.as_str().is_some_and(|s| s != "false") => " [invalid]".to_owned(),
-            "level" if !v.is_null() => format!(" [level={v}]"),
+            "invalid" if truthy(v) || v.as_str().is_some_and(|s| s != "false") => {
+                " [invalid]".to_owned()
+            }
+            "level" if !v.is_null() && !without_level => format!(" [level={v}]"),
             _ => continue,
         };
         line.push_str(&s);
@@ -677,14 +889,217 @@ async fn read_within(
 
 const STALE_HINT: &str = "call browser_snapshot and use a ref from its page";
 
+/// One frame's part of an outline read: what to walk and with what.
+struct FrameRead {
+    conn: Connection,
+    frame_id: String,
+    url: String,
+    host: SessionId,
+    /// Its world, if one is known from an earlier outline.
+    world: Option<i64>,
+    /// The frames whose iframe element is in this document: (index, frame id).
+    children: Vec<(usize, String)>,
+    walk_no: u64,
+}
+
+/// What reading one frame gave: its walk (or the line said in its place),
+/// its world, and for each child frame the iframe element's backend id.
+struct FrameWalk {
+    walk: Result<Walk, String>,
+    world: Option<i64>,
+    owners: Vec<(usize, i64)>,
+}
+
+/// The isolated world of `frame_id` on `host`, made now
+/// (`Page.createIsolatedWorld`).
+async fn new_world(conn: &Connection, host: &SessionId, frame_id: &str) -> Result<i64, String> {
+    read(
+        conn,
+        host,
+        "Page.createIsolatedWorld",
+        json!({"frameId": frame_id, "worldName": WORLD_NAME}),
+    )
+    .await?
+    .get("executionContextId")
+    .and_then(Value::as_i64)
+    .ok_or_else(|| "Page.createIsolatedWorld gave no executionContextId".to_owned())
+}
+
+/// Whether a failed call says the execution context is gone (its document
+/// navigated since the world was made).
+fn context_gone(e: &str) -> bool {
+    e.contains("Cannot find context") || e.contains("context with specified id")
+}
+
+/// Reads one frame: its world (the one known, else a new one; a gone one
+/// is made again), its child frames' iframe elements resolved into that
+/// world, then the walker over its document.
+async fn walk_frame(r: FrameRead) -> FrameWalk {
+    let mut owners = Vec::new();
+    for (i, child) in &r.children {
+        let backend = read(
+            &r.conn,
+            &r.host,
+            "DOM.getFrameOwner",
+            json!({"frameId": child}),
+        )
+        .await
+        .ok()
+        .and_then(|v| v.get("backendNodeId").and_then(Value::as_i64));
+        if let Some(b) = backend {
+            owners.push((*i, b));
+        }
+    }
+    let mut world = r.world;
+    for attempt in 0..2 {
+        let ctx = match world {
+            Some(c) => c,
+            None => match new_world(&r.conn, &r.host, &r.frame_id).await {
+                Ok(c) => c,
+                Err(e) => {
+                    return FrameWalk {
+                        walk: Err(e),
+                        world: None,
+                        owners,
+                    };
+                }
+            },
+        };
+        // The iframe elements as objects of this world: the walker tells
+        // which of its lines each one is.
+        let mut args = vec![
+            json!({"value": r.walk_no}),
+            json!({"value": WALK_MAX_NODES}),
+        ];
+        let mut gone = false;
+        for (_, b) in &owners {
+            match read(
+                &r.conn,
+                &r.host,
+                "DOM.resolveNode",
+                json!({"backendNodeId": b, "executionContextId": ctx}),
+            )
+            .await
+            {
+                Ok(v) => match v.pointer("/object/objectId").and_then(Value::as_str) {
+                    Some(o) => args.push(json!({"objectId": o})),
+                    None => args.push(json!({"value": null})),
+                },
+                Err(e) if context_gone(&e) => {
+                    gone = true;
+                    break;
+                }
+                Err(_) => args.push(json!({"value": null})),
+            }
+        }
+        let reply = if gone {
+            Err("Cannot find context".to_owned())
+        } else {
+            read_within(
+                &r.conn,
+                &r.host,
+                "Runtime.callFunctionOn",
+                json!({"functionDeclaration": WALKER, "executionContextId": ctx,
+                       "arguments": args, "returnByValue": true}),
+                TREE_READ_TIMEOUT,
+            )
+            .await
+        };
+        match reply {
+            Err(e) if context_gone(&e) && attempt == 0 => world = None,
+            Err(e) => {
+                return FrameWalk {
+                    walk: Err(e),
+                    world: Some(ctx),
+                    owners,
+                };
+            }
+            Ok(v) => {
+                let walk = match v.get("exceptionDetails") {
+                    Some(ex) => Err(format!(
+                        "the page's document threw: {}",
+                        ex.pointer("/exception/description")
+                            .and_then(Value::as_str)
+                            .unwrap_or("an exception")
+                    )),
+                    None => Ok(parse_walk(
+                        v.pointer("/result/value").unwrap_or(&Value::Null),
+                    )),
+                };
+                return FrameWalk {
+                    walk,
+                    world: Some(ctx),
+                    owners,
+                };
+            }
+        }
+    }
+    FrameWalk {
+        walk: Err("its document navigated while it was read".to_owned()),
+        world: None,
+        owners,
+    }
+}
+
+/// The part of `rest` from the line it has given up to, at most
+/// [`PAGE_MAX_LINES`] lines; when more follow, its last line says how many
+/// and the call that continues (the `page_cursor` it also carries).
+fn next_part(tab: &str, rest: &mut Rest) -> PageOutline {
+    let from = rest.given.min(rest.lines.len());
+    let left = rest.lines.len() - from;
+    let more = left > PAGE_MAX_LINES;
+    let take = if more { PAGE_MAX_LINES - 1 } else { left };
+    let mut text = rest.lines[from..from + take].join("\n");
+    rest.given = from + take;
+    let cursor = more.then(|| format!("{tab}/{}/{}", rest.outline, rest.given));
+    if let Some(c) = &cursor {
+        text.push_str(&format!(
+            "\n- [{} more lines follow: call browser_snapshot with page_cursor {}]",
+            left - take,
+            quote(c)
+        ));
+    }
+    PageOutline {
+        text,
+        truncated: more,
+        cursor,
+        frame_refs: rest.frame_refs.clone(),
+        lines: take + usize::from(more),
+        blocked_frames: rest.blocked_frames.clone(),
+    }
+}
+
+/// `<tab>/<outline>/<line>` → its parts.
+fn parse_cursor(cursor: &str) -> Option<(String, u64, usize)> {
+    let mut it = cursor.rsplitn(3, '/');
+    let given = it.next()?.parse().ok()?;
+    let outline = it.next()?.parse().ok()?;
+    let tab = it.next().filter(|t| !t.is_empty())?;
+    Some((tab.to_owned(), outline, given))
+}
+
+/// Why a `page_cursor` cannot be continued; its text is the agent's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CursorError(pub String);
+
 impl Supervisor {
-    /// The current tab's accessibility outline, and its refs kept as the
-    /// tab's ([`RefTables`]). `None` when there is no connection or page.
-    pub async fn page_outline(&self) -> Option<PageOutline> {
+    /// The current tab's outline in `mode`, read now; its refs are kept as
+    /// the tab's ([`RefTables`]) and the lines past the first part for
+    /// [`Supervisor::page_outline_more`]. `None` when there is no
+    /// connection or page.
+    pub async fn page_outline(&self, mode: &OutlineMode) -> Option<PageOutline> {
         let conn = self.connection()?;
         let (_, page) = self.route(None, None, false).await.ok()?;
+        let tab = self.snapshot().frame_tree.top.as_ref()?.frame_id.clone();
+        let (walk_no, known_worlds) = {
+            let mut tables = self.ref_tables();
+            let t = tables.tabs.entry(tab.clone()).or_default();
+            t.outlines += 1;
+            (t.outlines, t.worlds.clone())
+        };
         let mut attempt = 0;
-        let (frames, docs, blocked) = loop {
+        let (frames, docs, blocked, worlds) = loop {
             attempt += 1;
             let snap = self.snapshot();
             let frames = frames_of(&snap.frame_tree, &page);
@@ -708,49 +1123,57 @@ impl Supervisor {
                 }
                 false
             };
+            let skipped: Vec<bool> = frames.iter().map(under_blocked).collect();
             let reads = frames.iter().enumerate().map(|(i, f)| {
-            let conn = conn.clone();
-            let skipped = under_blocked(f);
-            let blocked = blocked
-                .contains(&f.frame_id)
-                .then(|| remedy(&snap, &frames, &f.frame_id));
-            let parent_host = f
-                .parent
-                .as_deref()
-                .and_then(|p| pos.get(p))
-                .map(|&p| frames[p].host.clone())
-                .filter(|_| !skipped);
-            async move {
-                let tree = if skipped {
-                    Err("not read: under a frame that could not be read".to_owned())
-                } else if let Some(remedy) = blocked {
-                    Err(format!(
-                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read: {remedy}, then call browser_snapshot again",
-                        f.frame_id, f.url
-                    ))
-                } else {
-                    let params = if i == 0 || f.is_oopif {
-                        json!({})
-                    } else {
-                        json!({"frameId": f.frame_id})
-                    };
-                    read_within(&conn, &f.host, "Accessibility.getFullAXTree", params, TREE_READ_TIMEOUT)
-                        .await
-                        .map(|v| parse_ax(&v))
-                        .map_err(|e| {
-                            format!("frame {} ({}): its content could not be read ({e})", f.frame_id, f.url)
-                        })
+                let blocked_line = blocked.contains(&f.frame_id).then(|| {
+                    format!(
+                        "frame {} ({}): a JavaScript dialog blocks this frame, so its content cannot be read: {}, then call browser_snapshot again",
+                        f.frame_id,
+                        f.url,
+                        remedy(&snap, &frames, &f.frame_id)
+                    )
+                });
+                let read = FrameRead {
+                    conn: conn.clone(),
+                    frame_id: f.frame_id.clone(),
+                    url: f.url.clone(),
+                    host: f.host.clone(),
+                    world: known_worlds
+                        .get(&f.frame_id)
+                        .filter(|(s, _)| *s == f.host)
+                        .map(|(_, c)| *c),
+                    children: frames
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.parent.as_deref() == Some(f.frame_id.as_str()))
+                        .map(|(j, c)| (j, c.frame_id.clone()))
+                        .collect(),
+                    walk_no,
                 };
-                let owner = match parent_host {
-                    Some(h) => read(&conn, &h, "DOM.getFrameOwner", json!({"frameId": f.frame_id}))
-                        .await
-                        .ok()
-                        .and_then(|v| v.get("backendNodeId").and_then(Value::as_i64)),
-                    None => None,
-                };
-                (tree, owner, skipped)
-            }
-        });
+                let skip = skipped[i];
+                async move {
+                    if skip {
+                        return FrameWalk {
+                            walk: Err("not read: under a frame that could not be read".to_owned()),
+                            world: read.world,
+                            owners: Vec::new(),
+                        };
+                    }
+                    if let Some(line) = blocked_line {
+                        return FrameWalk {
+                            walk: Err(line),
+                            world: read.world,
+                            owners: Vec::new(),
+                        };
+                    }
+                    let (frame_id, url) = (read.frame_id.clone(), read.url.clone());
+                    let mut w = walk_frame(read).await;
+                    w.walk = w.walk.map_err(|e| {
+                        format!("frame {frame_id} ({url}): its content could not be read ({e})")
+                    });
+                    w
+                }
+            });
             let all = futures_util::future::join_all(reads);
             // A dialog opening meanwhile blocks a renderer being read: read
             // again without it rather than wait out its deadline.
@@ -762,52 +1185,140 @@ impl Supervisor {
             } else {
                 all.await
             };
-            let docs: Vec<Doc> = frames
-                .iter()
-                .zip(results)
-                .map(|(f, (tree, owner, skipped))| Doc {
-                    skipped,
+            // Each child frame's owner: its iframe element's key in the
+            // parent's walk, and its backend id (for the OOPIF offsets).
+            let mut owner_of: HashMap<usize, (usize, Option<i64>, i64)> = HashMap::new();
+            for (p, r) in results.iter().enumerate() {
+                let keys = r.walk.as_ref().map(|w| w.owners.as_slice()).unwrap_or(&[]);
+                for (k, (child, backend)) in r.owners.iter().enumerate() {
+                    owner_of.insert(*child, (p, keys.get(k).copied().flatten(), *backend));
+                }
+            }
+            let mut worlds = HashMap::new();
+            let mut docs = Vec::with_capacity(frames.len());
+            for ((i, f), r) in frames.iter().enumerate().zip(results) {
+                if let Some(w) = r.world {
+                    worlds.insert(f.frame_id.clone(), (f.host.clone(), w));
+                }
+                let (cut, tree) = match r.walk {
+                    Ok(w) => (w.cut, Ok(w.nodes)),
+                    Err(e) => (false, Err(e)),
+                };
+                let owner = owner_of.get(&i).copied();
+                docs.push(Doc {
+                    skipped: skipped[i],
                     frame_id: f.frame_id.clone(),
                     url: f.url.clone(),
                     tree,
-                    owner: f
-                        .parent
-                        .as_deref()
-                        .and_then(|p| pos.get(p).copied())
-                        .zip(owner),
-                })
-                .collect();
-            break (frames, docs, blocked);
+                    owner: owner.and_then(|(p, key, _)| key.map(|k| (p, k))),
+                    owner_backend: owner.map(|(_, _, b)| b),
+                    cut,
+                });
+            }
+            break (frames, docs, blocked, worlds);
         };
-        let tab = frames.first()?.frame_id.clone();
+        let snap = self.snapshot();
+        let mut tables = self.ref_tables();
+        tables.keep_only(snap.tabs.iter().map(|t| t.target_id.as_str()));
+        let t = tables.tabs.entry(tab.clone()).or_default();
+        t.worlds = worlds;
+        t.first_of_last = t.next + 1;
+        // `find` searches every text too.
+        let full = *mode != OutlineMode::Default;
+        let (mut lines, frame_refs, refs) = render(&docs, &mut t.next, full);
+        if let OutlineMode::Find(needle) = mode {
+            lines = find_lines(&lines, needle);
+            if lines.is_empty() {
+                lines.push(format!(
+                    "- [nothing on the page has a role or name holding {}]",
+                    quote(needle)
+                ));
+            }
+        }
         let pos: HashMap<&str, usize> = frames
             .iter()
             .enumerate()
             .map(|(i, f)| (f.frame_id.as_str(), i))
             .collect();
-        let snap = self.snapshot();
-        let mut tables = self.ref_tables();
-        tables.keep_only(snap.tabs.iter().map(|t| t.target_id.as_str()));
-        let t = tables.tabs.entry(tab).or_default();
-        t.first_of_last = t.next + 1;
-        let (mut outline, refs) = render(&docs, &mut t.next);
-        outline.blocked_frames = blocked.into_iter().collect();
-        outline.blocked_frames.sort_unstable();
         t.nodes = refs
             .into_iter()
             .map(|(r, at)| {
+                let (session, world) = t
+                    .worlds
+                    .get(&frames[at.doc].frame_id)
+                    .cloned()
+                    .unwrap_or((frames[at.doc].host.clone(), 0));
                 let node = NodeRef {
                     frame_id: frames[at.doc].frame_id.clone(),
-                    session: frames[at.doc].host.clone(),
-                    backend_node_id: at.backend,
+                    session,
+                    world,
+                    walk_no,
+                    key: at.key,
+                    backend_node_id: 0,
                     owners: owners_of(at.doc, &frames, &docs, &pos),
                 };
                 (r, node)
             })
             .collect();
-        Some(outline)
+        let mut blocked_frames: Vec<String> = blocked.into_iter().collect();
+        blocked_frames.sort_unstable();
+        t.rest = Rest {
+            outline: walk_no,
+            lines,
+            given: 0,
+            frame_refs,
+            blocked_frames,
+        };
+        Some(next_part(&tab, &mut t.rest))
     }
 
+    /// The next part of the outline `cursor` names (`browser_snapshot`'s
+    /// `page_cursor`): the same refs, read no more from the page.
+    ///
+    /// # Errors
+    /// A cursor that is malformed, of another tab, or of an outline older
+    /// than the tab's last one (whose refs are gone), or one already
+    /// given in full; each says to call `browser_snapshot` for a fresh one.
+    pub fn page_outline_more(&self, cursor: &str) -> Result<PageOutline, CursorError> {
+        let fresh = "call browser_snapshot (without page_cursor) for a fresh outline";
+        let (tab, outline, given) = parse_cursor(cursor).ok_or_else(|| {
+            CursorError(format!(
+                "page_cursor {cursor:?} is not one browser_snapshot gave (they look like \"<tab>/<outline>/<line>\"): {fresh}"
+            ))
+        })?;
+        let current = self
+            .snapshot()
+            .frame_tree
+            .top
+            .as_ref()
+            .map(|t| t.frame_id.clone())
+            .unwrap_or_default();
+        if tab != current {
+            return Err(CursorError(format!(
+                "page_cursor {cursor:?} is of tab {tab}, not the current tab {current}: select that tab with browser_tabs, or {fresh}"
+            )));
+        }
+        let mut tables = self.ref_tables();
+        let t = tables.tabs.get_mut(&tab).ok_or_else(|| {
+            CursorError(format!(
+                "page_cursor {cursor:?}: this tab has no outline any more; {fresh}"
+            ))
+        })?;
+        if t.rest.outline != outline {
+            return Err(CursorError(format!(
+                "page_cursor {cursor:?} is of an older outline of this tab (a browser_snapshot since then replaced it and its refs); {fresh}"
+            )));
+        }
+        // A part asked again (a retried call) is given again.
+        if given == 0 || given >= t.rest.lines.len() || given > t.rest.given {
+            return Err(CursorError(format!(
+                "page_cursor {cursor:?} does not continue this outline (it has {} lines); {fresh}",
+                t.rest.lines.len()
+            )));
+        }
+        t.rest.given = given;
+        Ok(next_part(&tab, &mut t.rest))
+    }
     /// Whether the frames a dialog blocks now are the ones `outline` was
     /// read with. When they are not, its text says a frame is blocked that
     /// is not, or read one that now is: shown beside the dialogs of now,
@@ -918,16 +1429,19 @@ impl Supervisor {
                 remedy(&snap, &frames, &node.frame_id)
             )));
         }
-        let resolved = read(
+        // The element the walker kept in its world: gone with its document.
+        let found = read(
             &conn,
             &node.session,
-            "DOM.resolveNode",
-            json!({"backendNodeId": node.backend_node_id}),
+            "Runtime.callFunctionOn",
+            json!({"functionDeclaration": "function(g,k){const s=globalThis.__cdpSupervisor;return s&&s.gen===g?s.els[k]||null:null}",
+                   "executionContextId": node.world,
+                   "arguments": [{"value": node.walk_no}, {"value": node.key}]}),
         )
         .await;
-        let object = match resolved {
+        let object = match found {
             Ok(v) => v
-                .pointer("/object/objectId")
+                .pointer("/result/objectId")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             Err(e) if e.starts_with("no answer") => {
@@ -936,12 +1450,26 @@ impl Supervisor {
                 )));
             }
             Err(_) => None,
-        }
-        .ok_or_else(|| {
-            ActError::Stale(format!(
+        };
+        let backend = match &object {
+            Some(o) => read(
+                &conn,
+                &node.session,
+                "DOM.describeNode",
+                json!({"objectId": o}),
+            )
+            .await
+            .ok()
+            .and_then(|v| v.pointer("/node/backendNodeId").and_then(Value::as_i64)),
+            None => None,
+        };
+        let (Some(object), Some(backend)) = (object, backend) else {
+            return Err(ActError::Stale(format!(
                 "ref {r} no longer exists: its document navigated or the element was removed since the snapshot: {STALE_HINT}"
-            ))
-        })?;
+            )));
+        };
+        let mut node = node;
+        node.backend_node_id = backend;
         let connected = call_on(
             &conn,
             &node.session,
@@ -1024,7 +1552,9 @@ impl Supervisor {
                 &conn,
                 &node.session,
                 "DOM.resolveNode",
-                json!({"backendNodeId": hit_id}),
+                // In the world `object` lives in: objects of two worlds
+                // cannot meet in one call.
+                json!({"backendNodeId": hit_id, "executionContextId": node.world}),
             )
             .await
             .ok()
@@ -1334,7 +1864,7 @@ fn owners_of(
         else {
             break;
         };
-        if let Some((_, backend)) = docs[at].owner.filter(|_| frames[at].is_oopif) {
+        if let Some(backend) = docs[at].owner_backend.filter(|_| frames[at].is_oopif) {
             out.push(Owner {
                 session: frames[parent].host.clone(),
                 backend_node_id: backend,
@@ -1487,63 +2017,79 @@ async fn press(
 mod tests {
     use super::*;
 
-    fn node(
-        id: &str,
-        parent: Option<&str>,
-        role: &str,
-        name: &str,
-        children: &[&str],
-        backend: i64,
-    ) -> Value {
-        let mut n = json!({"nodeId": id, "ignored": false, "role": {"type": "role", "value": role},
-            "name": {"type": "computedString", "value": name},
-            "childIds": children, "backendDOMNodeId": backend});
-        if let Some(p) = parent {
-            n["parentId"] = json!(p);
+    /// A walker reply (`outline.js`): `[parent, role, name, value, states, key]`.
+    fn walk(nodes: Value) -> Vec<AxNode> {
+        parse_walk(&json!({"nodes": nodes, "owners": [], "cut": false})).nodes
+    }
+
+    fn doc(frame_id: &str, tree: Result<Vec<AxNode>, String>, owner: Option<(usize, i64)>) -> Doc {
+        Doc {
+            frame_id: frame_id.into(),
+            url: format!("http://{frame_id}/"),
+            tree,
+            owner,
+            owner_backend: None,
+            skipped: false,
+            cut: false,
         }
-        n
+    }
+
+    fn text(lines: &[String]) -> String {
+        lines.join("\n")
     }
 
     #[test]
     fn the_outline_collapses_wrappers_drops_repeated_text_and_stitches_frames() {
-        let top = parse_ax(&json!({"nodes": [
-            node("1", None, "RootWebArea", "Shop", &["2"], 1),
-            node("2", Some("1"), "generic", "", &["3", "5", "6", "7"], 2),
-            node("3", Some("2"), "button", "Pay now", &["4"], 3),
-            node("4", Some("3"), "StaticText", "Pay now", &[], 4),
-            node("5", Some("2"), "Iframe", "", &[], 5),
-            node("6", Some("2"), "textbox", "Card", &[], 6),
-            node("7", Some("2"), "StaticText", "Shop", &[], 8),
-        ]}));
-        let inner = parse_ax(&json!({"nodes": [
-            node("1", None, "RootWebArea", "Pay", &["2"], 1),
-            node("2", Some("1"), "button", "Confirm", &[], 7),
-        ]}));
-        let docs = vec![
-            Doc {
-                frame_id: "T".into(),
-                url: "http://a/".into(),
-                tree: Ok(top),
-                owner: None,
-                skipped: false,
-            },
-            Doc {
-                frame_id: "F".into(),
-                url: "http://b/".into(),
-                tree: Ok(inner),
-                owner: Some((0, 5)),
-                skipped: false,
-            },
-        ];
+        let top = walk(json!([
+            [-1, "RootWebArea", "Shop", "", 0, -1],
+            [0, "paragraph", "", "", 0, 0],
+            [1, "button", "Pay now", "", 0, 1],
+            [2, "StaticText", "Pay now", "", 0, -1],
+            [1, "Iframe", "", "", 0, 2],
+            [1, "textbox", "Card", "", {"required": true}, 3],
+            [1, "StaticText", "Shop", "", 0, -1],
+        ]));
+        let inner = walk(json!([
+            [-1, "RootWebArea", "Pay", "", 0, -1],
+            [0, "button", "Confirm", "", 0, 0],
+        ]));
+        let docs = vec![doc("T", Ok(top), None), doc("F", Ok(inner), Some((0, 2)))];
         let mut next = 0;
-        let (o, refs) = render(&docs, &mut next);
+        let (lines, frame_refs, refs) = render(&docs, &mut next, false);
         assert_eq!(
-            o.text,
-            "- RootWebArea \"Shop\"\n  - button \"Pay now\" [ref=e1]\n  - Iframe\n    - RootWebArea \"Pay\"\n      - button \"Confirm\" [ref=f1e2]\n  - textbox \"Card\" [ref=e3]\n  - StaticText \"Shop\""
+            text(&lines),
+            "- RootWebArea \"Shop\"\n  - button \"Pay now\" [ref=e1]\n  - Iframe\n    - RootWebArea \"Pay\"\n      - button \"Confirm\" [ref=f1e2]\n  - textbox \"Card\" [required] [ref=e3]\n  - StaticText \"Shop\""
         );
-        assert_eq!(o.frame_refs.get("f1").map(String::as_str), Some("F"));
+        assert_eq!(frame_refs.get("f1").map(String::as_str), Some("F"));
         assert_eq!(refs.len(), 3);
-        assert!(!o.truncated);
+        assert_eq!((refs[1].1.doc, refs[1].1.key), (1, 0));
+    }
+
+    #[test]
+    fn prose_is_left_out_unless_the_full_text_is_asked_for() {
+        let nodes = walk(json!([
+            [-1, "RootWebArea", "Doc", "", 0, -1],
+            [0, "link", "vec!", "", 0, 0],
+            [
+                0,
+                "StaticText",
+                "The macro is provided for convenient initialization of a vector",
+                "",
+                0,
+                -1
+            ],
+            [0, "StaticText", "Status: ready", "", 0, -1],
+            [0, "StaticText", "x".repeat(300), "", 0, -1],
+        ]));
+        let docs = vec![doc("T", Ok(nodes), None)];
+        let (lean, _, _) = render(&docs, &mut 0, false);
+        assert_eq!(
+            text(&lean),
+            "- RootWebArea \"Doc\"\n  - link \"vec!\" [ref=e1]\n  - StaticText \"Status: ready\""
+        );
+        let (full, _, _) = render(&docs, &mut 0, true);
+        assert_eq!(full.len(), 5, "{}", text(&full));
+        assert!(text(&full).contains(&"x".repeat(300)), "not cut at 200");
     }
 
     /// Issue 28, defect 5: ref tables were kept for every tab ever outlined.
@@ -1557,107 +2103,120 @@ mod tests {
         assert_eq!(t.tabs.keys().collect::<Vec<_>>(), ["T1"]);
     }
 
-    /// Issue 28, defect 6: an ignored node listing its ancestor as a child
-    /// looped forever, adding no line, inside an async fn.
+    /// Issue 28, defect 6 (and issue 33): a reply naming a node as its own
+    /// ancestor, or a parent after itself, is outlined once per node, and a
+    /// document owned by itself is not walked forever.
     #[test]
     fn regression_28_6_a_cyclic_tree_is_walked_once() {
-        let mut ignored = node("2", Some("1"), "generic", "", &["1", "3"], 2);
-        ignored["ignored"] = json!(true);
-        let top = parse_ax(&json!({"nodes": [
-            node("1", None, "RootWebArea", "Loop", &["2"], 1),
-            ignored,
-            node("3", Some("2"), "button", "Go", &["2"], 3),
-        ]}));
-        // An iframe owned by itself: a document cycle too.
+        let top = walk(json!([
+            [-1, "RootWebArea", "Loop", "", 0, -1],
+            [0, "generic", "", "", 0, 0],
+            [1, "button", "Go", "", 0, 1],
+            [5, "button", "Orphan", "", 0, 2],
+            [3, "button", "Under the orphan", "", 0, 3],
+        ]));
+        let mut a = top.clone();
+        // A child list that leads back to the root and to itself.
+        a[1].children.push(0);
+        a[2].children.push(2);
         let docs = vec![
-            Doc {
-                frame_id: "T".into(),
-                url: "http://a/".into(),
-                tree: Ok(top),
-                owner: None,
-                skipped: false,
-            },
-            Doc {
-                frame_id: "F".into(),
-                url: "http://b/".into(),
-                tree: Err("unreadable".into()),
-                owner: Some((1, 9)),
-                skipped: false,
-            },
+            doc("T", Ok(a), None),
+            doc("F", Err("unreadable".into()), Some((1, 9))),
         ];
         let mut next = 0;
-        let (o, refs) = render(&docs, &mut next);
-        assert_eq!(o.text.matches("button \"Go\"").count(), 1, "{}", o.text);
+        let (lines, _, refs) = render(&docs, &mut next, false);
+        assert_eq!(
+            text(&lines).matches("button \"Go\"").count(),
+            1,
+            "{}",
+            text(&lines)
+        );
+        assert!(!text(&lines).contains("Orphan"), "{}", text(&lines));
         assert_eq!(refs.len(), 1);
     }
 
     #[test]
-    fn a_blocked_frame_is_one_line_and_the_outline_is_capped() {
-        let mut nodes = vec![node("0", None, "RootWebArea", "Big", &[], 1)];
-        let ids: Vec<String> = (1..3000).map(|i| i.to_string()).collect();
-        nodes[0]["childIds"] = json!(ids);
-        nodes.extend((1..3000).map(|i| {
-            node(
-                &i.to_string(),
-                Some("0"),
-                "button",
-                &format!("b{i}"),
-                &[],
-                i + 1,
-            )
-        }));
-        let docs = vec![
-            Doc {
-                frame_id: "T".into(),
-                url: "u".into(),
-                tree: Ok(parse_ax(&json!({"nodes": nodes}))),
-                owner: None,
-                skipped: false,
-            },
-            Doc {
-                frame_id: "F".into(),
-                url: "v".into(),
-                tree: Err("blocked".into()),
-                owner: Some((0, 1)),
-                skipped: false,
-            },
-        ];
-        let mut next = 0;
-        let (o, _) = render(&docs, &mut next);
-        assert!(o.truncated);
-        assert_eq!(o.lines, PAGE_MAX_LINES);
-        assert_eq!(o.text.lines().count(), PAGE_MAX_LINES);
+    fn a_long_outline_is_given_in_parts_each_saying_how_to_continue() {
+        let mut nodes = vec![json!([-1, "RootWebArea", "Big", "", 0, -1])];
+        nodes.extend((0..4500).map(|i| json!([0, "button", format!("b{i}"), "", 0, i])));
+        let docs = vec![doc("T", Ok(walk(json!(nodes))), None)];
+        // (A large page's default outline adds a line saying it is large.)
+        let (lines, _, refs) = render(&docs, &mut 0, true);
+        assert_eq!((lines.len(), refs.len()), (4501, 4500));
+        let mut rest = Rest {
+            outline: 7,
+            lines,
+            ..Rest::default()
+        };
+        let first = next_part("TAB", &mut rest);
+        assert!(first.truncated);
+        assert_eq!(first.text.lines().count(), PAGE_MAX_LINES);
+        assert_eq!(first.cursor.as_deref(), Some("TAB/7/1999"));
+        assert!(
+            first.text.ends_with(
+                "- [2502 more lines follow: call browser_snapshot with page_cursor \"TAB/7/1999\"]"
+            ),
+            "{}",
+            first.text.lines().last().unwrap_or_default()
+        );
+        assert_eq!(parse_cursor("TAB/7/1999"), Some(("TAB".into(), 7, 1999)));
+        let second = next_part("TAB", &mut rest);
+        assert!(second.text.starts_with("  - button \"b1998\""));
+        let third = next_part("TAB", &mut rest);
+        assert!(!third.truncated && third.cursor.is_none());
+        assert_eq!(third.text.lines().count(), 4501 - 2 * 1999);
+        assert!(third.text.ends_with("button \"b4499\" [ref=e4500]"));
+        assert_eq!(parse_cursor("nonsense"), None);
+    }
+
+    #[test]
+    fn find_gives_the_matching_lines_under_their_headings() {
+        let lines: Vec<String> = [
+            "- RootWebArea \"Doc\"",
+            "  - heading \"Methods\" [level=2]",
+            "    - heading \"pub fn push\" [level=3]",
+            "      - link \"push\" [ref=e1]",
+            "    - heading \"pub fn pop\" [level=3]",
+            "      - link \"pop\" [ref=e2]",
+            "  - heading \"Traits\" [level=2]",
+            "    - link \"Push\" [ref=e3]",
+            "    - button \"Close\" [ref=e4]",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        assert_eq!(
+            find_lines(&lines, "PUSH").join("\n"),
+            "- heading \"Methods\" [level=2]\n- heading \"pub fn push\" [level=3]\n- link \"push\" [ref=e1]\n- heading \"Traits\" [level=2]\n- link \"Push\" [ref=e3]"
+        );
+        assert_eq!(
+            find_lines(&lines, "button"),
+            [
+                "- heading \"Traits\" [level=2]",
+                "- button \"Close\" [ref=e4]"
+            ]
+        );
+        assert!(find_lines(&lines, "absent").is_empty());
     }
 
     #[test]
     fn a_blocked_frame_keeps_its_place_and_hides_the_frames_under_it() {
-        let top = parse_ax(&json!({"nodes": [
-            node("1", None, "RootWebArea", "Top", &["2"], 1),
-            node("2", Some("1"), "Iframe", "", &[], 5),
-        ]}));
-        let doc = |frame_id: &str, tree, owner, skipped| Doc {
-            frame_id: frame_id.into(),
-            url: String::new(),
-            tree,
-            owner,
-            skipped,
-        };
+        let top = walk(json!([
+            [-1, "RootWebArea", "Top", "", 0, -1],
+            [0, "Iframe", "", "", 0, 5],
+        ]));
+        let mut g = doc("G", Err("not read".into()), None);
+        g.skipped = true;
         let docs = vec![
-            doc("T", Ok(top), None, false),
-            doc(
-                "F",
-                Err("frame F: a dialog blocks it".into()),
-                Some((0, 5)),
-                false,
-            ),
-            doc("G", Err("not read".into()), None, true),
+            doc("T", Ok(top), None),
+            doc("F", Err("frame F: a dialog blocks it".into()), Some((0, 5))),
+            g,
         ];
-        let (o, refs) = render(&docs, &mut 0);
+        let (lines, frame_refs, refs) = render(&docs, &mut 0, false);
         assert_eq!(
-            o.text,
+            text(&lines),
             "- RootWebArea \"Top\"\n  - Iframe\n    - frame F: a dialog blocks it"
         );
-        assert!(refs.is_empty() && o.frame_refs.is_empty());
+        assert!(refs.is_empty() && frame_refs.is_empty());
     }
 
     /// A helper saw the outline tell the agent to answer with browser_dialog
