@@ -220,7 +220,7 @@ def table(out: dict, binary: str) -> str:
             f"{p['parts']:6} {p['refs']:6,} {p['link_refs']:6,} {p['lines']:7,} {mib(p['rss_after_kib']):>8}"
         )
     for m in out.get("missing", []):
-        rows.append(f"{m:32} (not on this machine: skipped)")
+        rows.append(f"{m:32} (not given or not installed: skipped)")
     rows += [
         "",
         f"server RSS: idle {mib(out.get('rss_idle_kib', 0))} MiB, peak (VmHWM) {mib(out.get('rss_peak_kib', 0))} MiB, "
