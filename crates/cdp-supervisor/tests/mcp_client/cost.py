@@ -2,14 +2,15 @@
 
 Drives the real `cdp-supervisor mcp` binary over stdio; the server launches
 its own headless Chromium. The large page is largepage.py's (3,000 visible
-links, hidden menus, 60,000+ elements, an OOPIF with 20 links), served on
+links, hidden menus, 60,000+ DOM nodes, an OOPIF with 20 links), served on
 127.0.0.1 with its iframe from localhost (another site: an OOPIF).
 
   every_link_reachable      browser_snapshot, then browser_snapshot(page_cursor)
                             until no cursor: every visible link has a ref,
                             each once; no link of a hidden block (mobile menu
-                            display:none, off-canvas, `hidden`, closed
-                            <details>, aria-hidden) shows; the OOPIF's links
+                            display:none, off-canvas, a fixed menu parked
+                            off the left edge, `hidden`, closed <details>,
+                            aria-hidden) shows; the OOPIF's links
                             have f<K>e<N> refs and frame_refs maps f<K> to the
                             OOPIF's frame_id; each cut part ends with a line
                             saying how many nodes remain and naming the call
@@ -126,7 +127,7 @@ async def large_site(sc: Scenario, extra: dict | None = None) -> lp.Site:
 async def open_large(sc: Scenario, c, site: lp.Site) -> str:
     """Navigates to the large page and waits (deadline) for its OOPIF to be
     listed and its links parsed; checks the fixture is what the tests
-    assume (60,000+ elements, the mobile menu display:none, 20 links in the
+    assume (60,000+ DOM nodes, the mobile menu display:none, 20 links in the
     OOPIF); returns the OOPIF's frame_id."""
     await navigate(sc, c, site.url(lp.LARGE_PATH))
     frame_url = site.url(lp.FRAME_PATH, "localhost")
@@ -147,12 +148,15 @@ async def open_large(sc: Scenario, c, site: lp.Site) -> str:
     sc.log(f"the OOPIF is frame {frame_id}")
     facts = await evaluate(
         c,
-        "[document.getElementsByTagName('*').length, innerWidth,"
-        " getComputedStyle(document.querySelector('.mobile-nav')).display, document.links.length]",
+        "[(() => { const w = document.createTreeWalker(document); let n = 1; while (w.nextNode()) n++; return n; })(),"
+        " innerWidth,"
+        " getComputedStyle(document.querySelector('.mobile-nav')).display, document.links.length,"
+        " document.querySelector('.offscreen-menu').getBoundingClientRect().right]",
     )
-    elements, width, menu_display, links = facts
-    sc.check(elements >= 60_000, f"fixture: the page has 60,000+ elements ({elements:,})")
+    nodes, width, menu_display, links, offscreen_right = facts
+    sc.check(nodes >= 60_000, f"fixture: the page has 60,000+ DOM nodes ({nodes:,})")
     sc.check(menu_display == "none", f"fixture: the mobile menu is display:none at this viewport ({width} px wide)")
+    sc.check(offscreen_right <= 0, f"fixture: the off-screen menu ends left of the viewport (right edge {offscreen_right})")
     sc.check(
         links == len(lp.top_link_names()) + len(lp.hidden_link_names()),
         f"fixture: the top document holds {links} links, {len(lp.top_link_names())} of them visible",
@@ -176,7 +180,8 @@ class Parts:
         merged: dict[str, str] = {}
         for i, d in enumerate(self.data):
             for k, f in (d.get("frame_refs") or {}).items():
-                sc.check(merged.get(k, f) == f, f"part {i}: frame_refs maps {k} to one frame across parts ({merged.get(k)} vs {f})")
+                if merged.get(k, f) != f:
+                    raise Fail(f"part {i}: frame_refs maps {k} to {f}, an earlier part to {merged[k]}")
                 merged[k] = f
         return merged
 

@@ -7,15 +7,19 @@ byte, on every run, so what a test expects is computed from this module.
 The page (`large_page(frame_url)`):
   - 3,000 visible method sections, each a heading holding one link
     (`method-0001` … `method-3000`, unique names, href /target/method-NNNN),
-    a signature of spans, prose paragraphs and a short list: about 20
-    elements each, so the document has 60,000+ elements (and about twice as
-    many nodes counting text);
+    a signature of spans and a prose paragraph: about 21 nodes each, so the
+    document has 60,000+ DOM nodes (rustdoc's Vec page has about 38,000 and
+    2,700 links);
   - a header with a few visible links, buttons, a checkbox and a search box;
   - hidden blocks a person cannot see, every link of which is named
     `<marker> method-NNNN` so that a leak shows in the outline and in `find`:
       `hiddenmenu`  a mobile <nav> of 300 links, display:none at any
                     viewport wider than 500 px (the headless default is wider),
       `offcanvas`   an off-canvas drawer (translated out, visibility:hidden),
+      `offscreen`   a sliding side menu parked off the left edge (position:
+                    fixed, left:-310px, nothing else hiding it): python3-doc's
+                    `.menu-wrapper` at this viewport, which Chromium's
+                    accessibility tree keeps while the other kinds are dropped,
       `hiddenattr`  a panel with the `hidden` attribute,
       `collapsed`   a closed <details> menu,
       `ariahidden`  a block under aria-hidden="true";
@@ -44,14 +48,14 @@ from typing import Callable
 
 METHODS = 3000  # visible links named method-NNNN, like rustdoc Vec's ~2,700 links
 HIDDEN_MENU_LINKS = 300  # the mobile menu, display:none at the headless viewport
-OTHER_HIDDEN_LINKS = 40  # per other hidden block (off-canvas, hidden attr, details, aria-hidden)
+OTHER_HIDDEN_LINKS = 40  # per other hidden block (off-canvas, off-screen, hidden attr, details, aria-hidden)
 FRAME_LINKS = 20  # links inside the OOPIF
 IFRAME_AFTER = 1500  # the OOPIF sits after this method, deep in the page
 TARGET_PREFIX = "/target/"  # where every method link goes; any path under it is a page
 FRAME_PATH = "/frame"
 LARGE_PATH = "/large"
 # The markers of hidden links: none of them may show in an outline.
-HIDDEN_MARKERS = ("hiddenmenu", "offcanvas", "hiddenattr", "collapsed", "ariahidden")
+HIDDEN_MARKERS = ("hiddenmenu", "offcanvas", "offscreen", "hiddenattr", "collapsed", "ariahidden")
 
 HEADER_LINKS = ["std home", "crate source", "all items"]
 FOOTER_LINKS = ["back to top"]
@@ -127,17 +131,13 @@ def _links(names: list[str]) -> str:
 
 def _method(i: int, prose: _Prose) -> str:
     name = method_name(i)
-    # About 20 elements, like a rustdoc method: spans of the signature, a docblock.
+    # 10 elements and 11 text nodes, like a rustdoc method: the signature's
+    # spans, a docblock.
     return (
-        f'<section id="method.{name}" class="method">'
-        f'<h4 class="code-header"><span class="v">pub</span> <span class="k">fn</span> '
-        f'<a class="fn" href="{TARGET_PREFIX}{name}">{name}</a>(<span class="s">&amp;self</span>, '
-        f'<span class="a">index</span>: <span class="t">usize</span>) -&gt; '
-        f'<span class="t">Option</span>&lt;<span class="t">&amp;T</span>&gt;</h4>'
-        f'<div class="docblock"><p>{prose.words(14)} <code>{prose.word()}</code> {prose.words(8)} '
-        f"<em>{prose.word()}</em>.</p>"
-        f"<p>{prose.words(10)} <code>{prose.word()}</code> <strong>{prose.word()}</strong>.</p>"
-        f"<ul><li>{prose.words(3)}</li><li>{prose.words(3)}</li></ul></div></section>"
+        f'<section id="method.{name}" class="method"><h4 class="code-header"><span class="k">fn</span> '
+        f'<a class="fn" href="{TARGET_PREFIX}{name}">{name}</a>(<span class="s">&amp;self</span>) -&gt; '
+        f'<span class="t">usize</span></h4><div class="docblock"><p>{prose.words(12)} '
+        f"<code>{prose.word()}</code> {prose.words(6)} <em>{prose.word()}</em>.</p></div></section>"
     )
 
 
@@ -147,6 +147,8 @@ body { font: 14px sans-serif; margin: 0 1em; }
 @media (min-width: 501px) { .mobile-nav { display: none; } }
 .drawer { position: fixed; left: 0; top: 0; width: 300px; height: 100vh; overflow: auto;
           transform: translateX(-100%); visibility: hidden; background: #eee; }
+.offscreen-menu { position: fixed; top: 0; left: -310px; width: 300px; height: 100%; overflow-y: auto;
+                  background: #eee; }
 section.method { margin: 0 0 .5em; }
 h4 { margin: .3em 0; }
 """
@@ -167,6 +169,7 @@ def large_page(frame_url: str) -> str:
         f"<style>{STYLE}</style></head><body>",
         f'<nav class="mobile-nav" aria-label="Mobile menu"><ul>{_links(menu)}</ul></nav>',
         f'<aside class="drawer" aria-label="Drawer"><ul>{_links(blocks["offcanvas"])}</ul></aside>',
+        f'<div class="offscreen-menu"><h3>offscreen menu</h3><ul>{_links(blocks["offscreen"])}</ul></div>',
         f'<div class="panel" hidden><ul>{_links(blocks["hiddenattr"])}</ul></div>',
         f'<details class="menu"><summary>Menu</summary><ul>{_links(blocks["collapsed"])}</ul></details>',
         f'<div class="decor" aria-hidden="true"><ul>{_links(blocks["ariahidden"])}</ul></div>',
