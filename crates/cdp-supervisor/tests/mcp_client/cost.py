@@ -214,10 +214,14 @@ async def read_outline(sc: Scenario, c, args: dict, what: str) -> Parts:
             parts.remaining_said.append(None)
             break
         if not isinstance(nxt, str) or not nxt:
-            raise Fail(
+            # The checks on what was read still run (and say what it lacks).
+            sc.expect(
+                False,
                 f"{what} part {i} is page_truncated but carries no page_cursor: the rest of the outline "
-                f"cannot be reached (DESIGN 'Acting on the page'); its last line: {ls[-1].raw if ls else ''!r}"
+                f"cannot be reached (DESIGN 'Acting on the page'); its last line: {ls[-1].raw if ls else ''!r}",
             )
+            parts.remaining_said.append(None)
+            break
         sc.expect(len(ls) <= PART_MAX_LINES, f"{what} part {i}: at most {PART_MAX_LINES} lines ({len(ls)})")
         last = ls[-1].raw if ls else ""
         said = last.replace(nxt, "")
