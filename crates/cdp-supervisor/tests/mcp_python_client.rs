@@ -19,7 +19,12 @@
 //! with refs across OOPIFs, clicks, typing, keys and selects through real
 //! input, a click a dialog interrupts delivered once), `core.py` for calls
 //! and reconnects (a dialog closed during a socket drop, a tab gone during
-//! one, a timed-out call kept, another tab's dialog claiming no call). Fails — never skips —
+//! one, a timed-out call kept, another tab's dialog claiming no call),
+//! `cost.py` for what an agent pays per step (issue 33: every link of a
+//! 60,000-element page reachable through `page_cursor`, none of its hidden
+//! menus, `find`, a continuation's ref that clicks through, tabs in a
+//! click's result and in the next result's `changes`, twenty clicks that
+//! count twenty, console errors one short line each). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -98,4 +103,9 @@ fn calls_and_reconnects_stay_true_through_the_python_sdk() {
 #[test]
 fn the_agent_acts_on_the_page_across_oopifs_through_the_python_sdk() {
     run_script("act.py");
+}
+
+#[test]
+fn what_an_agent_pays_per_step_through_the_python_sdk() {
+    run_script("cost.py");
 }

@@ -817,10 +817,13 @@ async def run_phases(
     doc: str,
     scenarios: dict[str, Callable[[Scenario, str], Awaitable[None]]],
     phases: list[list[str]],
+    deadlines: dict[str, float] | None = None,
 ) -> int:
     """The main of a scenario script: parses `PATH/TO/cdp-supervisor [--only
     NAME[,NAME…]] [--serial]` (doc is the usage), then runs the scenarios
-    phase by phase (a phase's scenarios together); the exit code."""
+    phase by phase (a phase's scenarios together); the exit code. A
+    scenario named in deadlines gets that many seconds instead of
+    SCENARIO_DEADLINE_S."""
     argv = sys.argv[1:]
     if not argv or argv[0].startswith("-"):
         print(doc, file=sys.stderr)
@@ -854,7 +857,10 @@ async def run_phases(
     for phase in chosen:
         if phase:
             outcomes += await asyncio.gather(
-                *(run_scenario(n, lambda sc, n=n: scenarios[n](sc, binary)) for n in phase)
+                *(
+                    run_scenario(n, lambda sc, n=n: scenarios[n](sc, binary), (deadlines or {}).get(n, SCENARIO_DEADLINE_S))
+                    for n in phase
+                )
             )
     return summarize(script, outcomes, started)
 

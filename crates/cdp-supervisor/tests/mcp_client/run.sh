@@ -14,9 +14,11 @@
 # tabs), providers.py (a cloud provider's session against a fake API:
 # created, stopped with the MCP session), security.py (navigation policy,
 # HTTP bounds), grid.py (a real Selenium Grid's session through the binary:
-# tests/selenium_grid.rs starts the Grid and sets SELENIUM_GRID_URL) or
+# tests/selenium_grid.rs starts the Grid and sets SELENIUM_GRID_URL),
 # grid_load.py (a measurement: how many tasks one HTTP server holds on a
-# Grid, see the README's "Past one machine"); ARGS such as `--only NAME` or `--serial` go to it
+# Grid, see the README's "Past one machine"), cost.py (what an agent pays
+# per step on a large page: page_cursor, find, changes) or bench_step.py (a
+# measurement, see scripts/bench-step.sh); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on
 # any failure.
