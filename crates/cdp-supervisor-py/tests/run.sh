@@ -9,6 +9,9 @@
 #   ${TMPDIR:-/tmp}/cdp-supervisor-py-venv; reused across runs).
 # MATURIN_PROFILE: the cargo profile of the wheel (default: dev, which
 #   reuses what `cargo build` compiled).
+# HERMES_AGENT_DIR: a checkout of the host agent; when set, its own
+#   supervisor tests also run against cdp_supervisor.hermes (tests/host/run.sh;
+#   its code is not in this repository, so without it they do not run).
 # Needs python3 (with venv), network access for the first pip install, and
 # Chromium (scripts/ensure-chromium.sh). Fails — never skips — without them.
 set -euo pipefail
@@ -33,6 +36,10 @@ fi
 if ! "$venv/bin/python" -c 'import pytest, mypy' 2>/dev/null || [ ! -x "$venv/bin/maturin" ]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check 'maturin>=1.9,<2' 'pytest>=8,<10' 'mypy>=1.10,<3'
 fi
+# The host's tests talk CDP themselves (websockets) to drive the page.
+if [ -n "${HERMES_AGENT_DIR:-}" ] && ! "$venv/bin/python" -c 'import websockets' 2>/dev/null; then
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'websockets>=13,<18'
+fi
 
 wheels="$(mktemp -d)"
 trap 'rm -rf "$wheels"' EXIT
@@ -47,4 +54,9 @@ cd "$here"
     echo "cdp-supervisor-py: mypy --strict found type errors in the tests" >&2
     exit 1
 }
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+if [ -z "${HERMES_AGENT_DIR:-}" ]; then
+    echo "cdp-supervisor-py: the host agent's own tests are not run (HERMES_AGENT_DIR is not set)"
+    exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+fi
+"$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+exec "$here/host/run.sh" "$venv/bin/python"

@@ -76,6 +76,22 @@ def test_constants_are_the_spec_s() -> None:
         CDPSupervisor("t", "http://127.0.0.1:1", dialog_policy="sometimes")
 
 
+def test_star_import_brings_every_name_the_host_module_exports() -> None:
+    # A host's tools/browser_supervisor.py becomes `from cdp_supervisor.hermes
+    # import *`; what its callers import from it must come through, the
+    # host's `_SupervisorRegistry` (in its __all__) included.
+    names: Dict[str, Any] = {}
+    exec("from cdp_supervisor.hermes import *", names)
+    for name in (
+        "CDPSupervisor", "ConsoleEvent", "DEFAULT_DIALOG_POLICY", "DEFAULT_DIALOG_TIMEOUT_S",
+        "DIALOG_POLICY_AUTO_ACCEPT", "DIALOG_POLICY_AUTO_DISMISS", "DIALOG_POLICY_MUST_RESPOND",
+        "DialogRecord", "FrameInfo", "PendingDialog", "SUPERVISOR_REGISTRY", "SupervisorSnapshot",
+        "_SupervisorRegistry",
+    ):
+        assert name in names, name
+    assert names["_SupervisorRegistry"] is SupervisorRegistry
+
+
 def test_supervisor_start_and_snapshot(chrome_cdp: str, site: str, registry: SupervisorRegistry) -> None:
     sup = registry.get_or_start(task_id="pytest-1", cdp_url=chrome_cdp)
     navigate(sup, f"{site}/main.html")

@@ -46,6 +46,7 @@ __all__ = [
     "PendingDialog",
     "SupervisorRegistry",
     "SupervisorSnapshot",
+    "_SupervisorRegistry",
 ]
 
 DIALOG_POLICY_MUST_RESPOND = "must_respond"
@@ -521,5 +522,9 @@ class SupervisorRegistry:
             self._by_task.clear()
         self._native.stop_all()
 
+
+# The host module's own name for the class (in its ``__all__``, so its
+# callers import it; a ``from cdp_supervisor.hermes import *`` must bring it).
+_SupervisorRegistry = SupervisorRegistry
 
 SUPERVISOR_REGISTRY = SupervisorRegistry()
