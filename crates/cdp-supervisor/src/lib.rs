@@ -41,6 +41,7 @@
 
 pub mod browser;
 pub mod cdp;
+pub mod changes;
 pub mod cli;
 pub mod config;
 pub mod demo_site;

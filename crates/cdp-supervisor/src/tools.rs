@@ -17,6 +17,7 @@
 
 use crate::browser::provider::{self, BrowserProvider};
 use crate::cdp::endpoint::CdpHeaders;
+use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
@@ -30,7 +31,7 @@ use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -169,6 +170,9 @@ pub struct AgentSession {
     /// Set while a provider session is being created: the API call comes
     /// before the registry's start, and readers must not wait on it either.
     provider_creating: AtomicBool,
+    /// What this session's previous tool result covered, with the
+    /// supervisor generation it was of ([`crate::changes`]).
+    seen: Mutex<Option<(u64, Seen)>>,
 }
 
 #[derive(Deserialize)]
@@ -660,6 +664,7 @@ impl AgentSession {
             detached: AtomicBool::new(false),
             last: Mutex::new(None),
             supervisor_changes: tokio::sync::watch::Sender::new(0),
+            seen: Mutex::new(None),
             provider,
             provider_lock: AsyncMutex::new(()),
             provider_creating: AtomicBool::new(false),
@@ -693,7 +698,50 @@ impl AgentSession {
     }
 
     /// Calls tool `name` with JSON `args` (an object, or null for none).
+    /// A successful result carries `changes` when something happened since
+    /// this session's previous result ([`crate::changes`]).
     pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let mut result = self.call_tool(name, args).await;
+        if let Ok(v) = &mut result {
+            self.add_changes(name, v);
+        }
+        result
+    }
+
+    /// Adds `changes` to the result `v` of tool `name`: what this session's
+    /// supervisor shows now against what its previous result covered. A
+    /// session's first result (or the first with a new supervisor) only
+    /// counts what is there.
+    fn add_changes(&self, name: &str, v: &mut Value) {
+        let Some(s) = self.registry.get(&self.task_id) else {
+            return;
+        };
+        let snap = s.snapshot();
+        let generation = *self.supervisor_changes.borrow();
+        let told = Told {
+            tabs_opened: v
+                .get("tabs_opened")
+                .and_then(Value::as_array)
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|x| x.get("target_id")?.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            navigated: name == "browser_navigate",
+        };
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let (changes, now) = match seen.take() {
+            Some((g, before)) if g == generation => before.diff(&snap, &told),
+            _ => (None, Seen::of(&snap)),
+        };
+        *seen = Some((generation, now));
+        if let (Some(c), Some(obj)) = (changes, v.as_object_mut()) {
+            obj.insert("changes".into(), c);
+        }
+    }
+
+    async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let hidden = !self.tool_names().contains(&name);
         if hidden && ALL_TOOLS.contains(&name) {
             return Err(ToolError::new(format!(

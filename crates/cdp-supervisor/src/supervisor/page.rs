@@ -350,11 +350,7 @@ type Rendered = (Vec<String>, BTreeMap<String, String>, Vec<(String, RefAt)>);
 /// Renders the documents (index 0 the top one) into every line of the
 /// outline; `next` is the tab's next ref number. Pure: the unit of the line
 /// format and of what the default outline leaves out.
-fn render(
-    docs: &[Doc],
-    next: &mut u64,
-    full_text: bool,
-) -> Rendered {
+fn render(docs: &[Doc], next: &mut u64, full_text: bool) -> Rendered {
     enum Item {
         Doc(usize, usize),
         Node(usize, usize, usize, usize),

@@ -1,13 +1,37 @@
 //! Console errors: `console.error` / `console.assert` calls and uncaught
-//! exceptions, the last [`CONSOLE_ERRORS_MAX`], each cut at
-//! [`CONSOLE_TEXT_MAX_CHARS`].
+//! exceptions, the last [`CONSOLE_ERRORS_MAX`], each one line of at most
+//! [`CONSOLE_TEXT_MAX_CHARS`] ([`one_line`]).
 
-use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now, cut};
+use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now};
 use crate::cdp::protocol::{ConsoleApiCalled, ExceptionThrown};
 use crate::supervisor::snapshot::{ConsoleError, List, share};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// A console text as an entry shows it: its first non-blank line (an
+/// error's `Error: message`, not the stack under it), cut at
+/// [`CONSOLE_TEXT_MAX_CHARS`], with `…` where anything was left out. A
+/// short one-line text is kept as it is, without a copy.
+pub fn one_line(text: String) -> String {
+    if text.len() <= CONSOLE_TEXT_MAX_CHARS && !text.contains(['\n', '\r']) {
+        return text;
+    }
+    let first = text
+        .lines()
+        .map(str::trim_end)
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let mut out: String = first.chars().take(CONSOLE_TEXT_MAX_CHARS).collect();
+    if out.len() < text.trim_end().len() {
+        // Room for the mark within the bound.
+        if out.chars().count() == CONSOLE_TEXT_MAX_CHARS {
+            out.pop();
+        }
+        out.push('…');
+    }
+    out
+}
 
 /// The console ring. Its entries are shared with the snapshots and the
 /// notices that show them.
@@ -54,7 +78,7 @@ impl Console {
     ) -> Arc<ConsoleError> {
         let entry = ConsoleError {
             level,
-            text: cut(text, CONSOLE_TEXT_MAX_CHARS),
+            text: one_line(text),
             url,
             at,
         };
@@ -130,5 +154,19 @@ mod tests {
             .map(|i| format!("e{i}"))
             .collect();
         assert_eq!(texts, want);
+    }
+
+    #[test]
+    fn an_entry_is_one_short_line() {
+        assert_eq!(one_line("boom".into()), "boom");
+        assert_eq!(
+            one_line("Error: boom\n    at f (http://a/x.js:1:2)\n    at g".into()),
+            "Error: boom…"
+        );
+        assert_eq!(one_line("\n\nsecond\r\nthird".into()), "second…");
+        let long = one_line("x".repeat(5_000));
+        assert_eq!(long.chars().count(), CONSOLE_TEXT_MAX_CHARS);
+        assert!(long.ends_with('…'));
+        assert_eq!(one_line("".into()), "");
     }
 }

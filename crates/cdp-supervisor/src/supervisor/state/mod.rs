@@ -95,8 +95,10 @@ pub const CONSOLE_ERRORS_MAX: usize = 50;
 /// Chromium cuts `javascriptDialogOpening.message` at 10 240 chars; we hold
 /// anything else (a proxy, a mock) to the same bound.
 pub const DIALOG_MESSAGE_MAX_CHARS: usize = 10_240;
-/// One console entry's text is cut here so 50 entries stay small.
-pub const CONSOLE_TEXT_MAX_CHARS: usize = 4_096;
+/// One console entry's text is one line of at most this many characters:
+/// an agent reads every snapshot's 50 entries, and a stack trace or a
+/// dump in each would be most of what it reads ([`console::one_line`]).
+pub const CONSOLE_TEXT_MAX_CHARS: usize = 300;
 /// The frame map's own bound: a page creating frames forever must not grow
 /// memory forever. Frames past it are not tracked and the tree says `truncated`.
 pub const FRAMES_TRACKED_MAX: usize = 1_000;
