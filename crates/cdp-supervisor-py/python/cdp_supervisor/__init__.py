@@ -191,8 +191,24 @@ class Task(_Base):
     def navigate(self, url: str) -> Json:
         return self.call("browser_navigate", {"url": url})
 
-    def snapshot(self, page: bool = True) -> Json:
-        return self.call("browser_snapshot", {"page": page})
+    def snapshot(
+        self,
+        page: bool = True,
+        page_cursor: Optional[str] = None,
+        find: Optional[str] = None,
+        full_text: Optional[bool] = None,
+    ) -> Json:
+        """browser_snapshot: ``page_cursor`` continues a cut outline, ``find``
+        keeps the lines whose role or name holds it, ``full_text`` adds all
+        visible text."""
+        a: Dict[str, Any] = {"page": page}
+        if page_cursor is not None:
+            a = {"page_cursor": page_cursor}
+        if find is not None:
+            a["find"] = find
+        if full_text is not None:
+            a["full_text"] = full_text
+        return self.call("browser_snapshot", a)
 
     def dialog(
         self,
@@ -274,8 +290,24 @@ class AsyncTask(_Base):
     async def navigate(self, url: str) -> Json:
         return await self.call("browser_navigate", {"url": url})
 
-    async def snapshot(self, page: bool = True) -> Json:
-        return await self.call("browser_snapshot", {"page": page})
+    async def snapshot(
+        self,
+        page: bool = True,
+        page_cursor: Optional[str] = None,
+        find: Optional[str] = None,
+        full_text: Optional[bool] = None,
+    ) -> Json:
+        """browser_snapshot: ``page_cursor`` continues a cut outline, ``find``
+        keeps the lines whose role or name holds it, ``full_text`` adds all
+        visible text."""
+        a: Dict[str, Any] = {"page": page}
+        if page_cursor is not None:
+            a = {"page_cursor": page_cursor}
+        if find is not None:
+            a["find"] = find
+        if full_text is not None:
+            a["full_text"] = full_text
+        return await self.call("browser_snapshot", a)
 
     async def dialog(
         self,

@@ -325,9 +325,14 @@ def record_figure(sc: Scenario, what: str, xs: list[float]) -> None:
 
 def same_snapshot(sc: Scenario, read: dict, snap: dict, what: str) -> None:
     """The resource reads as browser_snapshot: same keys (but the page outline,
-    which only the tool reads: the resource is re-read on every update), same
+    which only the tool reads: the resource is re-read on every update, and
+    `changes`, which every tool result carries for its MCP session), same
     pending ids and url."""
-    snap = {k: v for k, v in snap.items() if k not in ("page", "page_truncated", "frame_refs")}
+    snap = {
+        k: v
+        for k, v in snap.items()
+        if k not in ("page", "page_truncated", "page_cursor", "frame_refs", "changes")
+    }
     sc.expect(read.keys() == snap.keys(), f"{what}: the resource has browser_snapshot's keys"
               f" (only in the resource {sorted(read.keys() - snap.keys())}, only in the tool {sorted(snap.keys() - read.keys())})")
     ids_r = [d.get("id") for d in read.get("pending_dialogs") or []]
