@@ -519,3 +519,47 @@ async fn an_event_the_snapshot_does_not_show_happened_after_its_event_seq() {
     assert_eq!(w["happened"], true, "event_seq {}: {w}", v["event_seq"]);
     session.close().await;
 }
+
+/// Issue 33: a page whose outline reply lies — a node named as its own
+/// parent, a parent that comes after its child, a node list far past what
+/// a page holds — is outlined once per node that has a place, and the call
+/// returns. (The walker runs in the page: a page can make it say anything.)
+#[tokio::test]
+async fn a_lying_outline_reply_is_outlined_once_per_node_and_returns() {
+    let (mock, sup) = attached(DialogPolicy::MustRespond).await;
+    mock.on(
+        "Page.createIsolatedWorld",
+        Reply::result(json!({"executionContextId": 7})),
+    );
+    let mut nodes = vec![
+        json!([-1, "RootWebArea", "Liar", "", 0, -1]),
+        json!([0, "button", "Go", "", 0, 0]),
+        json!([2, "button", "Own parent", "", 0, 1]),
+        json!([9, "button", "Parent after it", "", 0, 2]),
+        json!([1, "StaticText", "ok", "", 0, -1]),
+    ];
+    nodes.extend((0..50_000).map(|i| json!([0, "link", format!("l{i}"), "", 0, 3 + i])));
+    mock.on(
+        "Runtime.callFunctionOn",
+        Reply::result(json!({"result": {"type": "object", "value": {"nodes": nodes, "owners": [], "cut": false}}})),
+    );
+    let outline = tokio::time::timeout(
+        Duration::from_secs(20),
+        sup.page_outline(&cdp_supervisor::supervisor::page::OutlineMode::Default),
+    )
+    .await
+    .expect("the outline returns")
+    .expect("an outline");
+    let mut all = outline.text.clone();
+    let mut cursor = outline.cursor.clone();
+    while let Some(c) = cursor {
+        let part = sup.page_outline_more(&c).expect("the next part");
+        all.push('\n');
+        all.push_str(&part.text);
+        cursor = part.cursor;
+    }
+    assert_eq!(all.matches("button \"Go\"").count(), 1, "{}", &all[..500]);
+    assert!(!all.contains("Own parent") && !all.contains("Parent after it"));
+    assert_eq!(all.matches("- link \"l").count(), 50_000);
+    sup.stop().await;
+}

@@ -2088,6 +2088,39 @@ mod tests {
         assert!(text(&full).contains(&"x".repeat(300)), "not cut at 200");
     }
 
+    #[test]
+    fn a_large_page_keeps_what_to_act_on_and_says_what_it_left_out() {
+        let mut nodes = vec![
+            json!([-1, "RootWebArea", "Docs", "", 0, -1]),
+            json!([0, "heading", format!("pub fn push(&mut self, value: T) {}", "x".repeat(80)), "", {"level": 4}, 0]),
+            json!([0, "StaticText", "Status: ready", "", 0, -1]),
+        ];
+        nodes.extend(
+            (0..TEXT_PAGE_MAX_LINES).map(|i| json!([0, "link", format!("l{i}"), "", 0, 1 + i])),
+        );
+        let docs = vec![doc("T", Ok(walk(json!(nodes))), None)];
+        let (lines, _, refs) = render(&docs, &mut 0, false);
+        assert!(
+            lines[0].starts_with("- [a large page: 1 lines of text left out"),
+            "{}",
+            lines[0]
+        );
+        assert!(!text(&lines).contains("Status: ready"));
+        let heading = lines.iter().find(|l| l.contains("heading")).expect("kept");
+        assert!(
+            !heading.contains("level") && heading.contains('…'),
+            "{heading}"
+        );
+        assert_eq!(refs.len(), TEXT_PAGE_MAX_LINES);
+        // The reading mode keeps all of it.
+        let (full, _, _) = render(&docs, &mut 0, true);
+        assert!(text(&full).contains("Status: ready") && text(&full).contains("[level=4]"));
+        // A small page keeps its short text and levels.
+        let small = vec![doc("T", Ok(walk(json!(nodes[..3]))), None)];
+        let (lines, _, _) = render(&small, &mut 0, false);
+        assert!(text(&lines).contains("Status: ready") && text(&lines).contains("[level=4]"));
+    }
+
     /// Issue 28, defect 5: ref tables were kept for every tab ever outlined.
     #[test]
     fn regression_28_5_ref_tables_keep_only_open_tabs() {
