@@ -7,15 +7,17 @@
 //
 // Arguments: `gen` (this outline's number; the elements holding refs are
 // kept as `globalThis.__cdpSupervisor = {gen, els}` in this world, where an
-// action finds them again), `max` (the most nodes to return), then the
+// action finds them again), `max` (the most nodes to return), `budgetMs`
+// (the longest it walks, in milliseconds), then the
 // iframe elements of this document that hold child frames, in the order
 // the caller asked.
 // Returns `{nodes, owners, cut}`: `nodes[i] = [parent, role, name, value,
 // states, key]` (parent -1 for the root; `key` indexes `els`, -1 for none;
 // `states` an object such as `{checked: true, level: 2}` or 0), `owners[k]`
 // the key of the k-th iframe element given (-1 when it is not shown), and
-// `cut` whether `max` stopped the walk.
-function (gen, max, ...frameOwners) {
+// `cut` whether `max` or `budgetMs` stopped the walk.
+function (gen, max, budgetMs, ...frameOwners) {
+  const started = performance.now();
   const nodes = [];
   const els = [];
   const owners = frameOwners.map(() => -1);
@@ -51,10 +53,17 @@ function (gen, max, ...frameOwners) {
       const o = getComputedStyle(el);
       return o.display !== 'contents' && o.overflow !== 'visible';
     }
-    return r.right + window.scrollX <= 0 || r.bottom + window.scrollY <= 0;
+    return r.right + window.scrollX <= 0 || r.bottom + window.scrollY <= 0 ||
+      r.left + window.scrollX >= document.documentElement.scrollWidth;
   };
+  // While a modal <dialog> shows, everything outside it is inert.
+  const modal = document.querySelector('dialog:modal');
   const hiddenSubtree = (el, control) =>
-    el.getAttribute('aria-hidden') === 'true' || el.inert || !el.checkVisibility() || offCanvas(el, control);
+    el.getAttribute('aria-hidden') === 'true' || el.inert ||
+    (modal !== null && !el.contains(modal) && !modal.contains(el)) ||
+    // A display:contents wrapper has no box of its own; its children do.
+    (!el.checkVisibility() && getComputedStyle(el).display !== 'contents') ||
+    offCanvas(el, control);
 
   const inline = new Set(['A', 'SPAN', 'B', 'I', 'EM', 'STRONG', 'CODE', 'SMALL', 'SUB', 'SUP', 'ABBR', 'MARK', 'Q', 'S', 'U', 'KBD', 'VAR', 'SAMP', 'TIME', 'WBR', 'BDI', 'BDO', 'CITE', 'DFN', 'DATA', 'DEL', 'INS']);
   // Text is given a block at a time: the first text met in a block of
@@ -88,6 +97,7 @@ function (gen, max, ...frameOwners) {
           const e = x.parentElement;
           if (e !== b && e.closest(ownLine) && b.contains(e.closest(ownLine))) continue;
           if (e.closest('[aria-hidden=true]') && b.contains(e.closest('[aria-hidden=true]'))) continue;
+          if (!e.checkVisibility({ visibilityProperty: true })) continue;
           out += x.data;
         }
         return ws(out);
@@ -318,7 +328,12 @@ function (gen, max, ...frameOwners) {
   const rootEl = document.documentElement;
   const root = add(-1, 'RootWebArea', document.title, '', 0, null);
   if (rootEl) pushChildren(rootEl, root, false, true);
+  let steps = 0;
   while (stack.length && !cut) {
+    if ((++steps & 511) === 0 && performance.now() - started > budgetMs) {
+      cut = true;
+      break;
+    }
     const [n, parent, inLabel, textShown] = stack.pop();
     if (n.nodeType === 3) {
       // A label's text is its control's name: said there, not twice.

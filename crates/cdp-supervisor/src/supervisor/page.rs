@@ -40,6 +40,10 @@ pub const PAGE_MAX_LINES: usize = 2_000;
 /// The most nodes one frame's walker returns: a page of millions of
 /// elements is cut there (said in the outline) rather than read for minutes.
 const WALK_MAX_NODES: usize = 100_000;
+/// The longest one frame's walker walks: a page of hundreds of thousands of
+/// elements is cut there (said in the outline), well within
+/// [`TREE_READ_TIMEOUT`] so that what was read is still given.
+const WALK_BUDGET: Duration = Duration::from_millis(2_500);
 /// Each read of the outline or of an action (one frame's owner, a box): a
 /// frame a dialog blocks never answers, and the snapshot must not wait on it.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(1);
@@ -173,6 +177,9 @@ struct Rest {
     given: usize,
     frame_refs: BTreeMap<String, String>,
     blocked_frames: Vec<String>,
+    /// The top document's URL when it was read: a cursor does not
+    /// continue an outline of a page the tab has left.
+    url: String,
 }
 
 #[derive(Default)]
@@ -375,6 +382,8 @@ fn render(docs: &[Doc], next: &mut u64, full_text: bool) -> Rendered {
     // when that differs.
     let mut is_text: Vec<bool> = Vec::new();
     let mut compact: Vec<Option<String>> = Vec::new();
+    // Text lines left out as prose.
+    let mut prose = 0;
     // Each node is walked once, whatever the documents say.
     let mut walked: Vec<Vec<bool>> = docs
         .iter()
@@ -425,8 +434,9 @@ fn render(docs: &[Doc], next: &mut u64, full_text: bool) -> Rendered {
                             is_text.push(false);
                             compact.push(None);
                             lines.push(format!(
-                                "{}- [this document has over {WALK_MAX_NODES} nodes: the outline stops at that many]",
-                                indent(depth)
+                                "{}- [this document is too large to outline whole: the outline stops after {WALK_MAX_NODES} nodes or {} s of reading]",
+                                indent(depth),
+                                WALK_BUDGET.as_secs_f64()
                             ));
                         }
                         stack.push(Item::Node(d, 0, depth, 0));
@@ -469,6 +479,7 @@ fn render(docs: &[Doc], next: &mut u64, full_text: bool) -> Rendered {
                     // Prose, and text inside it, only in the reading mode.
                     let short = t.chars().count() <= SHORT_TEXT_CHARS;
                     if n.role == "StaticText" && !full_text && !short {
+                        prose += 1;
                         continue;
                     }
                 }
@@ -546,6 +557,7 @@ fn render(docs: &[Doc], next: &mut u64, full_text: bool) -> Rendered {
     }
     let texts = is_text.iter().filter(|t| **t).count();
     if !full_text && lines.len() - texts > TEXT_PAGE_MAX_LINES {
+        let texts = texts + prose;
         // A large page: what to act on and navigate by, headings without
         // their level and cut shorter, and a line saying how to read the rest.
         let mut kept = vec![format!(
@@ -592,7 +604,12 @@ fn find_lines(lines: &[String], needle: &str) -> Vec<String> {
             })
             .flatten()
             .map(|l| l.clamp(1, 6));
-        let hit = role.to_lowercase().contains(&needle) || name.to_lowercase().contains(&needle);
+        // A frame that could not be read, a note of a cut: said whatever
+        // is looked for (nothing found there is not "nothing on the page").
+        let about_reading = role == "frame" || role.starts_with('[');
+        let hit = about_reading
+            || role.to_lowercase().contains(&needle)
+            || name.to_lowercase().contains(&needle);
         if let Some(l) = level {
             for h in headings.iter_mut().skip(l - 1) {
                 *h = None;
@@ -621,8 +638,12 @@ fn find_lines(lines: &[String], needle: &str) -> Vec<String> {
     out
 }
 
+/// Deeper levels are shown at this one: a page nesting thousands of
+/// levels must not make each line kilobytes of spaces.
+const INDENT_MAX_LEVELS: usize = 40;
+
 fn indent(depth: usize) -> String {
-    "  ".repeat(depth)
+    "  ".repeat(depth.min(INDENT_MAX_LEVELS))
 }
 
 /// A name or value as the outline quotes it: JSON string syntax (so page
@@ -909,11 +930,14 @@ struct FrameWalk {
 /// The isolated world of `frame_id` on `host`, made now
 /// (`Page.createIsolatedWorld`).
 async fn new_world(conn: &Connection, host: &SessionId, frame_id: &str) -> Result<i64, String> {
-    read(
+    // Made on the renderer's main thread: a page still building its
+    // document keeps it busy for a while, as the walk itself would.
+    read_within(
         conn,
         host,
         "Page.createIsolatedWorld",
         json!({"frameId": frame_id, "worldName": WORLD_NAME}),
+        TREE_READ_TIMEOUT,
     )
     .await?
     .get("executionContextId")
@@ -966,6 +990,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
         let mut args = vec![
             json!({"value": r.walk_no}),
             json!({"value": WALK_MAX_NODES}),
+            json!({"value": WALK_BUDGET.as_millis() as u64}),
         ];
         let mut gone = false;
         for (_, b) in &owners {
@@ -1264,6 +1289,7 @@ impl Supervisor {
             given: 0,
             frame_refs,
             blocked_frames,
+            url: frames[0].url.clone(),
         };
         Some(next_part(&tab, &mut t.rest))
     }
@@ -1282,12 +1308,12 @@ impl Supervisor {
                 "page_cursor {cursor:?} is not one browser_snapshot gave (they look like \"<tab>/<outline>/<line>\"): {fresh}"
             ))
         })?;
-        let current = self
-            .snapshot()
+        let snap = self.snapshot();
+        let (current, url) = snap
             .frame_tree
             .top
             .as_ref()
-            .map(|t| t.frame_id.clone())
+            .map(|t| (t.frame_id.clone(), t.url.to_string()))
             .unwrap_or_default();
         if tab != current {
             return Err(CursorError(format!(
@@ -1305,6 +1331,12 @@ impl Supervisor {
                 "page_cursor {cursor:?} is of an older outline of this tab (a browser_snapshot since then replaced it and its refs); {fresh}"
             )));
         }
+        if t.rest.url != url {
+            return Err(CursorError(format!(
+                "page_cursor {cursor:?} is of the page this tab has left ({}; it shows {url} now), and so are its refs; {fresh}",
+                t.rest.url
+            )));
+        }
         // A part asked again (a retried call) is given again.
         if given == 0 || given >= t.rest.lines.len() || given > t.rest.given {
             return Err(CursorError(format!(
@@ -1315,6 +1347,7 @@ impl Supervisor {
         t.rest.given = given;
         Ok(next_part(&tab, &mut t.rest))
     }
+
     /// Whether the frames a dialog blocks now are the ones `outline` was
     /// read with. When they are not, its text says a frame is blocked that
     /// is not, or read one that now is: shown beside the dialogs of now,
@@ -1583,6 +1616,12 @@ impl Supervisor {
         }
         let (x, y) = self.offset_to_top(&conn, &node, (cx, cy), r).await?;
         let (_, page) = self.route(None, None, false).await?;
+        if self.snapshot().tabs.len() > 1 {
+            // Chromium answers mouse input to a tab in the background only
+            // when its wait for a frame gives up (5 s), and a popup the page
+            // opened is in front: the tab clicked in comes to the front.
+            let _ = read(&conn, &page, "Page.bringToFront", json!({})).await;
+        }
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
         let button = button.to_owned();
