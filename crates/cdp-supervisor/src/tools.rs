@@ -1139,8 +1139,13 @@ impl AgentSession {
     /// title: "", connection: "connecting", note}`. Never waits on a start,
     /// stop or rebind in progress. Gated (no CDP backend): `{url, title}` only.
     ///
+    /// `page` asks for the outline ([`PageRequest`]): with it come `page`,
+    /// `page_truncated`, `page_cursor` (when cut) and `frame_refs`
+    /// ([`Supervisor::page_outline`], [`Supervisor::page_outline_more`]).
+    ///
     /// # Errors
-    /// Attaching to the configured endpoint failed.
+    /// Attaching to the configured endpoint failed; a `page_cursor` that
+    /// does not continue the tab's last outline (the error says why).
     pub async fn browser_snapshot(&self, page: PageRequest) -> Result<Value, ToolError> {
         let starting = self.registry.is_starting(&self.task_id)
             || self.provider_creating.load(Ordering::SeqCst);
