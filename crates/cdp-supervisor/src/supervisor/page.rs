@@ -191,6 +191,8 @@ struct TabRefs {
     nodes: HashMap<String, NodeRef>,
     /// Each frame's isolated world: (session, execution context id).
     worlds: HashMap<String, (SessionId, i64)>,
+    /// Frames whose last walk got no answer in time (still running there).
+    busy: HashSet<String>,
     /// Outlines read of this tab, for `walk_no` and cursors.
     outlines: u64,
     rest: Rest,
@@ -916,6 +918,8 @@ struct FrameRead {
     world: Option<i64>,
     /// The frames whose iframe element is in this document: (index, frame id).
     children: Vec<(usize, String)>,
+    /// Its last walk got no answer in time ([`FrameWalk::busy`]).
+    busy: bool,
     walk_no: u64,
 }
 
@@ -925,6 +929,8 @@ struct FrameWalk {
     walk: Result<Walk, String>,
     world: Option<i64>,
     owners: Vec<(usize, i64)>,
+    /// Its walk got no answer in time: it is still running in the page.
+    busy: bool,
 }
 
 /// The isolated world of `frame_id` on `host`, made now
@@ -970,6 +976,29 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
             owners.push((*i, b));
         }
     }
+    if let Some(ctx) = r.world.filter(|_| r.busy) {
+        // Its last walk is still running (a page whose first layout takes
+        // long): one more would only queue behind it, so ask first.
+        let probe = read(
+            &r.conn,
+            &r.host,
+            "Runtime.evaluate",
+            json!({"expression": "0", "contextId": ctx, "returnByValue": true}),
+        )
+        .await;
+        if let Err(e) = probe
+            && e.starts_with("no answer")
+        {
+            return FrameWalk {
+                walk: Err(format!(
+                    "the page is still busy with the previous read ({e}); call browser_snapshot again in a while"
+                )),
+                world: Some(ctx),
+                owners,
+                busy: true,
+            };
+        }
+    }
     let mut world = r.world;
     for attempt in 0..2 {
         let ctx = match world {
@@ -981,6 +1010,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
                         walk: Err(e),
                         world: None,
                         owners,
+                        busy: false,
                     };
                 }
             },
@@ -1030,6 +1060,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
             Err(e) if context_gone(&e) && attempt == 0 => world = None,
             Err(e) => {
                 return FrameWalk {
+                    busy: e.starts_with("no answer"),
                     walk: Err(e),
                     world: Some(ctx),
                     owners,
@@ -1051,6 +1082,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
                     walk,
                     world: Some(ctx),
                     owners,
+                    busy: false,
                 };
             }
         }
@@ -1059,6 +1091,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
         walk: Err("its document navigated while it was read".to_owned()),
         world: None,
         owners,
+        busy: false,
     }
 }
 
@@ -1113,14 +1146,14 @@ impl Supervisor {
         let conn = self.connection()?;
         let (_, page) = self.route(None, None, false).await.ok()?;
         let tab = self.snapshot().frame_tree.top.as_ref()?.frame_id.clone();
-        let (walk_no, known_worlds) = {
+        let (walk_no, known_worlds, busy) = {
             let mut tables = self.ref_tables();
             let t = tables.tabs.entry(tab.clone()).or_default();
             t.outlines += 1;
-            (t.outlines, t.worlds.clone())
+            (t.outlines, t.worlds.clone(), t.busy.clone())
         };
         let mut attempt = 0;
-        let (frames, docs, blocked, worlds) = loop {
+        let (frames, docs, blocked, worlds, still_busy) = loop {
             attempt += 1;
             let snap = self.snapshot();
             let frames = frames_of(&snap.frame_tree, &page);
@@ -1169,6 +1202,7 @@ impl Supervisor {
                         .filter(|(_, c)| c.parent.as_deref() == Some(f.frame_id.as_str()))
                         .map(|(j, c)| (j, c.frame_id.clone()))
                         .collect(),
+                    busy: busy.contains(&f.frame_id),
                     walk_no,
                 };
                 let skip = skipped[i];
@@ -1178,6 +1212,7 @@ impl Supervisor {
                             walk: Err("not read: under a frame that could not be read".to_owned()),
                             world: read.world,
                             owners: Vec::new(),
+                            busy: read.busy,
                         };
                     }
                     if let Some(line) = blocked_line {
@@ -1185,6 +1220,7 @@ impl Supervisor {
                             walk: Err(line),
                             world: read.world,
                             owners: Vec::new(),
+                            busy: read.busy,
                         };
                     }
                     let (frame_id, url) = (read.frame_id.clone(), read.url.clone());
@@ -1216,10 +1252,14 @@ impl Supervisor {
                 }
             }
             let mut worlds = HashMap::new();
+            let mut still_busy = HashSet::new();
             let mut docs = Vec::with_capacity(frames.len());
             for ((i, f), r) in frames.iter().enumerate().zip(results) {
                 if let Some(w) = r.world {
                     worlds.insert(f.frame_id.clone(), (f.host.clone(), w));
+                }
+                if r.busy {
+                    still_busy.insert(f.frame_id.clone());
                 }
                 let (cut, tree) = match r.walk {
                     Ok(w) => (w.cut, Ok(w.nodes)),
@@ -1236,13 +1276,14 @@ impl Supervisor {
                     cut,
                 });
             }
-            break (frames, docs, blocked, worlds);
+            break (frames, docs, blocked, worlds, still_busy);
         };
         let snap = self.snapshot();
         let mut tables = self.ref_tables();
         tables.keep_only(snap.tabs.iter().map(|t| t.target_id.as_str()));
         let t = tables.tabs.entry(tab.clone()).or_default();
         t.worlds = worlds;
+        t.busy = still_busy;
         t.first_of_last = t.next + 1;
         // `find` searches every text too.
         let full = *mode != OutlineMode::Default;
