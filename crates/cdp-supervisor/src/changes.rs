@@ -9,6 +9,7 @@
 //! it with a snapshot. Each change is reported once per session.
 
 use crate::supervisor::snapshot::Snapshot;
+use crate::supervisor::state::ellipsize;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 
@@ -55,7 +56,7 @@ impl Seen {
             ..Seen::default()
         };
         let summary = |d: &crate::supervisor::snapshot::PendingDialog| {
-            let mut v = json!({"id": d.id, "type": d.dialog_type, "message": cut(&d.message)});
+            let mut v = json!({"id": d.id, "type": d.dialog_type, "message": ellipsize(&d.message, MESSAGE_MAX_CHARS)});
             if let Some(t) = &d.target_id {
                 v["target_id"] = json!(t);
             }
@@ -137,15 +138,6 @@ impl Seen {
         }
         ((!out.is_empty()).then_some(Value::Object(out)), seen)
     }
-}
-
-fn cut(s: &str) -> String {
-    if s.chars().count() <= MESSAGE_MAX_CHARS {
-        return s.to_owned();
-    }
-    let mut c: String = s.chars().take(MESSAGE_MAX_CHARS - 1).collect();
-    c.push('…');
-    c
 }
 
 #[cfg(test)]

@@ -201,14 +201,10 @@ class Task(_Base):
         """browser_snapshot: ``page_cursor`` continues a cut outline, ``find``
         keeps the lines whose role or name holds it, ``full_text`` adds all
         visible text."""
-        a: Dict[str, Any] = {"page": page}
-        if page_cursor is not None:
-            a = {"page_cursor": page_cursor}
-        if find is not None:
-            a["find"] = find
-        if full_text is not None:
-            a["full_text"] = full_text
-        return self.call("browser_snapshot", a)
+        return self.call(
+            "browser_snapshot",
+            _args(page=page, page_cursor=page_cursor, find=find, full_text=full_text),
+        )
 
     def dialog(
         self,
@@ -300,14 +296,10 @@ class AsyncTask(_Base):
         """browser_snapshot: ``page_cursor`` continues a cut outline, ``find``
         keeps the lines whose role or name holds it, ``full_text`` adds all
         visible text."""
-        a: Dict[str, Any] = {"page": page}
-        if page_cursor is not None:
-            a = {"page_cursor": page_cursor}
-        if find is not None:
-            a["find"] = find
-        if full_text is not None:
-            a["full_text"] = full_text
-        return await self.call("browser_snapshot", a)
+        return await self.call(
+            "browser_snapshot",
+            _args(page=page, page_cursor=page_cursor, find=find, full_text=full_text),
+        )
 
     async def dialog(
         self,

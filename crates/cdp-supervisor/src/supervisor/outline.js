@@ -8,7 +8,8 @@
 // Arguments: `gen` (this outline's number; the elements holding refs are
 // kept as `globalThis.__cdpSupervisor = {gen, els}` in this world, where an
 // action finds them again), `max` (the most nodes to return), `budgetMs`
-// (the longest it walks, in milliseconds), then the
+// (the longest it walks, in milliseconds), `actionable` (the roles a
+// person acts on: page.rs's ACTIONABLE_ROLES, which get refs), then the
 // iframe elements of this document that hold child frames, in the order
 // the caller asked.
 // Returns `{nodes, owners, cut}`: `nodes[i] = [parent, role, name, value,
@@ -16,7 +17,7 @@
 // `states` an object such as `{checked: true, level: 2}` or 0), `owners[k]`
 // the key of the k-th iframe element given (-1 when it is not shown), and
 // `cut` whether `max` or `budgetMs` stopped the walk.
-function (gen, max, budgetMs, ...frameOwners) {
+function (gen, max, budgetMs, actionable, ...frameOwners) {
   const started = performance.now();
   const nodes = [];
   const els = [];
@@ -148,12 +149,7 @@ function (gen, max, budgetMs, ...frameOwners) {
     color: 'ColorWell', hidden: null
   };
   const sectioning = 'ARTICLE,ASIDE,MAIN,NAV,SECTION';
-  // Roles a person acts on (page.rs gives them refs).
-  const controls = new Set([
-    'button', 'checkbox', 'combobox', 'link', 'listbox', 'menuitem', 'menuitemcheckbox', 'menuitemradio',
-    'option', 'radio', 'searchbox', 'slider', 'spinbutton', 'switch', 'tab', 'textbox', 'ToggleButton',
-    'treeitem', 'DisclosureTriangle', 'ColorWell'
-  ]);
+  const controls = new Set(actionable);
   const implicitRole = (el) => {
     const t = el.tagName;
     switch (t) {

@@ -78,7 +78,8 @@ const WALKER: &str = include_str!("outline.js");
 /// The isolated world the walker and the actions' lookups run in.
 const WORLD_NAME: &str = "cdp-supervisor";
 
-/// Chromium's roles an agent acts on: each gets a ref.
+/// Chromium's roles an agent acts on: each gets a ref (and the walker
+/// lists them wherever they are, see `outline.js`).
 const ACTIONABLE_ROLES: &[&str] = &[
     "button",
     "checkbox",
@@ -889,6 +890,14 @@ async fn read(
     read_within(conn, session, method, params, READ_TIMEOUT).await
 }
 
+/// Whether a [`read_within`] error is its deadline passing (the renderer
+/// did not answer), not an error Chromium sent.
+fn no_answer(e: &str) -> bool {
+    e.starts_with(NO_ANSWER)
+}
+
+const NO_ANSWER: &str = "no answer within";
+
 async fn read_within(
     conn: &Connection,
     session: &SessionId,
@@ -900,7 +909,7 @@ async fn read_within(
         .await
         .map_err(|e| match e {
             CommandError::Timeout { .. } => {
-                format!("no answer within {} ms", within.as_millis())
+                format!("{NO_ANSWER} {} ms", within.as_millis())
             }
             e => e.to_string(),
         })
@@ -987,7 +996,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
         )
         .await;
         if let Err(e) = probe
-            && e.starts_with("no answer")
+            && no_answer(&e)
         {
             return FrameWalk {
                 walk: Err(format!(
@@ -1021,6 +1030,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
             json!({"value": r.walk_no}),
             json!({"value": WALK_MAX_NODES}),
             json!({"value": WALK_BUDGET.as_millis() as u64}),
+            json!({"value": ACTIONABLE_ROLES}),
         ];
         let mut gone = false;
         for (_, b) in &owners {
@@ -1060,7 +1070,7 @@ async fn walk_frame(r: FrameRead) -> FrameWalk {
             Err(e) if context_gone(&e) && attempt == 0 => world = None,
             Err(e) => {
                 return FrameWalk {
-                    busy: e.starts_with("no answer"),
+                    busy: no_answer(&e),
                     walk: Err(e),
                     world: Some(ctx),
                     owners,
@@ -1514,7 +1524,7 @@ impl Supervisor {
                 .pointer("/result/objectId")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            Err(e) if e.starts_with("no answer") => {
+            Err(e) if no_answer(&e) => {
                 return Err(ActError::Element(format!(
                     "the frame of ref {r} does not answer ({e}): a dialog may block it (see pending_dialogs); nothing was done"
                 )));

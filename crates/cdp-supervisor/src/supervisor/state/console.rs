@@ -2,7 +2,7 @@
 //! exceptions, the last [`CONSOLE_ERRORS_MAX`], each one line of at most
 //! [`CONSOLE_TEXT_MAX_CHARS`] ([`one_line`]).
 
-use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now};
+use super::{CONSOLE_ERRORS_MAX, CONSOLE_TEXT_MAX_CHARS, Now, ellipsize};
 use crate::cdp::protocol::{ConsoleApiCalled, ExceptionThrown};
 use crate::supervisor::snapshot::{ConsoleError, List, share};
 use std::borrow::Cow;
@@ -22,15 +22,11 @@ pub fn one_line(text: String) -> String {
         .map(str::trim_end)
         .find(|l| !l.trim().is_empty())
         .unwrap_or("");
-    let mut out: String = first.chars().take(CONSOLE_TEXT_MAX_CHARS).collect();
-    if out.len() < text.trim_end().len() {
-        // Room for the mark within the bound.
-        if out.chars().count() == CONSOLE_TEXT_MAX_CHARS {
-            out.pop();
-        }
-        out.push('…');
+    if first.len() == text.trim_end().len() {
+        return ellipsize(first, CONSOLE_TEXT_MAX_CHARS);
     }
-    out
+    // Lines were left out: marked even when the first one is short.
+    ellipsize(&format!("{first}…"), CONSOLE_TEXT_MAX_CHARS)
 }
 
 /// The console ring. Its entries are shared with the snapshots and the

@@ -863,6 +863,17 @@ impl State {
     }
 }
 
+/// `s` in at most `max_chars` characters: cut, with `…` as the last one,
+/// when it is longer.
+pub(crate) fn ellipsize(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_owned();
+    }
+    let mut c: String = s.chars().take(max_chars.saturating_sub(1)).collect();
+    c.push('…');
+    c
+}
+
 fn cut(s: String, max_chars: usize) -> String {
     if s.len() <= max_chars {
         // No more characters than bytes: nothing to cut, nothing to count.
