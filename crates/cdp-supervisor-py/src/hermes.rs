@@ -218,6 +218,7 @@ impl PySupervisor {
             prompt_text,
             dialog_id,
             files: None,
+            login: None,
         };
         let answered = block_on(py, async move {
             tokio::time::timeout(within, s.answer_dialog(req)).await

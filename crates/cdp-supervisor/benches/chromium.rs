@@ -208,6 +208,7 @@ async fn main() {
                 prompt_text: None,
                 dialog_id: None,
                 files: None,
+                login: None,
             })
             .await
             .expect("answered");

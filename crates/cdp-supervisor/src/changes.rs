@@ -159,6 +159,8 @@ mod tests {
             answerable: true,
             mode: None,
             target_id: Some("T".into()),
+            http_auth: None,
+            answered_at_once: false,
         }
     }
 

@@ -18,6 +18,7 @@
 //!   allowed_origins: []         # documents may load only from these origins (empty: any)
 //!   blocked_origins: []         # never from these (wins over allowed_origins)
 //!   allow_file_urls: false      # file: documents
+//!   credentials: {}             # per origin: {username, password_env} answers HTTP auth
 //! ```
 //!
 //! The three navigation keys are enforced in the browser; see
@@ -42,6 +43,7 @@
 
 use crate::browser::LaunchOptions;
 use crate::cdp::endpoint::CdpHeaders;
+use crate::supervisor::credentials::{self, Credential, Credentials, Secret};
 use crate::supervisor::origins::{NavigationPolicy, ORIGIN_ALLOWED, OriginError, OriginPattern};
 use crate::supervisor::policy::{DIALOG_TYPES, DialogPolicies, DialogPolicy, PolicyError};
 use serde_json::Value;
@@ -84,6 +86,7 @@ pub const KEYS: &[&str] = &[
     "browser.allowed_origins",
     "browser.blocked_origins",
     "browser.allow_file_urls",
+    "browser.credentials",
 ];
 
 /// The whole configuration.
@@ -132,6 +135,10 @@ pub struct BrowserConfig {
     pub blocked_origins: Vec<String>,
     /// Whether `file:` documents may load.
     pub allow_file_urls: bool,
+    /// HTTP authentication answered by itself, per origin (`{origin:
+    /// {username, password_env}}`); each password was read from its
+    /// environment variable when the key was set.
+    pub credentials: Credentials,
 }
 
 impl Default for BrowserConfig {
@@ -151,6 +158,7 @@ impl Default for BrowserConfig {
             allowed_origins: Vec::new(),
             blocked_origins: Vec::new(),
             allow_file_urls: false,
+            credentials: Credentials::default(),
         }
     }
 }
@@ -502,6 +510,9 @@ impl Config {
                         )
                         .map_err(|e| policy_error(&compact(&Value::Object(map.clone())), e))?;
                     }
+                    Value::Object(map) if key == "browser.credentials" => {
+                        self.browser.credentials = credentials_from_map(&map)?;
+                    }
                     Value::Object(map) if key == "browser.cdp_headers" => {
                         self.browser.cdp_headers = headers_from_map(&map)?;
                     }
@@ -542,6 +553,7 @@ impl Config {
                             let allowed = match key.as_str() {
                                 "browser.chromium_args" => ARGS_ALLOWED,
                                 "browser.cdp_headers" => HEADERS_ALLOWED,
+                                "browser.credentials" => CREDENTIALS_ALLOWED,
                                 "browser.provider_command" => COMMAND_ALLOWED,
                                 "browser.selenium_capabilities" => CAPABILITIES_ALLOWED,
                                 k if is_origin_list(k) => ORIGIN_ALLOWED,
@@ -591,6 +603,14 @@ impl Config {
                     _ => return Err(bad_value(key_path, "(not shown)", HEADERS_ALLOWED)),
                 };
                 b.cdp_headers = headers_from_map(&map)?;
+            }
+            "browser.credentials" => {
+                let map = match serde_saphyr::from_str::<Value>(value.trim()) {
+                    Ok(Value::Object(map)) => map,
+                    Ok(Value::Null) => serde_json::Map::new(),
+                    _ => return Err(bad_value(key_path, value, CREDENTIALS_ALLOWED)),
+                };
+                b.credentials = credentials_from_map(&map)?;
             }
             "browser.provider_command" => {
                 b.provider_command =
@@ -692,9 +712,79 @@ impl Config {
             "browser.allowed_origins" => b.allowed_origins = d.allowed_origins,
             "browser.blocked_origins" => b.blocked_origins = d.blocked_origins,
             "browser.allow_file_urls" => b.allow_file_urls = d.allow_file_urls,
+            "browser.credentials" => b.credentials = d.credentials,
             _ => {}
         }
     }
+}
+
+const CREDENTIALS_ALLOWED: &str = "a map of origin to {username, password_env}, e.g. {\"https://intranet.example\": {username: alice, password_env: INTRANET_PASSWORD}}";
+
+/// `browser.credentials` from a map of origin to `{username,
+/// password_env}`, each password read from its environment variable now
+/// (a variable that is not set is an error here, not a failed login later).
+/// Errors name the origin and the key, never a password.
+fn credentials_from_map(map: &serde_json::Map<String, Value>) -> Result<Credentials, ConfigError> {
+    const KEY: &str = "browser.credentials";
+    let mut list = Vec::new();
+    for (origin, entry) in map {
+        let Some(normalized) = credentials::origin_of(origin) else {
+            return Err(bad_value(
+                KEY,
+                origin,
+                "origins such as https://intranet.example or http://127.0.0.1:8080 (scheme, host, optional port; no path), each mapped to {username, password_env}",
+            ));
+        };
+        let at = format!("{KEY}.{origin}");
+        let Value::Object(fields) = entry else {
+            return Err(bad_value(&at, &compact(entry), CREDENTIALS_ALLOWED));
+        };
+        if let Some(other) = fields
+            .keys()
+            .find(|k| !["username", "password_env"].contains(&k.as_str()))
+        {
+            let allowed = if other == "password" {
+                "username and password_env: the password itself is never written in the config; put it in an environment variable and name that variable in password_env"
+            } else {
+                "username and password_env"
+            };
+            return Err(ConfigError::BadValue {
+                key: format!("{at}.{other}"),
+                value: "(not shown)".into(),
+                allowed: allowed.into(),
+                origin: None,
+            });
+        }
+        let text = |name: &str| {
+            fields
+                .get(name)
+                .and_then(scalar_text)
+                .filter(|t| !t.is_empty())
+        };
+        let username = text("username")
+            .ok_or_else(|| bad_value(&format!("{at}.username"), "", "a non-empty username"))?;
+        let password_env = text("password_env").ok_or_else(|| {
+            bad_value(
+                &format!("{at}.password_env"),
+                "",
+                "the name of an environment variable that holds the password",
+            )
+        })?;
+        let Ok(password) = std::env::var(&password_env) else {
+            return Err(bad_value(
+                &format!("{at}.password_env"),
+                &password_env,
+                "the name of an environment variable that is set (this one is not set, or not UTF-8)",
+            ));
+        };
+        list.push(Credential {
+            origin: normalized,
+            username,
+            password: Secret::new(password),
+            password_env,
+        });
+    }
+    Ok(Credentials::new(list))
 }
 
 /// `browser.cdp_headers` from a map of header name to scalar value. A bad
@@ -920,7 +1010,7 @@ mod tests {
             .to_string();
         assert_eq!(
             msg,
-            "browser.dialog_policy: type \"popup\" is not allowed; allowed: types alert, confirm, prompt, beforeunload, file_chooser"
+            "browser.dialog_policy: type \"popup\" is not allowed; allowed: types alert, confirm, prompt, beforeunload, file_chooser, http_auth"
         );
         let msg = yaml("browser:\n  dialog_policy: {alert: sometimes}\n")
             .unwrap_err()

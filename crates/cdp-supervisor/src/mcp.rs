@@ -534,7 +534,8 @@ fn tool_definition(name: &'static str) -> Tool {
                  The browser starts on first use. Waits for the page's load event (up to 30 s) but \
                  returns early with status \"dialog_pending\" when a native JS dialog (alert, confirm, \
                  prompt, or the beforeunload of the page being left) opens first: the page is frozen \
-                 until you answer it with browser_dialog. \
+                 until you answer it with browser_dialog; likewise when the server asks for a login \
+                 (an http_auth dialog: the page loads once you accept it with username and password). \
                  A URL the navigation policy refuses (allowed_origins, blocked_origins, file: URLs) is an \
                  error naming the rule, and the browser refuses it however it is asked for. \
                  Returns {status: \"loaded\" | \"dialog_pending\" | \"load_timeout\", url, title, pending_dialogs}. \
@@ -681,7 +682,8 @@ fn tool_definition(name: &'static str) -> Tool {
             ),
             "browser_dialog" => (
                 "Answer a JS dialog",
-                "Answer a native JS dialog (alert, confirm, prompt, beforeunload) listed in \
+                "Answer a native JS dialog (alert, confirm, prompt, beforeunload), a file chooser or an \
+                 HTTP login prompt listed in \
                  pending_dialogs of browser_snapshot or browser_navigate; the page's JavaScript is \
                  frozen until you do. action \"accept\" presses OK (confirm returns true, prompt returns \
                  prompt_text or, without it, its default text, beforeunload leaves the page); \"dismiss\" \
@@ -693,6 +695,11 @@ fn tool_definition(name: &'static str) -> Tool {
                  every supervised tab are listed, each with its target_id. A file input's chooser shows \
                  as type \"file_chooser\" (mode selectSingle or selectMultiple): accept it with files \
                  (paths of readable files on the server's machine), dismiss leaves the input unchanged. \
+                 A page or iframe whose server asks for a login (HTTP Basic or Digest, 401/407) shows \
+                 as type \"http_auth\" with origin, realm and scheme: accept it with username and \
+                 password, dismiss cancels (the page then shows the server's 401 response); a wrong \
+                 login comes back as a new http_auth dialog; ask_user cannot answer it (passwords \
+                 must not go through elicitation). \
                  Errors when no dialog is pending, the dialog_id is unknown, or Chromium refuses to answer \
                  it (answerable:false): then only navigating the page releases it. \
                  Returns {answered, pending_dialogs, completed_calls}: completed_calls carries the outcome \
@@ -718,6 +725,14 @@ fn tool_definition(name: &'static str) -> Tool {
                             "items": {"type": "string"},
                             "minItems": 1,
                             "description": "For a file_chooser accepted: the paths to set (one for selectSingle)"
+                        },
+                        "username": {
+                            "type": "string",
+                            "description": "For an http_auth accepted: the username (with password)"
+                        },
+                        "password": {
+                            "type": "string",
+                            "description": "For an http_auth accepted: the password (with username); never shown back"
                         }
                     }),
                     &["action"],

@@ -17,8 +17,10 @@
 
 use crate::browser::provider::{self, BrowserProvider};
 use crate::cdp::endpoint::CdpHeaders;
+use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
+use crate::supervisor::credentials::Secret;
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
 };
@@ -27,7 +29,7 @@ use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::page::OutlineMode;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
-use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest};
+use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,6 +193,10 @@ struct DialogArgs {
     dialog_id: Option<String>,
     #[serde(default)]
     files: Option<Vec<String>>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -422,6 +428,8 @@ pub enum ToolCall {
         dialog_id: Option<String>,
         /// For a file chooser accepted: the paths to set.
         files: Option<Vec<String>>,
+        /// For an `http_auth` accepted: the username and password.
+        login: Option<Login>,
     },
     /// `browser_cdp`.
     Cdp {
@@ -516,11 +524,24 @@ impl ToolCall {
                             .map_err(|e| ToolError::new(e.to_string()))?,
                     )
                 };
+                let login = match (a.username, a.password) {
+                    (None, None) => None,
+                    (Some(username), Some(password)) => Some(Login {
+                        username,
+                        password: Secret::new(password),
+                    }),
+                    (Some(_), None) | (None, Some(_)) => {
+                        return Err(ToolError::new(
+                            "browser_dialog: username and password go together (both, for accepting an http_auth dialog), not one alone",
+                        ));
+                    }
+                };
                 ToolCall::Dialog {
                     action,
                     prompt_text: a.prompt_text,
                     dialog_id: a.dialog_id,
                     files: a.files,
+                    login,
                 }
             }
             "browser_cdp" => {
@@ -826,8 +847,9 @@ impl AgentSession {
                 prompt_text,
                 dialog_id,
                 files,
+                login,
             } => {
-                self.browser_dialog(action.as_str(), prompt_text, dialog_id, files)
+                self.browser_dialog(action.as_str(), prompt_text, dialog_id, files, login)
                     .await
             }
             ToolCall::Cdp {
@@ -883,6 +905,7 @@ impl AgentSession {
             dialog_bridge: b.cloud_provider == CloudProvider::Browserbase,
             max_tabs: b.max_tabs,
             navigation: self.navigation_policy()?,
+            credentials: b.credentials.clone(),
             ..Default::default()
         })
     }
@@ -1399,13 +1422,15 @@ impl AgentSession {
     /// Chromium will not answer (navigate to release it). `files` answers a
     /// `file_chooser` (`DOM.setFileInputFiles`): each path must name a
     /// readable file, by its absolute path (Chromium accepts a missing one
-    /// silently).
+    /// silently). `login` answers an `http_auth` (`Fetch.continueWithAuth`):
+    /// accepting one needs it, unless `browser.credentials` has its origin.
     pub async fn browser_dialog(
         &self,
         action: &str,
         prompt_text: Option<String>,
         dialog_id: Option<String>,
         files: Option<Vec<String>>,
+        login: Option<Login>,
     ) -> Result<Value, ToolError> {
         if action == ASK_USER {
             return Err(ToolError::new(
@@ -1422,6 +1447,7 @@ impl AgentSession {
             prompt_text,
             dialog_id,
             files,
+            login,
         };
         answer_and_report(&s, req, ClosedBy::Agent).await
     }
@@ -1478,6 +1504,15 @@ impl AgentSession {
                 DialogError::NotAnswerable { id: d.id.clone() },
             ));
         }
+        if d.dialog_type == DialogType::HttpAuth {
+            return Err(ToolError::new(format!(
+                "ask_user cannot answer http_auth {}: the MCP specification forbids asking for passwords through form elicitation; it is still pending: accept it with username and password, dismiss it, or store credentials for {} in the config (browser.credentials)",
+                d.id,
+                d.http_auth
+                    .as_ref()
+                    .map_or("its origin", |c| c.origin.as_str())
+            )));
+        }
         let question = HumanQuestion::about(&d, &snap);
         let id = d.id.clone();
         let mut snaps = s.subscribe();
@@ -1532,6 +1567,7 @@ impl AgentSession {
             prompt_text,
             dialog_id: Some(id),
             files: None,
+            login: None,
         };
         answer_and_report(&s, req, ClosedBy::User).await
     }
@@ -2113,9 +2149,33 @@ mod tests {
                 prompt_text: None,
                 dialog_id: None,
                 files: None,
+                login: None,
             }
         );
         assert!(p("browser_dialog", json!({"action": "maybe"})).is_err());
+        let e = p(
+            "browser_dialog",
+            json!({"action": "accept", "password": "hunter2"}),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("username and password go together")
+                && !e.message.contains("hunter2"),
+            "{e}"
+        );
+        match p(
+            "browser_dialog",
+            json!({"action": "accept", "username": "u", "password": "hunter2"}),
+        )
+        .unwrap()
+        {
+            ToolCall::Dialog { login: Some(l), .. } => {
+                assert_eq!(l.username, "u");
+                assert_eq!(l.password.expose(), "hunter2");
+                assert!(!format!("{l:?}").contains("hunter2"), "Debug hides it");
+            }
+            other => panic!("{other:?}"),
+        }
         match p("browser_cdp", json!({"method": "Page.navigate"})).unwrap() {
             ToolCall::Cdp {
                 params, timeout_s, ..

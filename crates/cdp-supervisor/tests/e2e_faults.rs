@@ -367,6 +367,7 @@ async fn socket_cut_with_two_tabs_open_both_are_supervised_after_the_reconnect()
                 prompt_text: None,
                 dialog_id: Some(d.id.clone()),
                 files: None,
+                login: None,
             })
             .await
             .expect("answered on its tab's session");

@@ -304,6 +304,7 @@ async fn target_id_supervises_the_given_tab_not_the_first() {
             prompt_text: None,
             dialog_id: None,
             files: None,
+            login: None,
         })
         .await
         .expect("answer");

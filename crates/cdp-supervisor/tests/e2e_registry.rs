@@ -85,6 +85,7 @@ async fn new_endpoint_stops_the_old_supervisor_and_starts_fresh() {
             prompt_text: None,
             dialog_id: None,
             files: None,
+            login: None,
         })
         .await
         .expect("answer");

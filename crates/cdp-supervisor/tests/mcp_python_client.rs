@@ -24,7 +24,10 @@
 //! 60,000-element page reachable through `page_cursor`, none of its hidden
 //! menus, `find`, a continuation's ref that clicks through, tabs in a
 //! click's result and in the next result's `changes`, twenty clicks that
-//! count twenty, console errors one short line each). Fails — never skips —
+//! count twenty, console errors one short line each), `prompts.py` for
+//! every prompt the browser raises (HTTP authentication as an `http_auth`
+//! dialog: answered, wrong, dismissed, stored credentials, iframes, no
+//! password in any output or at `RUST_LOG=trace`). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -108,4 +111,9 @@ fn the_agent_acts_on_the_page_across_oopifs_through_the_python_sdk() {
 #[test]
 fn what_an_agent_pays_per_step_through_the_python_sdk() {
     run_script("cost.py");
+}
+
+#[test]
+fn every_prompt_the_browser_raises_through_the_python_sdk() {
+    run_script("prompts.py");
 }

@@ -149,6 +149,7 @@ async fn dialog_latency(sup: &Supervisor) -> Duration {
                 prompt_text: None,
                 dialog_id: None,
                 files: None,
+                login: None,
             })
             .await;
         answered.expect("answered");

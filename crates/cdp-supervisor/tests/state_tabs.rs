@@ -145,6 +145,7 @@ fn accept(dialog_id: Option<&str>) -> DialogRequest {
         prompt_text: None,
         dialog_id: dialog_id.map(str::to_owned),
         files: None,
+        login: None,
     }
 }
 

@@ -270,6 +270,7 @@ impl World {
                         prompt_text: None,
                         dialog_id: Some(id),
                         files: None,
+                        login: None,
                     };
                     let ticket = self.next_call + 1_000_000;
                     let _ = self.tabs.answer_dialog_as(

@@ -87,13 +87,18 @@ pub const HANDSHAKE_LOG_TARGET: &str = "tungstenite::handshake";
 /// A log filter from `directives` (`RUST_LOG` syntax; empty: `default`)
 /// that turns [`HANDSHAKE_LOG_TARGET`] off, however verbose the rest is:
 /// `cdp_headers` and URL credentials stay out of the logs (a failed
-/// handshake is an error we return, not a log line we need). Every
-/// subscriber this crate installs uses it; an embedder that installs its
-/// own should turn that target off the same way.
+/// handshake is an error we return, not a log line we need), and caps
+/// [`MCP_LOG_TARGET`] at `info` and tungstenite at `debug` (passwords in
+/// tool calls and CDP frames). Every subscriber this crate installs uses
+/// it; an embedder that installs its own should do the same.
 ///
 /// ```
 /// let filter = cdp_supervisor::cdp::connection::log_filter("trace", "warn");
-/// assert!(filter.to_string().contains("tungstenite::handshake=off"));
+/// let text = filter.to_string();
+/// assert!(text.contains("tungstenite::handshake=off"));
+/// assert!(text.contains("rmcp=info") && text.contains("tungstenite=debug"));
+/// let quiet = cdp_supervisor::cdp::connection::log_filter("", "warn").to_string();
+/// assert!(!quiet.contains("rmcp"), "a cap never raises a level: {quiet}");
 /// ```
 pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFilter {
     let directives = if directives.trim().is_empty() {
@@ -103,12 +108,41 @@ pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFil
     };
     let base = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    base.add_directive(
+    let base = base.add_directive(
         format!("{HANDSHAKE_LOG_TARGET}=off")
             .parse()
             .expect("a valid directive"),
-    )
+    );
+    // A cap, not a level: added only past it (a directive would also raise
+    // a target the directives left quieter).
+    let most = base.max_level_hint();
+    let past = |cap: tracing::Level| most.is_some_and(|m| m > cap);
+    let mut filter = base;
+    if past(tracing::Level::INFO) {
+        filter = filter.add_directive(
+            format!("{MCP_LOG_TARGET}=info")
+                .parse()
+                .expect("a valid directive"),
+        );
+    }
+    if past(tracing::Level::DEBUG) {
+        for target in ["tungstenite", "tokio_tungstenite"] {
+            filter = filter.add_directive(
+                format!("{target}=debug")
+                    .parse()
+                    .expect("a valid directive"),
+            );
+        }
+    }
+    filter
 }
+
+/// rmcp's log target. At `debug` it prints every request whole, and a
+/// `browser_dialog` answering an `http_auth` carries a password:
+/// [`log_filter`] caps it at `info`, and tungstenite at `debug` (whose `trace`
+/// prints every CDP frame: `Fetch.continueWithAuth` carries the password,
+/// a bridge reply the bridge's secret).
+pub const MCP_LOG_TARGET: &str = "rmcp";
 
 /// Why a connection could not be opened. URLs in it are redacted.
 #[derive(Debug, thiserror::Error)]

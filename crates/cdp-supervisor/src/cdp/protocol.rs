@@ -74,6 +74,10 @@ pub enum DialogType {
     /// A file input's chooser (`Page.fileChooserOpened`, with interception
     /// on): choose files (accept) or leave the input unchanged (dismiss).
     FileChooser,
+    /// An HTTP authentication challenge (`Fetch.authRequired`): credentials
+    /// (accept, `Fetch.continueWithAuth` `ProvideCredentials`) or cancel
+    /// (dismiss, `CancelAuth`: the page shows the server's 401 body).
+    HttpAuth,
     /// A type this build does not know, kept verbatim.
     Other(String),
 }
@@ -87,6 +91,7 @@ impl DialogType {
             DialogType::Prompt => "prompt",
             DialogType::Beforeunload => "beforeunload",
             DialogType::FileChooser => "file_chooser",
+            DialogType::HttpAuth => "http_auth",
             DialogType::Other(s) => s,
         }
     }
@@ -119,6 +124,7 @@ impl From<&str> for DialogType {
             "prompt" => DialogType::Prompt,
             "beforeunload" => DialogType::Beforeunload,
             "file_chooser" => DialogType::FileChooser,
+            "http_auth" => DialogType::HttpAuth,
             other => DialogType::Other(other.to_owned()),
         }
     }
@@ -156,6 +162,49 @@ pub struct DialogOpening {
     #[serde(default)]
     /// The prompt's default text (`""` for other types).
     pub default_prompt: Option<String>,
+}
+
+/// `Fetch.authRequired` (with `Fetch.enable{handleAuthRequests:true}`): a
+/// document request paused on a `401`/`407` challenge until
+/// `Fetch.continueWithAuth` answers it. A wrong answer brings the same
+/// `request_id` back with a new challenge.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthRequired {
+    /// The paused request (`Fetch.RequestId`): what the answer names.
+    pub request_id: String,
+    /// The request; only its URL is read.
+    pub request: AuthRequest,
+    /// The frame whose document it is.
+    #[serde(default)]
+    pub frame_id: Option<FrameId>,
+    /// The challenge.
+    pub auth_challenge: AuthChallenge,
+}
+
+/// `Fetch.authRequired.request`, the part we read.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct AuthRequest {
+    /// The URL requested.
+    #[serde(default)]
+    pub url: String,
+}
+
+/// `Fetch.AuthChallenge`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct AuthChallenge {
+    /// `Server` (401) or `Proxy` (407).
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The origin of the challenger (`http://host:port`).
+    #[serde(default)]
+    pub origin: String,
+    /// `basic`, `digest`, … as Chromium spells it.
+    #[serde(default)]
+    pub scheme: String,
+    /// The realm (may be empty).
+    #[serde(default)]
+    pub realm: String,
 }
 
 /// `Page.fileChooserOpened` (sent while `Page.setInterceptFileChooserDialog`
@@ -953,6 +1002,8 @@ pub enum Event {
     /// `Page.frameStartedNavigating`, `Page.frameScheduledNavigation`): lets
     /// the core tie a navigation to the command in flight that caused it.
     NavigationRequested(NavigationRequested),
+    /// `Fetch.authRequired`: an HTTP authentication challenge.
+    FetchAuthRequired(AuthRequired),
     /// `Fetch.requestPaused`, params kept raw (only the dialog bridge reads them).
     FetchRequestPaused {
         /// The raw params JSON.
@@ -1001,6 +1052,7 @@ impl Event {
                 | "Page.frameStartedNavigating"
                 | "Page.frameScheduledNavigation"
                 | "Fetch.requestPaused"
+                | "Fetch.authRequired"
         )
     }
 
@@ -1055,6 +1107,7 @@ impl Event {
             "Page.frameRequestedNavigation"
             | "Page.frameStartedNavigating"
             | "Page.frameScheduledNavigation" => p(method, params, Event::NavigationRequested),
+            "Fetch.authRequired" => p(method, params, Event::FetchAuthRequired),
             "Fetch.requestPaused" => Event::FetchRequestPaused {
                 params: params.to_owned(),
             },

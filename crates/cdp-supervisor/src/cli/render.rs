@@ -268,6 +268,8 @@ mod tests {
             answerable: true,
             mode: None,
             target_id: None,
+            http_auth: None,
+            answered_at_once: false,
         };
         let line = notice_line(&Notice::DialogOpened { dialog: d.into() });
         assert!(!line.chars().any(|c| c.is_control()), "{line:?}");

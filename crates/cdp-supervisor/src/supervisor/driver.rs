@@ -115,6 +115,8 @@ pub struct SupervisorOptions {
     /// `blocked_origins`, `allow_file_urls`), enforced in the browser on
     /// every supervised session ([`crate::supervisor::origins`]).
     pub navigation: NavigationPolicy,
+    /// `browser.credentials`: HTTP authentication answered per origin.
+    pub credentials: crate::supervisor::credentials::Credentials,
 }
 
 impl Default for SupervisorOptions {
@@ -131,6 +133,7 @@ impl Default for SupervisorOptions {
             max_tabs: state::MAX_TABS_DEFAULT,
             cdp_headers: CdpHeaders::default(),
             navigation: NavigationPolicy::default(),
+            credentials: Default::default(),
         }
     }
 }
@@ -510,6 +513,7 @@ impl Supervisor {
             dialog_bridge: opts.dialog_bridge,
             max_tabs: opts.max_tabs,
             navigation: opts.navigation.clone(),
+            credentials: opts.credentials.clone(),
             ..Default::default()
         });
         state.attach_page(
@@ -1349,6 +1353,7 @@ impl Supervisor {
             ids,
             blocked,
             tab,
+            loads: false,
         }
     }
 
@@ -1386,11 +1391,13 @@ impl Supervisor {
             ids: before,
             blocked: blocked_at_start,
             tab,
+            loads,
         } = since;
         let tab = tab.as_deref();
         let policy = self.shared.policy;
         let auto = |d: &Arc<PendingDialog>| {
-            policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
+            d.answered_at_once
+                || policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
         };
         let new_dialog = async {
             loop {
@@ -1400,7 +1407,7 @@ impl Supervisor {
                 let s = snaps.borrow_and_update().clone();
                 if s.pending_dialogs.iter().any(|d| {
                     !before.contains(&d.id)
-                        && s.blocks_call_on(d, tab)
+                        && (s.blocks_call_on(d, tab) || (loads && s.holds_load_on(d, tab)))
                         && (!auto(d) || !d.answerable)
                 }) {
                     return s.pending_dialogs.clone();
@@ -1520,8 +1527,11 @@ impl Supervisor {
         // A navigation is how a crashed tab is reloaded.
         let (conn, session) = self.route(None, None, true).await?;
         // Before sending: a dialog it opens (a beforeunload, an alert while
-        // loading) is new to both races below, however soon it shows.
-        let before = self.dialogs_before();
+        // loading, an HTTP challenge) is new to both races below, however
+        // soon it shows. Chromium does not answer `Page.navigate` while a
+        // challenge of its document waits.
+        let mut before = self.dialogs_before();
+        before.loads = true;
         let mut tries = if released { 2 } else { 1 };
         let v = loop {
             tries -= 1;
@@ -1867,8 +1877,9 @@ impl Driver {
 
     fn on_event(&mut self, session: Option<&SessionId>, raw: &RawEvent, now: Now) {
         let (method, params) = (raw.method(), raw.params());
-        if method == "Fetch.requestPaused" {
-            // Its body may be the dialog bridge's, secret and all.
+        if method.starts_with("Fetch.") {
+            // A paused request's body may be the dialog bridge's, secret
+            // and all; a challenged one's headers may carry credentials.
             tracing::trace!(%method, session = ?session, "event");
         } else {
             tracing::trace!(%method, session = ?session, %params, "event");
@@ -2471,6 +2482,9 @@ pub(crate) struct DialogsBefore {
     tab: Option<String>,
     /// A dialog (or one we never saw) already blocked the page.
     blocked: bool,
+    /// The call loads a document (`browser_navigate`): an HTTP challenge
+    /// in its tab holds it too, though it blocks no renderer.
+    loads: bool,
 }
 
 /// Each of `ours` (target id, URL as last known) that Chromium lists in

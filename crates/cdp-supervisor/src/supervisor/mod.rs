@@ -3,6 +3,7 @@
 
 pub mod bridge;
 pub mod calls;
+pub mod credentials;
 pub mod driver;
 pub mod events;
 pub mod origins;

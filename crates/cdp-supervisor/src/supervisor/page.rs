@@ -2372,6 +2372,8 @@ mod tests {
                 answerable,
                 mode: None,
                 target_id: Some("T".into()),
+                http_auth: None,
+                answered_at_once: false,
             })
         };
         let snap = |dialogs: Vec<Arc<PendingDialog>>, unseen: &[&str]| Snapshot {

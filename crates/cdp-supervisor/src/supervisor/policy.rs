@@ -56,7 +56,14 @@ impl FromStr for DialogPolicy {
 }
 
 /// The dialog types a policy can be set for, in their config spelling.
-pub const DIALOG_TYPES: [&str; 5] = ["alert", "confirm", "prompt", "beforeunload", "file_chooser"];
+pub const DIALOG_TYPES: [&str; 6] = [
+    "alert",
+    "confirm",
+    "prompt",
+    "beforeunload",
+    "file_chooser",
+    "http_auth",
+];
 
 /// The dialog policy per dialog type (config `browser.dialog_policy`: one
 /// policy for every type, or a map such as `{alert: auto_accept, confirm:
@@ -74,6 +81,10 @@ pub struct DialogPolicies {
     pub beforeunload: DialogPolicy,
     /// A file input's chooser.
     pub file_chooser: DialogPolicy,
+    /// An HTTP authentication challenge (`Fetch.authRequired`). Both auto
+    /// policies answer from `credentials` when the origin has some, and
+    /// cancel otherwise.
+    pub http_auth: DialogPolicy,
 }
 
 /// Why a `dialog_policy` value was refused: the sentence names what was
@@ -82,7 +93,7 @@ pub struct DialogPolicies {
 pub enum PolicyError {
     /// A type that is not one of [`DIALOG_TYPES`].
     #[error(
-        "unknown dialog type {0:?}; allowed types: alert, confirm, prompt, beforeunload, file_chooser"
+        "unknown dialog type {0:?}; allowed types: alert, confirm, prompt, beforeunload, file_chooser, http_auth"
     )]
     UnknownType(String),
     /// A policy that is not one of [`DialogPolicy::ALLOWED`] (for `type`, when in a map).
@@ -118,16 +129,18 @@ impl DialogPolicies {
             prompt: p,
             beforeunload: p,
             file_chooser: p,
+            http_auth: p,
         }
     }
 
-    fn all(&self) -> [DialogPolicy; 5] {
+    fn all(&self) -> [DialogPolicy; 6] {
         [
             self.alert,
             self.confirm,
             self.prompt,
             self.beforeunload,
             self.file_chooser,
+            self.http_auth,
         ]
     }
 
@@ -140,6 +153,7 @@ impl DialogPolicies {
             "prompt" => self.prompt,
             "beforeunload" => self.beforeunload,
             "file_chooser" => self.file_chooser,
+            "http_auth" => self.http_auth,
             _ => DialogPolicy::MustRespond,
         }
     }
@@ -166,6 +180,7 @@ impl DialogPolicies {
             "prompt" => &mut self.prompt,
             "beforeunload" => &mut self.beforeunload,
             "file_chooser" => &mut self.file_chooser,
+            "http_auth" => &mut self.http_auth,
             other => return Err(PolicyError::UnknownType(other.to_owned())),
         };
         *slot = p;
@@ -282,7 +297,7 @@ mod tests {
         assert_eq!(pairs.as_uniform(), None);
         assert_eq!(
             pairs.to_string(),
-            "{alert: auto_accept, confirm: must_respond, prompt: auto_dismiss, beforeunload: must_respond, file_chooser: must_respond}"
+            "{alert: auto_accept, confirm: must_respond, prompt: auto_dismiss, beforeunload: must_respond, file_chooser: must_respond, http_auth: must_respond}"
         );
     }
 
@@ -293,7 +308,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown dialog type \"popup\"; allowed types: alert, confirm, prompt, beforeunload, file_chooser"
+            "unknown dialog type \"popup\"; allowed types: alert, confirm, prompt, beforeunload, file_chooser, http_auth"
         );
         let e = "alert=sometimes".parse::<DialogPolicies>().unwrap_err();
         assert_eq!(

@@ -81,6 +81,33 @@ pub struct PendingDialog {
     /// The tab that shows it (its page's target id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_id: Option<String>,
+    /// The policy (or a stored credential) answered it the moment it
+    /// opened: a call racing dialogs need not stop for it. Not shown.
+    #[serde(skip)]
+    pub answered_at_once: bool,
+    /// For an `http_auth`: the challenge (its fields are inlined in the JSON).
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub http_auth: Option<HttpAuthChallenge>,
+}
+
+impl PendingDialog {
+    /// Whether it was opened for its tab's top document (Chromium's top
+    /// frame id is its target id).
+    pub fn is_top_document(&self) -> bool {
+        self.frame_id.is_some() && self.frame_id == self.target_id
+    }
+}
+
+/// What an `http_auth` dialog asks for (`Fetch.authRequired.authChallenge`).
+/// Never a password: what was answered is not kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpAuthChallenge {
+    /// Who asks: `http://host:port` (the proxy's for a `407`).
+    pub origin: String,
+    /// The realm the server named (may be empty).
+    pub realm: String,
+    /// `basic`, `digest`, … as Chromium spells it.
+    pub scheme: String,
 }
 
 /// One dialog that has closed (`recent_dialogs[]`, the last 20).
@@ -231,8 +258,15 @@ impl Snapshot {
     /// way, transitively) on the same site (a same-site popup freezes its
     /// opener). A dialog in an unrelated tab is listed but claims no call.
     pub fn blocks_call_on(&self, d: &PendingDialog, target_id: Option<&str>) -> bool {
-        if d.dialog_type == DialogType::FileChooser {
-            return false;
+        // A chooser waits on the page: the renderer answers. So it does
+        // while an iframe's login is asked for; while the top document's
+        // is, Chromium holds the tab's commands until it is answered
+        // (verified on Chromium 156: `Runtime.evaluate` on the page being
+        // left got no reply).
+        match d.dialog_type {
+            DialogType::FileChooser => return false,
+            DialogType::HttpAuth if !d.is_top_document() => return false,
+            _ => {}
         }
         let Some(tab) = self.call_tab(target_id) else {
             return true;
@@ -242,6 +276,16 @@ impl Snapshot {
             Some(t) if t == tab => true,
             Some(t) => self.renderer_group(tab).contains(&t),
         }
+    }
+
+    /// Whether `d` is an HTTP challenge in tab `target_id` (`None`: the
+    /// current tab): it holds a navigation there, not the renderer.
+    pub fn holds_load_on(&self, d: &PendingDialog, target_id: Option<&str>) -> bool {
+        d.dialog_type == DialogType::HttpAuth
+            && match (d.target_id.as_deref(), self.call_tab(target_id)) {
+                (Some(t), Some(tab)) => t == tab,
+                _ => true,
+            }
     }
 
     /// Whether anything blocks a call on tab `target_id` (`None`: the
@@ -469,6 +513,8 @@ mod tests {
             answerable: true,
             mode: None,
             target_id: Some(tab.into()),
+            http_auth: None,
+            answered_at_once: false,
         }
     }
 

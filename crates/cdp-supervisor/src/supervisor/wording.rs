@@ -47,6 +47,14 @@ impl fmt::Display for DialogError {
                 f,
                 "files is only for a file_chooser dialog; dialog {id} is not one (answer it with accept or dismiss alone)"
             ),
+            DialogError::LoginNotAllowed { id } => write!(
+                f,
+                "username and password are only for an http_auth dialog; dialog {id} is not one (answer it without them)"
+            ),
+            DialogError::LoginNeeded { id } => write!(
+                f,
+                "accepting http_auth {id} needs username and password; dismiss cancels the login (the page then shows the server's 401 response)"
+            ),
             DialogError::FilesNeeded { id, mode } => write!(
                 f,
                 "accepting file_chooser {id} needs files: a list of paths ({}); dismiss leaves the input unchanged",

@@ -250,6 +250,7 @@ impl Harness {
                 prompt_text: prompt_text.map(str::to_owned),
                 dialog_id: dialog_id.map(str::to_owned),
                 files: None,
+                login: None,
             })
             .await
     }

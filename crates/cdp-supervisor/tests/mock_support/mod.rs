@@ -26,6 +26,7 @@ pub fn answer(action: DialogAction) -> DialogRequest {
         prompt_text: None,
         dialog_id: None,
         files: None,
+        login: None,
     }
 }
 

@@ -280,6 +280,7 @@ impl H {
                 prompt_text: prompt_text.map(str::to_owned),
                 dialog_id: dialog_id.map(str::to_owned),
                 files: None,
+                login: None,
             },
             ticket,
             self.now,

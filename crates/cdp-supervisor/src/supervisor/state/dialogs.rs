@@ -7,18 +7,19 @@
 //! answer's reply means), [`State::dialog_due`] (what the watchdog does)
 //! and [`closed_by`].
 
+use super::errors::Login;
 use super::{
     ANSWERS_AFTER_CLOSE_MAX, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, DialogRequest,
     Notice, Now, OOPIF_RELEASE_MIN, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target,
     Timer, cut,
 };
 use crate::cdp::protocol::{
-    DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FileChooserOpened, FrameId,
-    SessionId,
+    AuthRequired, DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FileChooserOpened,
+    FrameId, SessionId,
 };
 use crate::supervisor::bridge::{self, PausedKind};
 use crate::supervisor::policy::DialogPolicy;
-use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, PendingDialog};
+use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, HttpAuthChallenge, PendingDialog};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -77,6 +78,17 @@ struct Answering {
     prompt_text: Option<String>,
 }
 
+impl Dialog {
+    /// A JS dialog the renderer shows (`javascriptDialogOpening`): answered
+    /// with `Page.handleJavaScriptDialog`, which Chromium applies to the
+    /// page's most recent one.
+    fn is_native(&self) -> bool {
+        self.bridge_request.is_none()
+            && self.auth_request.is_none()
+            && self.view.dialog_type != DialogType::FileChooser
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Dialog {
     /// Shared with the snapshots and the notice that show it.
@@ -88,10 +100,16 @@ struct Dialog {
     releasing: Option<ClosedBy>,
     /// A dialog reported by the bridge: its paused request (`Fetch.requestPaused.requestId`).
     bridge_request: Option<String>,
+    /// An HTTP authentication challenge: its paused request
+    /// (`Fetch.authRequired.requestId`), answered with `Fetch.continueWithAuth`.
+    auth_request: Option<String>,
     /// A file chooser's input (`Page.fileChooserOpened.backendNodeId`).
     file_input: Option<i64>,
     /// Its number (`d-N`): a higher one opened later.
     number: u64,
+    /// Its session went with the connection: for a challenge, the request
+    /// it paused is gone too (Chromium goes on without us).
+    detached: bool,
     /// Kept across a reconnect and not yet re-checked: open only if its
     /// renderer's new `Page.enable` stays unanswered
     /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
@@ -108,7 +126,14 @@ pub struct Dialogs {
     answers_after_close: VecDeque<(ClosedDialog, Answering)>,
     next: u64,
     recent: VecDeque<Arc<ClosedDialog>>,
+    /// Challenged requests (`Fetch.authRequired.requestId`) answered with
+    /// stored credentials: one that comes back had the wrong ones, and is
+    /// a prompt like any other.
+    auth_given: VecDeque<String>,
 }
+
+/// The challenged requests [`Dialogs::auth_given`] remembers.
+const AUTH_GIVEN_MAX: usize = 64;
 
 impl Default for Dialogs {
     fn default() -> Self {
@@ -117,6 +142,7 @@ impl Default for Dialogs {
             answers_after_close: VecDeque::new(),
             next: 1,
             recent: VecDeque::new(),
+            auth_given: VecDeque::new(),
         }
     }
 }
@@ -168,7 +194,8 @@ impl Dialogs {
     pub fn connection_lost(&mut self) {
         for d in &mut self.pending {
             d.session_id = None;
-            d.carried = d.bridge_request.is_none();
+            d.detached = true;
+            d.carried = d.bridge_request.is_none() && d.auth_request.is_none();
         }
     }
 
@@ -213,7 +240,7 @@ impl State {
                     dialog_type: b.dialog_type,
                     default_prompt: Some(b.default_prompt),
                 };
-                self.dialog_opened(Some(&session), opening, Some(b.request_id), None, now);
+                self.dialog_opened(Some(&session), opening, Some(b.request_id), None, None, now);
             }
             // A page's own request to the bridge path: refused, never a dialog.
             PausedKind::Forged { request_id } => self.out.send(
@@ -240,6 +267,7 @@ impl State {
         d: DialogOpening,
         bridge_request: Option<String>,
         chooser: Option<FileChooserOpened>,
+        auth: Option<(String, HttpAuthChallenge)>,
         now: Now,
     ) {
         let Some(session) = session.filter(|s| self.targets.has_session(s)) else {
@@ -255,8 +283,8 @@ impl State {
             .dialogs
             .pending
             .iter_mut()
-            .find(|x| x.frame_id.is_some() && x.frame_id == frame_id)
-            .filter(|_| bridge_request.is_none())
+            .find(|x| x.frame_id.is_some() && x.frame_id == frame_id && x.auth_request.is_none())
+            .filter(|_| bridge_request.is_none() && auth.is_none())
         {
             if existing.view.dialog_type == d.dialog_type && existing.view.message == message {
                 // The same dialog reported again (by another session): one
@@ -272,6 +300,15 @@ impl State {
             let old = existing.view.id.clone();
             self.close_dialog(&old, CloseCause::Replaced, None, None, now);
         }
+        let (auth_request, http_auth) = auth.unzip();
+        // Stored credentials answer a challenge once, whatever the policy.
+        let stored = auth_request
+            .as_ref()
+            .is_some_and(|r| !self.dialogs.auth_given.contains(r))
+            && http_auth
+                .as_ref()
+                .is_some_and(|c| self.opts.credentials.for_origin(&c.origin).is_some());
+        let at_once = stored || self.auto_action(&d.dialog_type).is_some();
         let id = format!("d-{}", self.dialogs.next);
         self.dialogs.next += 1;
         let view = Arc::new(PendingDialog {
@@ -285,6 +322,8 @@ impl State {
             answerable: true,
             mode: chooser.as_ref().map(|c| c.mode.clone()),
             target_id: self.targets.top_target().map(|t| t.0.clone()),
+            http_auth,
+            answered_at_once: at_once,
         });
         self.dialogs.pending.push(Dialog {
             view: view.clone(),
@@ -293,15 +332,29 @@ impl State {
             answering: None,
             releasing: None,
             bridge_request,
+            auth_request,
             file_input: chooser.and_then(|c| c.backend_node_id),
             number: self.dialogs.next - 1,
+            detached: false,
             carried: false,
         });
-        match self.auto_action(&view.dialog_type) {
+        let action = if stored {
+            Some(DialogAction::Accept)
+        } else {
+            self.auto_action(&view.dialog_type)
+        };
+        match action {
             // Answer before anything else is even announced: the page is frozen until then.
-            Some(action) => {
-                self.start_answer(&id, action, None, None, ClosedBy::AutoPolicy, None, now)
-            }
+            Some(action) => self.start_answer(
+                &id,
+                action,
+                None,
+                None,
+                None,
+                ClosedBy::AutoPolicy,
+                None,
+                now,
+            ),
             None => self.timers.set(
                 Timer::Dialog(id),
                 now.instant.checked_add(self.opts.dialog_timeout),
@@ -327,16 +380,143 @@ impl State {
             dialog_type: DialogType::FileChooser,
             default_prompt: None,
         };
-        self.dialog_opened(session, opening, None, Some(c), now);
+        self.dialog_opened(session, opening, None, Some(c), None, now);
     }
 
-    #[allow(clippy::too_many_arguments)] // one answer: what, with which text or files, by whom, for whom, when
+    /// An HTTP authentication challenge (`Fetch.authRequired`): a pending
+    /// dialog of type `http_auth` under the same rules as any other;
+    /// stored credentials for its origin answer it at once
+    /// (`closed_by: auto_policy`), once per request.
+    pub(super) fn auth_required(&mut self, session: Option<&SessionId>, a: AuthRequired, now: Now) {
+        let c = a.auth_challenge;
+        let proxy = c.source.as_deref() == Some("Proxy");
+        let realm = if c.realm.is_empty() {
+            String::new()
+        } else {
+            format!(" for realm {:?}", c.realm)
+        };
+        let message = format!(
+            "{} {} asks for a username and password{realm} ({} authentication)",
+            if proxy { "the proxy" } else { "the server" },
+            c.origin,
+            c.scheme
+        );
+        let opening = DialogOpening {
+            url: a.request.url,
+            frame_id: a.frame_id,
+            message,
+            dialog_type: DialogType::HttpAuth,
+            default_prompt: None,
+        };
+        let challenge = HttpAuthChallenge {
+            origin: c.origin,
+            realm: c.realm,
+            scheme: c.scheme,
+        };
+        self.dialog_opened(
+            session,
+            opening,
+            None,
+            None,
+            Some((a.request_id, challenge)),
+            now,
+        );
+    }
+
+    /// The stored credential for challenge `d`, unless this request was
+    /// given it already (it came back: they were wrong).
+    fn stored_login(&self, d: &Dialog) -> Option<Login> {
+        let request = d.auth_request.as_ref()?;
+        if self.dialogs.auth_given.contains(request) {
+            return None;
+        }
+        let c = self
+            .opts
+            .credentials
+            .for_origin(&d.view.http_auth.as_ref()?.origin)?;
+        Some(Login {
+            username: c.username.clone(),
+            password: c.password.clone(),
+        })
+    }
+
+    /// Answers challenge `id` (`Fetch.continueWithAuth` on the session
+    /// that paused it): accepted with `login`, or the stored credential,
+    /// else cancelled (the page shows the server's 401 body).
+    fn start_auth_answer(
+        &mut self,
+        id: &str,
+        request_id: String,
+        action: DialogAction,
+        login: Option<Login>,
+        by: ClosedBy,
+        ticket: Option<u64>,
+    ) {
+        let Some(d) = self.dialogs.pending.iter().find(|d| d.view.id == id) else {
+            return;
+        };
+        let stored = (action == DialogAction::Accept && login.is_none())
+            .then(|| self.stored_login(d))
+            .flatten();
+        if stored.is_some() {
+            if self.dialogs.auth_given.len() == AUTH_GIVEN_MAX {
+                self.dialogs.auth_given.pop_front();
+            }
+            self.dialogs.auth_given.push_back(request_id.clone());
+        }
+        let login = login.or(stored).filter(|_| action == DialogAction::Accept);
+        let response = match &login {
+            Some(l) => json!({
+                "response": "ProvideCredentials",
+                "username": l.username,
+                "password": l.password.expose(),
+            }),
+            None => json!({ "response": "CancelAuth" }),
+        };
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
+        d.answering = Some(Answering {
+            by,
+            newer_from: u64::MAX,
+            landed_elsewhere: false,
+            ticket,
+            accept: login.is_some(),
+            prompt_text: None,
+        });
+        let dialog_id = d.view.id.clone();
+        let session = d.session_id.clone();
+        self.out.send(
+            session.into(),
+            "Fetch.continueWithAuth",
+            json!({ "requestId": request_id, "authChallengeResponse": response }),
+            Purpose::Answer { dialog_id },
+        );
+    }
+
+    /// Closes the challenges whose session went with the connection
+    /// (`remote`): Chromium went on with their requests without us.
+    pub(super) fn close_detached_challenges(&mut self, now: Now) {
+        let gone: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| d.auth_request.is_some() && d.detached && d.answering.is_none())
+            .map(|d| d.view.id.clone())
+            .collect();
+        for id in gone {
+            self.close_dialog(&id, CloseCause::PageGone, None, None, now);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // one answer: what, with which text, files or login, by whom, for whom, when
     fn start_answer(
         &mut self,
         id: &str,
         action: DialogAction,
         prompt_text: Option<String>,
         files: Option<Vec<String>>,
+        login: Option<Login>,
         by: ClosedBy,
         ticket: Option<u64>,
         now: Now,
@@ -371,6 +551,10 @@ impl State {
                 }
                 _ => self.answer_replied(id, Ok(Value::Null), now),
             }
+            return;
+        }
+        if let Some(request_id) = d.auth_request.clone() {
+            self.start_auth_answer(id, request_id, action, login, by, ticket);
             return;
         }
         let accept = action == DialogAction::Accept;
@@ -470,13 +654,10 @@ impl State {
         if d.answering.is_some() || d.releasing.is_some() {
             return Err(DialogError::AlreadyAnswering { id });
         }
-        let native = |x: &Dialog| {
-            x.bridge_request.is_none() && x.view.dialog_type != DialogType::FileChooser
-        };
-        if native(d)
+        if d.is_native()
             && let Some(newer) = pending
                 .iter()
-                .filter(|x| native(x) && x.number > d.number)
+                .filter(|x| x.is_native() && x.number > d.number)
                 .max_by_key(|x| x.number)
         {
             return Err(DialogError::NotMostRecent {
@@ -494,6 +675,16 @@ impl State {
         } else if req.files.is_some() {
             return Err(DialogError::FilesNotAllowed { id });
         }
+        if d.auth_request.is_none() && req.login.is_some() {
+            return Err(DialogError::LoginNotAllowed { id });
+        }
+        if d.auth_request.is_some()
+            && req.action == DialogAction::Accept
+            && req.login.is_none()
+            && self.stored_login(d).is_none()
+        {
+            return Err(DialogError::LoginNeeded { id });
+        }
         if !d.view.answerable {
             return Err(DialogError::NotAnswerable { id });
         }
@@ -502,6 +693,7 @@ impl State {
             req.action,
             req.prompt_text,
             req.files,
+            req.login,
             by,
             Some(ticket),
             now,
@@ -517,14 +709,20 @@ impl State {
     ) {
         let pending = &self.dialogs.pending;
         let found = match &c.frame_id {
-            Some(f) => pending
-                .iter()
-                .find(|d| d.frame_id.as_ref() == Some(f) && d.bridge_request.is_none()),
+            Some(f) => pending.iter().find(|d| {
+                d.frame_id.as_ref() == Some(f)
+                    && d.bridge_request.is_none()
+                    && d.auth_request.is_none()
+            }),
             // Older builds say no frame: only an unambiguous match on the session counts.
             None => {
                 let on_session: Vec<&Dialog> = pending
                     .iter()
-                    .filter(|d| d.session_id.as_ref() == session && d.bridge_request.is_none())
+                    .filter(|d| {
+                        d.session_id.as_ref() == session
+                            && d.bridge_request.is_none()
+                            && d.auth_request.is_none()
+                    })
                     .collect();
                 match on_session.as_slice() {
                     [one] => Some(*one),
@@ -569,13 +767,10 @@ impl State {
     ///   in flight closed `d` when `d` is the most recent one (that other
     ///   dialog's id is returned too: it is still open).
     fn answer_that_closed(&self, d: &Dialog) -> (Option<ClosedBy>, Option<String>) {
-        let native = |x: &Dialog| {
-            x.bridge_request.is_none() && x.view.dialog_type != DialogType::FileChooser
-        };
-        if !native(d) {
+        if !d.is_native() {
             return (d.answering.as_ref().map(|a| a.by), None);
         }
-        let natives = || self.dialogs.pending.iter().filter(|x| native(x));
+        let natives = || self.dialogs.pending.iter().filter(|x| x.is_native());
         if let Some(a) = &d.answering {
             let replaced = natives().any(|x| x.number >= a.newer_from && x.number > d.number);
             return ((!replaced).then_some(a.by), None);
@@ -688,6 +883,21 @@ impl State {
         else {
             return;
         };
+        if d.auth_request.is_some() && result.is_err() {
+            // The challenged request is gone (its frame navigated, or the
+            // connection went with it): nothing is left to answer.
+            self.close_dialog(id, CloseCause::LostRace, None, None, now);
+            if let Some(ticket) = ticket {
+                let closed = self.dialogs.recent.iter().rev().find(|c| c.dialog.id == id);
+                if let Some(closed) = closed.map(|c| ClosedDialog::clone(c)) {
+                    self.out.push(Output::AnswerDone {
+                        ticket,
+                        result: Box::new(Ok(closed)),
+                    });
+                }
+            }
+            return;
+        }
         let e = match result {
             // Chromium closed another dialog (the most recent one) with
             // this answer: this one still blocks its frame, and Chromium
@@ -811,7 +1021,7 @@ impl State {
             let action = self
                 .auto_action(&d.view.dialog_type)
                 .unwrap_or(DialogAction::Dismiss);
-            self.start_answer(id, action, None, None, by, None, now);
+            self.start_answer(id, action, None, None, None, by, None, now);
         } else {
             self.release(&[id.to_owned()], by);
         }
@@ -964,11 +1174,18 @@ impl State {
 
     /// Whether a JS dialog we know blocks the renderer of `session`: one in
     /// a frame that session reports (or, for the page's session, in a frame
-    /// no session reports). A file chooser blocks nothing.
+    /// no session reports). A file chooser blocks nothing, nor does an
+    /// iframe's HTTP challenge; the top document's holds the tab's commands
+    /// (see [`crate::supervisor::snapshot::Snapshot::blocks_call_on`]).
     pub(super) fn renderer_blocked(&self, session: &SessionId) -> bool {
         let top = self.targets.is_top(Some(session));
         self.dialogs.pending.iter().any(|d| {
-            d.view.dialog_type != DialogType::FileChooser
+            let holds = match d.view.dialog_type {
+                DialogType::FileChooser => false,
+                DialogType::HttpAuth => d.view.is_top_document(),
+                _ => true,
+            };
+            holds
                 && match d.frame_id.as_ref().and_then(|f| self.frames.session_of(f)) {
                     Some(s) => s == session,
                     None => top,

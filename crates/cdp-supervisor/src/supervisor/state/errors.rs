@@ -34,6 +34,18 @@ pub struct DialogRequest {
     /// For a `file_chooser` accepted: the files to set on its input
     /// (checked by the caller: Chromium accepts missing paths silently).
     pub files: Option<Vec<String>>,
+    /// For an `http_auth` accepted: the username and password sent
+    /// (`Fetch.continueWithAuth` `ProvideCredentials`).
+    pub login: Option<Login>,
+}
+
+/// A username and password an agent answers an `http_auth` dialog with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Login {
+    /// The username.
+    pub username: String,
+    /// The password; `Debug` does not show it.
+    pub password: crate::supervisor::credentials::Secret,
 }
 
 /// Why an answer to a dialog failed.
@@ -78,6 +90,17 @@ pub enum DialogError {
     },
     /// `files` was given for a dialog that is not a file chooser.
     FilesNotAllowed {
+        /// The dialog's id.
+        id: String,
+    },
+    /// `username`/`password` were given for a dialog that is not an `http_auth`.
+    LoginNotAllowed {
+        /// The dialog's id.
+        id: String,
+    },
+    /// An `http_auth` was accepted without both `username` and `password`
+    /// (and no stored credential applies).
+    LoginNeeded {
         /// The dialog's id.
         id: String,
     },

@@ -1420,7 +1420,11 @@ mod tests {
         fn kept_tree_is_the_tree(ops in proptest::collection::vec(op(), 1..250)) {
             let mut out = Out::default();
             let mut targets = Targets::default();
-            let intercept = || Intercept { bridge: None, documents: None };
+            let intercept = || Intercept {
+                bridge: None,
+                documents: None,
+                auth: false,
+            };
             targets.attach_page(TargetId::from("F0"), session(0), "", false, &mut out, intercept());
             let mut fr = Frames::default();
             fr.reset(id(0), "https://0.test/", &session(0));

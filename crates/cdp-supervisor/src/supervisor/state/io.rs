@@ -66,6 +66,10 @@ pub struct Options {
     /// Which documents may load (config `browser.allowed_origins`,
     /// `blocked_origins`, `allow_file_urls`), enforced on every session.
     pub navigation: NavigationPolicy,
+    /// Answers to HTTP authentication challenges, per origin (config
+    /// `browser.credentials`): given once per challenged request, whatever
+    /// the policy.
+    pub credentials: crate::supervisor::credentials::Credentials,
 }
 
 impl Default for Options {
@@ -78,6 +82,7 @@ impl Default for Options {
             max_tabs: super::MAX_TABS_DEFAULT,
             bridge_key: crate::supervisor::bridge::BridgeKey::random(),
             navigation: NavigationPolicy::default(),
+            credentials: Default::default(),
         }
     }
 }

@@ -69,7 +69,7 @@ mod timers;
 
 pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
-pub use errors::{DialogAction, DialogError, DialogRequest, RouteError};
+pub use errors::{DialogAction, DialogError, DialogRequest, Login, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
 pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
 pub use timers::Timer;
@@ -130,6 +130,7 @@ fn intercept(opts: &Options) -> Intercept<'_> {
     Intercept {
         bridge: opts.dialog_bridge.then_some(&opts.bridge_key),
         documents: opts.navigation.document_pattern(),
+        auth: true,
     }
 }
 
@@ -369,6 +370,7 @@ impl State {
         now: Now,
     ) {
         let top = FrameId(target_id.0.clone());
+        self.close_detached_challenges(now);
         // A top frame found blocked stays so until its new Page.enable
         // answers; an OOPIF's block is found again by its own grace.
         self.unseen_blocks.retain(|f| *f == top);
@@ -449,8 +451,9 @@ impl State {
         let known = session_id.filter(|_| kind != SessionKind::Unknown);
         let top = kind == SessionKind::Page;
         match event {
-            Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, None, now),
+            Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, None, None, now),
             Event::FileChooserOpened(c) => self.file_chooser_opened(session_id, c, now),
+            Event::FetchAuthRequired(a) => self.auth_required(session_id, a, now),
             Event::FetchRequestPaused { params } => {
                 self.on_request_paused(session_id, &params, now)
             }

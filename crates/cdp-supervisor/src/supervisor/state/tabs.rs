@@ -631,6 +631,7 @@ impl Tabs {
             if let Some(fetch) = (super::Intercept {
                 bridge: None,
                 documents: self.opts.navigation.document_pattern(),
+                auth: false,
             })
             .fetch_params()
             {

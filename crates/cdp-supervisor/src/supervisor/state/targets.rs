@@ -24,6 +24,12 @@ pub struct Intercept<'a> {
     /// The document requests the navigation policy checks (a `urlPattern`,
     /// see [`crate::supervisor::origins::NavigationPolicy::document_pattern`]).
     pub documents: Option<&'static str>,
+    /// HTTP authentication challenges become `Fetch.authRequired`
+    /// (`handleAuthRequests`). Chromium raises one only for a request some
+    /// pattern pauses at its request stage, so every document is paused: a
+    /// document no pattern pauses, with `Fetch` on, fails at once with
+    /// `net::ERR_INVALID_AUTH_CREDENTIALS` (verified on Chromium 156).
+    pub auth: bool,
 }
 
 impl Intercept<'_> {
@@ -34,14 +40,15 @@ impl Intercept<'_> {
             let bridge = bridge::fetch_patterns(key);
             patterns.extend(bridge["patterns"].as_array().cloned().unwrap_or_default());
         }
-        if let Some(url_pattern) = self.documents {
+        if let Some(url_pattern) = self.documents.or(self.auth.then_some("*")) {
             patterns.push(json!({
                 "urlPattern": url_pattern,
                 "resourceType": "Document",
                 "requestStage": "Request",
             }));
         }
-        (!patterns.is_empty()).then(|| json!({ "patterns": patterns }))
+        (!patterns.is_empty())
+            .then(|| json!({ "patterns": patterns, "handleAuthRequests": self.auth }))
     }
 }
 

@@ -1,0 +1,442 @@
+"""Every prompt the browser raises (issue 30): HTTP authentication as a
+pending dialog, checked with the official MCP Python SDK.
+
+Drives the real `cdp-supervisor mcp` binary over stdio; the server launches
+its own headless Chromium. The site is served on 127.0.0.1 (and as
+http://localhost, another site: an OOPIF); its /secret pages answer 401 with
+a Basic challenge until the right login comes, and the server records every
+Authorization header it received, so a check reads what the site really got.
+
+  accept_after_a_wrong_login  browser_navigate to a page behind Basic auth
+                              returns dialog_pending with an http_auth
+                              (origin, realm, scheme, url) that the
+                              snapshot lists and the subscribed client hears
+                              of (resources/updated); a wrong login brings a
+                              new http_auth back; the right one loads the
+                              page: its text in the next snapshot, the site
+                              saw that login; an evaluate sent while the top
+                              document's login is asked for is interrupted
+                              (Chromium holds the tab's commands) and
+                              delivered once; ask_user on it is a tool error
+                              naming elicitation; nothing the agent reads,
+                              and nothing in the server's stderr at
+                              RUST_LOG=trace, holds either password
+  dismiss_shows_the_401       dismiss cancels the login: the page shows the
+                              server's 401 body; recent_dialogs says agent,
+                              accepted false
+  stored_credentials          browser.credentials (password_env) answers by
+                              itself: browser_navigate says loaded, the
+                              page's text is the secret one, recent_dialogs
+                              has the http_auth closed_by auto_policy; the
+                              password is in no output and not in stderr at
+                              RUST_LOG=trace
+  same_origin_iframe_login    a same-origin iframe behind auth: an http_auth
+                              with the iframe's frame_id; the page's own
+                              calls are not blocked meanwhile; accepted, the
+                              iframe's content loads and the page's load
+                              event fires
+  same_origin_iframe_watchdog the same, left alone under a 2 s watchdog: it
+                              cancels (closed_by watchdog), the iframe shows
+                              the 401 body and the page's load completes
+  cross_origin_iframe         an iframe from the other site behind auth: no
+                              prompt, no hang; the OOPIF shows the 401 body
+
+Every scenario has its own server process, Chromium, user-data-dir, ports
+and site, and cleans up even when it fails. Every wait has a deadline; no
+assertion depends on how fast the machine is.
+
+Usage: python prompts.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--serial]
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import os
+import threading
+import time
+import warnings
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from common import (
+    Fail,
+    Scenario,
+    call,
+    call_raw,
+    evaluate,
+    exit_with,
+    mcp_server,
+    recent_has,
+    run_phases,
+    set_log_name,
+    snapshot,
+    wait_pending,
+)
+
+set_log_name("prompts")
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+
+SNAPSHOT_URI = "browser://snapshot"
+USER = "staff"
+PASSWORD = "c0rrect-h0rse-7781"  # must never show in anything the server writes
+WRONG = "wr0ng-pa55-1243"
+REALM = "Staff area"
+# Seconds.
+LOAD_DEADLINE_S = 20.0  # a page's text shows once its login was answered
+UPDATE_DEADLINE_S = 5.0  # the subscribed client hears of the prompt
+
+
+# --- the site ---------------------------------------------------------------------
+
+
+def html(title: str, body: str, script: str = "") -> bytes:
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
+        f"<body>{body}<script>{script}</script></body></html>"
+    ).encode()
+
+
+class Site:
+    """127.0.0.1:port (and localhost:port) with pages behind Basic auth.
+
+    /secret, /frame-secret: 401 + `WWW-Authenticate: Basic realm=…` until the
+    right login; logins[path] lists every Authorization the site received."""
+
+    def __init__(self) -> None:
+        self.logins: dict[str, list[str]] = {}
+        self.lock = threading.Lock()
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                site.serve(self)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def origin(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def received(self, path: str) -> list[str]:
+        with self.lock:
+            return list(self.logins.get(path, []))
+
+    def serve(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        path = h.path.split("?")[0]
+        if path in ("/secret", "/frame-secret"):
+            got = h.headers.get("Authorization")
+            if got is not None:
+                try:
+                    got = base64.b64decode(got.split(" ", 1)[1]).decode()
+                except Exception:  # noqa: BLE001 - recorded as sent
+                    pass
+                with self.lock:
+                    self.logins.setdefault(path, []).append(got)
+            if got != f"{USER}:{PASSWORD}":
+                body = html("Unauthorized", "<h1>401: login required</h1><p>no entry without a login</p>")
+                h.send_response(401)
+                h.send_header("WWW-Authenticate", f'Basic realm="{REALM}"')
+                return self.send(h, body, code_sent=True)
+            return self.send(h, html("Secret", "<h1>Welcome, staff</h1><p>the secret page</p>"))
+        pages = {
+            "/open": html("Open", "<h1>open page</h1>"),
+            "/framed": html(
+                "Framed",
+                '<h1>outer page</h1><iframe id=f src="/frame-secret" width=300 height=100></iframe>',
+                "window.loaded = false; window.addEventListener('load', () => { window.loaded = true; });",
+            ),
+            "/xframed": html(
+                "Cross framed",
+                f'<h1>outer page</h1><iframe id=f src="{self.url("/secret", "localhost")}" width=300 height=100></iframe>',
+                "window.loaded = false; window.addEventListener('load', () => { window.loaded = true; });",
+            ),
+        }
+        body = pages.get(path)
+        if body is None:
+            h.send_error(404)
+            return
+        self.send(h, body)
+
+    @staticmethod
+    def send(h: http.server.BaseHTTPRequestHandler, body: bytes, code_sent: bool = False) -> None:
+        if not code_sent:
+            h.send_response(200)
+        h.send_header("content-type", "text/html; charset=utf-8")
+        h.send_header("cache-control", "no-store")
+        h.send_header("content-length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+
+def site_for(sc: Scenario) -> Site:
+    site = Site()
+    sc.stack.callback(site.stop)
+    return site
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+class Seen:
+    """Every text the agent was given (tool results, notifications): none
+    may hold a password."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.updates: list[float] = []
+
+    async def handler(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.updates.append(time.monotonic())
+        self.texts.append(repr(message))
+        await anyio.lowlevel.checkpoint()
+
+    async def call(self, c: Any, name: str, args: dict | None = None) -> Any:
+        r = await call_raw(c, name, args)
+        self.texts.append(r.text)
+        return r
+
+
+async def body_text(c: Any, frame_id: str | None = None) -> str:
+    v = await evaluate(c, "document.body ? document.body.innerText : ''", frame_id)
+    return v or ""
+
+
+async def wait_text(sc: Scenario, c: Any, want: str, what: str, frame_expr: str | None = None) -> str:
+    """Polls the page's text (or an expression) until it holds want."""
+    deadline = time.monotonic() + LOAD_DEADLINE_S
+    expr = frame_expr or "document.body ? document.body.innerText : ''"
+    while True:
+        got = await evaluate(c, expr) or ""
+        if want in got:
+            sc.log(f"ok: {what} ({got[:80]!r})")
+            return got
+        if time.monotonic() > deadline:
+            raise Fail(f"{what}: {want!r} not in the page within {LOAD_DEADLINE_S:.0f} s (got {got[:200]!r})")
+        await anyio.sleep(0.1)
+
+
+def check_shape(sc: Scenario, d: dict, site: Site, path: str, what: str) -> None:
+    sc.check(d.get("type") == "http_auth", f"{what}: type http_auth ({d.get('type')})")
+    sc.expect(d.get("origin") == site.origin(), f"{what}: origin {d.get('origin')!r} is the site's {site.origin()!r}")
+    sc.expect(d.get("realm") == REALM, f"{what}: realm {d.get('realm')!r}")
+    sc.expect(d.get("scheme") == "basic", f"{what}: scheme {d.get('scheme')!r}")
+    sc.expect(d.get("url") == site.url(path), f"{what}: url {d.get('url')!r}")
+    sc.expect(bool(d.get("frame_id")), f"{what}: frame_id {d.get('frame_id')!r}")
+
+
+def no_password(sc: Scenario, texts: list[str], stderr_path: str, passwords: list[str]) -> None:
+    with open(stderr_path, errors="replace") as f:
+        log = f.read()
+    sc.check(len(log) > 10_000, f"the server's stderr at RUST_LOG=trace has {len(log)} bytes (trace is on)")
+    for p in passwords:
+        sc.check(p not in log, f"the password {p[:3]}… is not in the server's stderr")
+        leaked = [t[:120] for t in texts if p in t]
+        sc.check(not leaked, f"the password {p[:3]}… is in none of the {len(texts)} texts the agent read ({leaked})")
+
+
+# --- scenarios -----------------------------------------------------------------------------
+
+
+async def accept_after_a_wrong_login(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    seen = Seen()
+    env = {"RUST_LOG": "trace"}
+
+    async def human(context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with mcp_server(
+        sc, binary, "s", [], env=env, mode="legacy", message_handler=seen.handler, elicitation_callback=human
+    ) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/open")})
+        await c.subscribe_resource(SNAPSHOT_URI)
+        subscribed = time.monotonic()
+        r = await seen.call(c, "browser_navigate", {"url": site.url("/secret")})
+        sc.check(not r.is_error, f"browser_navigate to the page behind auth is no tool error ({r.text[:200]})")
+        nav = json.loads(r.text)
+        sc.check(nav.get("status") == "dialog_pending", f"browser_navigate returns dialog_pending ({nav.get('status')}) in {r.seconds:.1f} s")
+        d = next((x for x in nav.get("pending_dialogs", []) if x.get("type") == "http_auth"), None)
+        sc.check(d is not None, f"its pending_dialogs hold the http_auth ({nav.get('pending_dialogs')})")
+        check_shape(sc, d, site, "/secret", "navigate's http_auth")
+        listed = await wait_pending(sc, c, "http_auth", None, "the snapshot")
+        sc.check(listed["id"] == d["id"], f"the snapshot lists the same {d['id']}")
+        deadline = time.monotonic() + UPDATE_DEADLINE_S
+        while not [u for u in seen.updates if u >= subscribed] and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        sc.check(bool([u for u in seen.updates if u >= subscribed]), "the subscribed client got resources/updated for it")
+        # While the top document's login is asked for, Chromium holds the
+        # tab's commands: a call is interrupted, and delivered once later.
+        r = await seen.call(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "1 + 1", "returnByValue": True}})
+        held = (r.data or {}) if r.is_error else {}
+        sc.check(held.get("interrupted_by_dialog") is True and held.get("call_id"), f"an evaluate while the login is asked for is interrupted ({r.text[:200]})")
+        delivered: list[Any] = []
+
+        r = await seen.call(c, "browser_dialog", {"action": "ask_user"})
+        sc.check(r.is_error and "elicitation" in r.text, f"ask_user on an http_auth is a tool error naming elicitation ({r.text[:200]})")
+        r = await seen.call(c, "browser_dialog", {"action": "accept"})
+        sc.check(r.is_error and "username and password" in r.text, f"accept without a login is a tool error saying what it needs ({r.text[:160]})")
+
+        r = await seen.call(c, "browser_dialog", {"action": "accept", "username": USER, "password": WRONG})
+        sc.check(not r.is_error, f"accepting with a wrong login is answered ({r.text[:200]})")
+        ans = json.loads(r.text)
+        delivered += [x for x in ans.get("completed_calls", []) if x.get("call_id") == held["call_id"]]
+        sc.expect(ans.get("answered", {}).get("accepted") is True, f"answered accepted=true ({ans.get('answered')})")
+        again = None
+        deadline = time.monotonic() + LOAD_DEADLINE_S
+        while again is None and time.monotonic() < deadline:
+            snap = await snapshot(c)
+            again = next((x for x in snap["pending_dialogs"] if x["type"] == "http_auth" and x["id"] != d["id"]), None)
+            if again is None:
+                await anyio.sleep(0.1)
+        sc.check(again is not None, "the wrong login brings the challenge back as a new pending http_auth")
+        check_shape(sc, again, site, "/secret", "the second http_auth")
+        sc.check(f"{USER}:{WRONG}" in site.received("/secret"), "the site received the wrong login")
+
+        r = await seen.call(c, "browser_dialog", {"action": "accept", "username": USER, "password": PASSWORD, "dialog_id": again["id"]})
+        sc.check(not r.is_error, f"accepting with the right login is answered ({r.text[:200]})")
+        delivered += [x for x in json.loads(r.text).get("completed_calls", []) if x.get("call_id") == held["call_id"]]
+        await wait_text(sc, c, "Welcome, staff", "the secret page loaded")
+        snap = await snapshot(c)
+        listed = [x for x in snap.get("completed_calls", []) if x.get("call_id") == held["call_id"]]
+        sc.check(len(delivered) <= 1 and (delivered or listed), f"the interrupted evaluate is delivered once ({delivered}, snapshot {listed})")
+        seen.texts.append(json.dumps(snap))
+        sc.check(snap["url"] == site.url("/secret"), f"the snapshot's url is the secret page ({snap['url']})")
+        sc.check(not [x for x in snap["pending_dialogs"] if x["type"] == "http_auth"], "no http_auth is pending any more")
+        closed = recent_has(snap, again["id"])
+        sc.check(closed is not None and closed.get("closed_by") == "agent", f"recent_dialogs: {again['id']} closed_by agent ({closed})")
+        sc.check(f"{USER}:{PASSWORD}" in site.received("/secret"), "the site received the right login")
+        # Chromium keeps the realm's login: the page loads again with no prompt.
+        nav = await call(c, "browser_navigate", {"url": site.url("/secret") + "?again"})
+        sc.expect(nav.get("status") == "loaded", f"the same realm again loads with no prompt ({nav.get('status')}, {nav.get('pending_dialogs')})")
+    no_password(sc, seen.texts, srv.log_path, [PASSWORD, WRONG])
+
+
+async def dismiss_shows_the_401(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": site.url("/secret")})
+        sc.check(nav.get("status") == "dialog_pending", f"browser_navigate returns dialog_pending ({nav.get('status')})")
+        d = await wait_pending(sc, c, "http_auth", None, "the snapshot")
+        ans = await call(c, "browser_dialog", {"action": "dismiss"})
+        sc.check(ans.get("answered", {}).get("id") == d["id"], f"dismiss answered {d['id']}")
+        await wait_text(sc, c, "401: login required", "the page shows the server's 401 body")
+        snap = await snapshot(c)
+        closed = recent_has(snap, d["id"])
+        sc.check(closed is not None, f"{d['id']} is in recent_dialogs")
+        sc.expect(closed.get("closed_by") == "agent", f"closed_by agent ({closed.get('closed_by')})")
+        sc.expect(closed.get("accepted") is False, f"accepted false ({closed.get('accepted')})")
+        sc.expect(not snap["pending_dialogs"], f"nothing pending ({snap['pending_dialogs']})")
+
+
+async def stored_credentials(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    config = os.path.join(sc.tmp, "config.yaml")
+    with open(config, "w") as f:
+        f.write(
+            "browser:\n  credentials:\n"
+            f"    \"{site.origin()}\": {{username: {USER}, password_env: STAFF_PASSWORD}}\n"
+        )
+    seen = Seen()
+    env = {"RUST_LOG": "trace", "STAFF_PASSWORD": PASSWORD}
+    async with mcp_server(sc, binary, "s", ["--config", config], env=env, message_handler=seen.handler) as srv:
+        c = srv.client
+        r = await seen.call(c, "browser_navigate", {"url": site.url("/secret")})
+        nav = json.loads(r.text)
+        sc.check(nav.get("status") == "loaded", f"browser_navigate says loaded with no prompt ({nav.get('status')}, {nav.get('pending_dialogs')})")
+        sc.check("Welcome, staff" in await body_text(c), "the page is the secret one")
+        snap = await snapshot(c)
+        seen.texts.append(json.dumps(snap))
+        auth = [x for x in snap["recent_dialogs"] if x.get("type") == "http_auth"]
+        sc.check(len(auth) == 1, f"one http_auth in recent_dialogs ({auth})")
+        sc.check(auth[0].get("closed_by") == "auto_policy", f"closed_by auto_policy ({auth[0].get('closed_by')})")
+        sc.expect(auth[0].get("accepted") is True, f"accepted true ({auth[0].get('accepted')})")
+        sc.check(site.received("/secret") == [f"{USER}:{PASSWORD}"], f"the site got the stored login once ({len(site.received('/secret'))} logins)")
+    no_password(sc, seen.texts, srv.log_path, [PASSWORD])
+
+
+async def same_origin_iframe_login(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": site.url("/framed")})
+        sc.check(nav.get("status") == "dialog_pending", f"browser_navigate returns dialog_pending ({nav.get('status')})")
+        d = await wait_pending(sc, c, "http_auth", None, "the iframe's challenge")
+        check_shape(sc, d, site, "/frame-secret", "the iframe's http_auth")
+        snap = await snapshot(c)
+        top = (snap.get("frame_tree") or {}).get("top") or {}
+        sc.check(d["frame_id"] != top.get("frame_id"), f"its frame_id {d['frame_id']} is the iframe's, not the top's")
+        sc.check(await evaluate(c, "window.loaded") is False, "the page's own calls answer while it waits (its load has not fired)")
+        await call(c, "browser_dialog", {"action": "accept", "username": USER, "password": PASSWORD})
+        await wait_text(sc, c, "Welcome, staff", "the iframe's content loaded",
+                        "document.getElementById('f').contentDocument.body.innerText")
+        await wait_text(sc, c, "true", "the page's load event fired", "String(window.loaded)")
+
+
+async def same_origin_iframe_watchdog(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", ["--dialog-timeout-s", "2"]) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": site.url("/framed")})
+        sc.check(nav.get("status") == "dialog_pending", f"browser_navigate returns dialog_pending ({nav.get('status')})")
+        d = await wait_pending(sc, c, "http_auth", None, "the iframe's challenge")
+        await wait_text(sc, c, "true", "the page's load completes after the watchdog", "String(window.loaded)")
+        text = await evaluate(c, "document.getElementById('f').contentDocument.body.innerText")
+        sc.check("401: login required" in (text or ""), f"the iframe shows the 401 body ({text!r})")
+        closed = recent_has(await snapshot(c), d["id"])
+        sc.check(closed is not None and closed.get("closed_by") == "watchdog", f"recent_dialogs: closed_by watchdog ({closed})")
+
+
+async def cross_origin_iframe(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": site.url("/xframed")})
+        sc.check(nav.get("status") == "loaded", f"browser_navigate says loaded, no prompt ({nav.get('status')}, {nav.get('pending_dialogs')})")
+        snap = await snapshot(c)
+        sc.check(not snap["pending_dialogs"], f"nothing pending ({snap['pending_dialogs']})")
+        oopif = [ch for ch in (snap.get("frame_tree") or {}).get("children", []) if ch.get("is_oopif")]
+        sc.check(len(oopif) == 1, f"the iframe is an OOPIF ({oopif})")
+        text = await body_text(c, oopif[0]["frame_id"])
+        sc.check("401: login required" in text, f"the OOPIF shows the 401 body ({text!r})")
+
+
+SCENARIOS = {
+    "accept_after_a_wrong_login": accept_after_a_wrong_login,
+    "dismiss_shows_the_401": dismiss_shows_the_401,
+    "stored_credentials": stored_credentials,
+    "same_origin_iframe_login": same_origin_iframe_login,
+    "same_origin_iframe_watchdog": same_origin_iframe_watchdog,
+    "cross_origin_iframe": cross_origin_iframe,
+}
+PHASES = [
+    ["accept_after_a_wrong_login", "dismiss_shows_the_401", "stored_credentials"],
+    ["same_origin_iframe_login", "same_origin_iframe_watchdog", "cross_origin_iframe"],
+]
+
+
+async def main() -> int:
+    return await run_phases("prompts.py", __doc__, SCENARIOS, PHASES)
+
+
+if __name__ == "__main__":
+    exit_with(main)
