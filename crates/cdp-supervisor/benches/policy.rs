@@ -1,22 +1,28 @@
-//! The navigation policy's cost on page load, on real headless Chromium (a
-//! bench command that prints figures, not a timed test): run with
+//! The cost on page load of pausing every document (HTTP authentication,
+//! the navigation policy), on real headless Chromium (a bench command that
+//! prints figures, not a timed test): run with
 //! `cargo bench -p cdp-supervisor --bench policy`.
 //!
 //! A page with 20 iframes (10 same-site, 10 cross-site OOPIFs) is loaded
 //! `LOADS` times per mode, the modes interleaved in rounds so that drift
 //! on a shared machine hits them alike; each load is timed from
 //! `navigate` to its load event (`NavigateOutcome::Loaded`). Modes:
-//! - `off`: the default config — no `Fetch.enable` at all;
-//! - `file-only`: `Fetch.enable` with a `file:*` document pattern only (no
-//!   `http` request is paused): what refusing `file:` in the browser by
-//!   default would cost — the figure behind the default's choice (sent
-//!   on the page session only, so a lower bound);
-//! - `on`: `blocked_origins: [http://blocked.test]` — every document
-//!   request (the page's, its 20 iframes') is paused, checked by the
-//!   supervisor and continued, on the page's and each OOPIF's session.
+//! - `default`: every document request (the page's, its 20 iframes') is
+//!   paused at its request stage and continued, on the page's and each
+//!   OOPIF's session: Chromium raises HTTP authentication challenges only
+//!   for such requests;
+//! - `credentials`: the same, with `browser.credentials` for the page's
+//!   origin (no challenge comes: what stored credentials cost by themselves);
+//! - `policy`: `blocked_origins: [http://blocked.test]` too (each paused
+//!   document is also checked against the policy);
+//! - `page unpaused`: the default with `Fetch.disable` sent on the page
+//!   session after attach, so only the OOPIFs' documents pause — close to
+//!   what a page cost before HTTP authentication was handled (then nothing
+//!   was paused by default), an upper bound on that baseline.
 
 use cdp_supervisor::browser::{LaunchOptions, LocalChromium, find_chromium};
 use cdp_supervisor::demo_site::{SiteServer, host_resolver_arg};
+use cdp_supervisor::supervisor::credentials::{Credential, Credentials, Secret};
 use cdp_supervisor::supervisor::driver::{NavigateOutcome, Supervisor, SupervisorOptions};
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use std::time::{Duration, Instant};
@@ -64,47 +70,58 @@ async fn main() {
     .await
     .expect("launch");
     let none: &[&str] = &[];
+    let url = site.url("a.test", "/twenty");
+    let origin = url.split("/twenty").next().unwrap_or_default().to_owned();
+    let stored = Credentials::new(vec![Credential {
+        origin,
+        username: "bench".into(),
+        password: Secret::new("bench"),
+        password_env: "UNUSED".into(),
+    }]);
+    // (label, policy, credentials, Fetch off on the page session)
     let modes = [
         (
-            "off (default: no Fetch.enable)",
+            "default (every document paused)",
             NavigationPolicy::default(),
+            Credentials::default(),
             false,
         ),
         (
-            "file-only (Fetch.enable, file:* pattern)",
+            "credentials (for the page's origin)",
             NavigationPolicy::default(),
-            true,
+            stored,
+            false,
         ),
         (
-            "on (blocked_origins, every document paused)",
+            "policy (blocked_origins too)",
             NavigationPolicy::new(none, &["http://blocked.test"], false).unwrap(),
+            Credentials::default(),
             false,
+        ),
+        (
+            "page unpaused (Fetch.disable on the page)",
+            NavigationPolicy::default(),
+            Credentials::default(),
+            true,
         ),
     ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
-    let url = site.url("a.test", "/twenty");
     for round in 0..ROUNDS {
-        for (m, (_, policy, file_only)) in modes.iter().enumerate() {
+        for (m, (_, policy, credentials, unpaused)) in modes.iter().enumerate() {
             let sup = Supervisor::start(
                 chromium.ws_url(),
                 SupervisorOptions {
                     navigation: policy.clone(),
+                    credentials: credentials.clone(),
                     ..Default::default()
                 },
             )
             .await
             .expect("attach");
-            if *file_only {
-                // What the default would send on every session.
-                sup.cdp(
-                    "Fetch.enable",
-                    serde_json::json!({"patterns": [{"urlPattern": "file:*", "resourceType": "Document", "requestStage": "Request"}]}),
-                    None,
-                    None,
-                    WAIT,
-                )
-                .await
-                .expect("Fetch.enable");
+            if *unpaused {
+                sup.cdp("Fetch.disable", serde_json::json!({}), None, None, WAIT)
+                    .await
+                    .expect("Fetch.disable");
             }
             // One unmeasured load: caches and processes warm for this mode.
             sup.navigate(&url, WAIT).await.expect("navigate");
@@ -123,11 +140,11 @@ async fn main() {
     let medians: Vec<f64> = modes
         .iter()
         .zip(times)
-        .map(|((label, _, _), t)| stats(&format!("load, 20 iframes, policy {label}"), t))
+        .map(|((label, ..), t)| stats(&format!("load, 20 iframes, {label}"), t))
         .collect();
-    for (m, label) in [(1, "file-only"), (2, "on")] {
+    for (m, label) in [(1, "credentials"), (2, "policy"), (3, "page unpaused")] {
         println!(
-            "{label} vs off: {:+.2} ms on the median load ({:+.1} %)",
+            "{label} vs default: {:+.2} ms on the median load ({:+.1} %)",
             medians[m] - medians[0],
             (medians[m] / medians[0] - 1.0) * 100.0
         );

@@ -1058,6 +1058,57 @@ mod tests {
     }
 
     #[test]
+    fn credentials_read_the_password_from_its_variable_and_never_show_it() {
+        // SAFETY: a variable only this test reads, set before any thread reads it.
+        unsafe { std::env::set_var("CDP_SUPERVISOR_TEST_STAFF_PW", "s3cret-pw") };
+        let c = yaml(
+            "browser:\n  credentials:\n    \"HTTP://Intranet.test:8080/\": {username: staff, password_env: CDP_SUPERVISOR_TEST_STAFF_PW}\n",
+        )
+        .unwrap();
+        let found = c
+            .browser
+            .credentials
+            .for_origin("http://intranet.test:8080")
+            .expect("normalized origin");
+        assert_eq!(found.username, "staff");
+        assert_eq!(found.password.expose(), "s3cret-pw");
+        assert!(!format!("{c:?}").contains("s3cret-pw"), "Debug hides it");
+        let mut env = Config::default();
+        env.set(
+            "browser.credentials",
+            "{\"http://a.test\": {username: u, password_env: CDP_SUPERVISOR_TEST_STAFF_PW}}",
+        )
+        .unwrap();
+        assert!(
+            env.browser
+                .credentials
+                .for_origin("http://a.test")
+                .is_some()
+        );
+        for (text, names) in [
+            (
+                "browser:\n  credentials:\n    \"http://a.test\": {username: u, password: s3cret-pw}\n",
+                "browser.credentials.http://a.test.password",
+            ),
+            (
+                "browser:\n  credentials:\n    \"http://a.test\": {username: u, password_env: CDP_SUPERVISOR_TEST_UNSET_VAR}\n",
+                "CDP_SUPERVISOR_TEST_UNSET_VAR",
+            ),
+            (
+                "browser:\n  credentials:\n    \"http://a.test/login\": {username: u, password_env: X}\n",
+                "origins such as",
+            ),
+            (
+                "browser:\n  credentials:\n    \"http://a.test\": {password_env: CDP_SUPERVISOR_TEST_STAFF_PW}\n",
+                "username",
+            ),
+        ] {
+            let e = yaml(text).unwrap_err().to_string();
+            assert!(e.contains(names) && !e.contains("s3cret-pw"), "{e}");
+        }
+    }
+
+    #[test]
     fn cdp_headers_and_provider_command_come_from_yaml_and_env_and_are_never_shown() {
         let c = yaml(
             "browser:\n  cdp_headers: {Authorization: \"Bearer s3cret-tok\", X-Grid: one}\n  cloud_provider: exec\n  provider_command: [/usr/bin/my-plugin, --flag]\n",
