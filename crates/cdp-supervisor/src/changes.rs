@@ -9,6 +9,7 @@
 //! it with a snapshot. Each change is reported once per session.
 
 use crate::supervisor::snapshot::Snapshot;
+use crate::supervisor::state::downloads::DownloadState;
 use crate::supervisor::state::ellipsize;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
@@ -28,6 +29,8 @@ pub struct Seen {
     current: Option<(String, String)>,
     /// The newest blocked navigation reported (its time, Unix seconds).
     blocked_at: f64,
+    /// Downloads reported, with the state they were reported in.
+    downloads: HashMap<String, DownloadState>,
 }
 
 /// What the result itself already tells (not repeated in `changes`).
@@ -37,6 +40,8 @@ pub struct Told {
     pub tabs_opened: Vec<String>,
     /// The result is `browser_navigate`'s, whose `url` says where the tab went.
     pub navigated: bool,
+    /// Download ids in the result's own `downloads_started`.
+    pub downloads_started: Vec<String>,
 }
 
 impl Seen {
@@ -47,7 +52,7 @@ impl Seen {
 
     /// The changes between what was seen and `snap` — `{dialogs_opened,
     /// dialogs_closed, tabs_opened, tabs_closed, navigated,
-    /// blocked_navigations}`, each key only when non-empty; `None` when
+    /// downloads, blocked_navigations}`, each key only when non-empty; `None` when
     /// nothing changed — and what is seen after it.
     pub fn diff(&self, snap: &Snapshot, told: &Told) -> (Option<Value>, Seen) {
         let mut out = Map::new();
@@ -115,6 +120,23 @@ impl Seen {
                 seen.blocked_at = seen.blocked_at.max(b.at);
             }
         }
+        // A download is told when it begins and again when it ends.
+        let mut downloads = Vec::new();
+        for d in &snap.downloads {
+            seen.downloads.insert(d.id.clone(), d.state);
+            let told_already = self.downloads.get(&d.id) == Some(&d.state)
+                || (d.state == DownloadState::InProgress && told.downloads_started.contains(&d.id));
+            if !told_already {
+                let mut v = json!({"id": d.id, "suggested_filename": d.suggested_filename, "state": d.state, "received_bytes": d.received_bytes});
+                if let Some(p) = &d.path {
+                    v["path"] = json!(p);
+                }
+                if let Some(n) = &d.note {
+                    v["note"] = json!(n);
+                }
+                downloads.push(v);
+            }
+        }
         let navigated = match (&self.current, &seen.current) {
             (Some((was_tab, was)), Some((tab, now)))
                 if was_tab == tab && was != now && !now.is_empty() && !told.navigated =>
@@ -132,6 +154,7 @@ impl Seen {
         put("dialogs_closed", closed);
         put("tabs_opened", tabs_opened);
         put("tabs_closed", tabs_closed);
+        put("downloads", downloads);
         put("blocked_navigations", blocked);
         if let Some(url) = navigated {
             out.insert("navigated".into(), json!(url));
@@ -210,7 +233,7 @@ mod tests {
             .collect();
         let told = Told {
             tabs_opened: vec!["Q".into()],
-            navigated: false,
+            ..Told::default()
         };
         let c = seen.diff(&snap, &told).0.expect("P closed");
         assert!(c.get("tabs_opened").is_none(), "{c}");

@@ -19,6 +19,9 @@
 //!   blocked_origins: []         # never from these (wins over allowed_origins)
 //!   allow_file_urls: false      # file: documents
 //!   credentials: {}             # per origin: {username, password_env} answers HTTP auth
+//!   downloads:
+//!     dir: ""                   # empty: a temporary directory per task, removed with it
+//!     max_bytes: 104857600      # a larger download is canceled
 //! ```
 //!
 //! The three navigation keys are enforced in the browser; see
@@ -46,6 +49,7 @@ use crate::cdp::endpoint::CdpHeaders;
 use crate::supervisor::credentials::{self, Credential, Credentials, Secret};
 use crate::supervisor::origins::{NavigationPolicy, ORIGIN_ALLOWED, OriginError, OriginPattern};
 use crate::supervisor::policy::{DIALOG_TYPES, DialogPolicies, DialogPolicy, PolicyError};
+use crate::supervisor::state::downloads::DOWNLOAD_MAX_BYTES_DEFAULT;
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -87,6 +91,8 @@ pub const KEYS: &[&str] = &[
     "browser.blocked_origins",
     "browser.allow_file_urls",
     "browser.credentials",
+    "browser.downloads.dir",
+    "browser.downloads.max_bytes",
 ];
 
 /// The whole configuration.
@@ -139,6 +145,11 @@ pub struct BrowserConfig {
     /// {username, password_env}}`); each password was read from its
     /// environment variable when the key was set.
     pub credentials: Credentials,
+    /// Where downloads go; empty: a temporary directory per task (local
+    /// Chromium), removed with it.
+    pub downloads_dir: String,
+    /// A download past this many bytes received is canceled (1 B to 1 TiB).
+    pub downloads_max_bytes: u64,
 }
 
 impl Default for BrowserConfig {
@@ -159,6 +170,8 @@ impl Default for BrowserConfig {
             blocked_origins: Vec::new(),
             allow_file_urls: false,
             credentials: Credentials::default(),
+            downloads_dir: String::new(),
+            downloads_max_bytes: DOWNLOAD_MAX_BYTES_DEFAULT,
         }
     }
 }
@@ -492,6 +505,10 @@ impl Config {
             };
             for (name, value) in body {
                 let key = format!("browser.{name}");
+                if key == "browser.downloads" {
+                    self.merge_downloads(value)?;
+                    continue;
+                }
                 if !KEYS.contains(&key.as_str()) {
                     return Err(unknown_key(&key));
                 }
@@ -604,6 +621,15 @@ impl Config {
                 };
                 b.cdp_headers = headers_from_map(&map)?;
             }
+            "browser.downloads.dir" => b.downloads_dir = value.trim().to_owned(),
+            "browser.downloads.max_bytes" => {
+                b.downloads_max_bytes = value
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=DOWNLOAD_MAX_BYTES_MAX).contains(n))
+                    .ok_or_else(|| bad_value(key_path, value, MAX_BYTES_ALLOWED))?;
+            }
             "browser.credentials" => {
                 let map = match serde_saphyr::from_str::<Value>(value.trim()) {
                     Ok(Value::Object(map)) => map,
@@ -670,6 +696,35 @@ impl Config {
         Ok(())
     }
 
+    /// The `downloads:` mapping (`dir`, `max_bytes`), each through [`Config::set`].
+    fn merge_downloads(&mut self, value: Value) -> Result<(), ConfigError> {
+        let map = match value {
+            Value::Null => return Ok(()),
+            Value::Object(map) => map,
+            other => {
+                return Err(bad_value(
+                    "browser.downloads",
+                    &compact(&other),
+                    "a mapping with dir and max_bytes",
+                ));
+            }
+        };
+        for (name, value) in map {
+            let key = format!("browser.downloads.{name}");
+            if !KEYS.contains(&key.as_str()) {
+                return Err(unknown_key(&key));
+            }
+            match value {
+                Value::Null => self.reset(&key),
+                other => match scalar_text(&other) {
+                    Some(text) => self.set(&key, &text)?,
+                    None => return Err(bad_value(&key, &compact(&other), "a single value")),
+                },
+            }
+        }
+        Ok(())
+    }
+
     /// Sets `allowed_origins` or `blocked_origins` once every entry parses.
     fn set_origins(&mut self, key_path: &str, list: Vec<String>) -> Result<(), ConfigError> {
         if let Some(e) = list.iter().find_map(|e| OriginPattern::parse(e).err()) {
@@ -713,10 +768,16 @@ impl Config {
             "browser.blocked_origins" => b.blocked_origins = d.blocked_origins,
             "browser.allow_file_urls" => b.allow_file_urls = d.allow_file_urls,
             "browser.credentials" => b.credentials = d.credentials,
+            "browser.downloads.dir" => b.downloads_dir = d.downloads_dir,
+            "browser.downloads.max_bytes" => b.downloads_max_bytes = d.downloads_max_bytes,
             _ => {}
         }
     }
 }
+
+/// The largest `browser.downloads.max_bytes`: 1 TiB.
+const DOWNLOAD_MAX_BYTES_MAX: u64 = 1 << 40;
+const MAX_BYTES_ALLOWED: &str = "a whole number of bytes from 1 to 1099511627776 (1 TiB)";
 
 const CREDENTIALS_ALLOWED: &str = "a map of origin to {username, password_env}, e.g. {\"https://intranet.example\": {username: alice, password_env: INTRANET_PASSWORD}}";
 

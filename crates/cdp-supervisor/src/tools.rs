@@ -70,7 +70,7 @@ pub const WAIT_MAX_TIMEOUT_S: f64 = 300.0;
 /// `browser_wait`'s events, each with the kinds of [`EventKind`] it counts.
 /// A page found blocked by a dialog opened before we attached counts as a
 /// dialog opening.
-pub const WAIT_EVENTS: [(&str, &[EventKind]); 5] = [
+pub const WAIT_EVENTS: [(&str, &[EventKind]); 6] = [
     (
         "dialog_opened",
         &[EventKind::DialogOpened, EventKind::PageBlocked],
@@ -78,6 +78,7 @@ pub const WAIT_EVENTS: [(&str, &[EventKind]); 5] = [
     ("dialog_closed", &[EventKind::DialogClosed]),
     ("page_loaded", &[EventKind::PageLoaded]),
     ("tab_opened", &[EventKind::TabOpened]),
+    ("download_done", &[EventKind::DownloadDone]),
     (
         "any",
         &[
@@ -86,6 +87,8 @@ pub const WAIT_EVENTS: [(&str, &[EventKind]); 5] = [
             EventKind::DialogClosed,
             EventKind::PageLoaded,
             EventKind::TabOpened,
+            EventKind::DownloadStarted,
+            EventKind::DownloadDone,
         ],
     ),
 ];
@@ -750,6 +753,15 @@ impl AgentSession {
                 })
                 .unwrap_or_default(),
             navigated: name == "browser_navigate",
+            downloads_started: v
+                .get("downloads_started")
+                .and_then(Value::as_array)
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|x| x.get("id")?.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let (changes, now) = match seen.take() {
@@ -906,6 +918,10 @@ impl AgentSession {
             max_tabs: b.max_tabs,
             navigation: self.navigation_policy()?,
             credentials: b.credentials.clone(),
+            downloads: state::downloads::DownloadOptions {
+                dir: (!b.downloads_dir.is_empty()).then(|| b.downloads_dir.clone()),
+                max_bytes: b.downloads_max_bytes,
+            },
             ..Default::default()
         })
     }
@@ -1952,19 +1968,23 @@ fn readable_files(files: &[String]) -> Result<Vec<String>, ToolError> {
 }
 
 /// The target ids of the supervised tabs now.
+/// The ids of the supervised tabs and of the downloads, before a call:
+/// what [`add_tabs_opened`] counts as already there (a tab's target id and
+/// a download's `dl-N` never collide).
 fn tab_ids(s: &Supervisor) -> Vec<String> {
-    s.snapshot()
-        .tabs
-        .iter()
-        .map(|t| t.target_id.clone())
+    let snap = s.snapshot();
+    let tabs = snap.tabs.iter().map(|t| t.target_id.clone());
+    tabs.chain(snap.downloads.iter().map(|d| d.id.clone()))
         .collect()
 }
 
 /// Adds `tabs_opened: [{target_id, url, opener_target_id}]` to a tool's
-/// result when tabs opened during the call (not in `before`).
+/// result when tabs opened during the call (not in `before`), and
+/// `downloads_started: [{id, url, suggested_filename, path}]` when
+/// downloads began.
 fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
-    let opened: Vec<Value> = s
-        .snapshot()
+    let snap = s.snapshot();
+    let opened: Vec<Value> = snap
         .tabs
         .iter()
         .filter(|t| !before.contains(&t.target_id))
@@ -1972,6 +1992,15 @@ fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
         .collect();
     if !opened.is_empty() {
         out["tabs_opened"] = json!(opened);
+    }
+    let started: Vec<Value> = snap
+        .downloads
+        .iter()
+        .filter(|d| !before.contains(&d.id))
+        .map(|d| json!({"id": d.id, "url": d.url, "suggested_filename": d.suggested_filename, "path": d.path}))
+        .collect();
+    if !started.is_empty() {
+        out["downloads_started"] = json!(started);
     }
 }
 

@@ -20,6 +20,8 @@ struct H {
     /// Commands sent and not answered yet.
     sent: Vec<Command>,
     notices: Vec<Notice>,
+    /// `Output::SaveDownload`s: (id, from, name).
+    saves: Vec<(String, String, String)>,
 }
 
 fn sid(s: &str) -> SessionId {
@@ -38,6 +40,7 @@ impl H {
             now,
             sent: Vec::new(),
             notices: Vec::new(),
+            saves: Vec::new(),
         };
         h.tabs
             .attach_page(TargetId::from("T0"), sid("S0"), "https://a.test/", "", now);
@@ -51,6 +54,7 @@ impl H {
             match o {
                 Output::Send(c) => self.sent.push(*c),
                 Output::Notice(n) => self.notices.push(n),
+                Output::SaveDownload { id, from, name } => self.saves.push((id, from, name)),
                 _ => {}
             }
         }
@@ -654,4 +658,96 @@ fn regression_28_10_a_tab_being_reattached_says_so() {
         text.contains("re-attached") && text.contains("retry"),
         "{text}"
     );
+}
+
+#[test]
+fn downloads_are_listed_bounded_and_renamed_once_complete() {
+    use cdp_supervisor::supervisor::state::downloads::{DownloadOptions, DownloadState};
+    let mut h = H::attached(Options {
+        downloads: DownloadOptions {
+            dir: Some("/dl".into()),
+            max_bytes: 1_000,
+        },
+        ..Options::default()
+    });
+    // Browser-wide, at attach (and again at each re-attach).
+    h.tabs.attach_page(
+        TargetId::from("T0"),
+        sid("S0"),
+        "https://a.test/",
+        "",
+        h.now,
+    );
+    h.pump();
+    let set = h.take("Browser.setDownloadBehavior");
+    assert_eq!(set.target, Target::Browser);
+    assert_eq!(
+        set.params,
+        json!({"behavior": "allowAndName", "downloadPath": "/dl", "eventsEnabled": true})
+    );
+    h.answer_all();
+    h.ev(None, "Browser.downloadWillBegin", json!({"frameId": "T0", "guid": "G1", "url": "https://a.test/r.pdf", "suggestedFilename": "../r.pdf"}));
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G1", "totalBytes": 0, "receivedBytes": 600, "state": "inProgress"}),
+    );
+    let d = (*h.tabs.snapshot().downloads[0]).clone();
+    assert_eq!(
+        (d.id.as_str(), d.suggested_filename.as_str()),
+        ("dl-1", "r.pdf")
+    );
+    assert_eq!(d.target_id.as_deref(), Some("T0"));
+    assert_eq!(d.path.as_deref(), Some("/dl/G1"));
+    assert_eq!(d.received_bytes, 600);
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G1", "totalBytes": 900, "receivedBytes": 900, "state": "completed"}),
+    );
+    assert_eq!(
+        h.saves,
+        [("dl-1".to_owned(), "/dl/G1".to_owned(), "r.pdf".to_owned())]
+    );
+    h.tabs.download_saved("dl-1", Ok("/dl/r.pdf".into()));
+    let d = (*h.tabs.snapshot().downloads[0]).clone();
+    assert_eq!(
+        (d.state, d.path.as_deref()),
+        (DownloadState::Completed, Some("/dl/r.pdf"))
+    );
+    // Past max_bytes with no length: canceled, the last figure kept.
+    h.ev(None, "Browser.downloadWillBegin", json!({"frameId": "T0", "guid": "G2", "url": "https://a.test/big", "suggestedFilename": "big"}));
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G2", "totalBytes": 0, "receivedBytes": 1_500, "state": "inProgress"}),
+    );
+    let cancel = h.take("Browser.cancelDownload");
+    assert_eq!(
+        (cancel.target, cancel.params),
+        (Target::Browser, json!({"guid": "G2"}))
+    );
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G2", "totalBytes": 0, "receivedBytes": 0, "state": "canceled"}),
+    );
+    let d = (*h.tabs.snapshot().downloads[1]).clone();
+    assert_eq!(
+        (d.state, d.received_bytes),
+        (DownloadState::Canceled, 1_500)
+    );
+    assert!(d.note.unwrap().contains("max_bytes"));
+    assert_eq!(h.saves.len(), 1, "a canceled file is not renamed");
+    // The list keeps the last 20.
+    for i in 0..25 {
+        h.ev(
+            None,
+            "Browser.downloadWillBegin",
+            json!({"guid": format!("N{i}"), "url": "u", "suggestedFilename": "f"}),
+        );
+    }
+    let all = h.tabs.snapshot().downloads;
+    assert_eq!(all.len(), 20);
+    assert_eq!(all[19].id, "dl-27");
 }

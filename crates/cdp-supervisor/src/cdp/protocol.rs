@@ -456,6 +456,41 @@ pub struct TargetGone {
     pub target_id: TargetId,
 }
 
+/// `Browser.downloadWillBegin` (on the browser session that sent
+/// `Browser.setDownloadBehavior{eventsEnabled:true}`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadWillBegin {
+    /// The frame whose navigation (or `download` link) started it.
+    #[serde(default)]
+    pub frame_id: Option<FrameId>,
+    /// Chromium's id of the download; with `allowAndName` also its file name.
+    pub guid: String,
+    /// The URL downloaded.
+    #[serde(default)]
+    pub url: String,
+    /// The file name the server or the page suggests.
+    #[serde(default)]
+    pub suggested_filename: String,
+}
+
+/// `Browser.downloadProgress`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadProgress {
+    /// Which download (`downloadWillBegin.guid`).
+    pub guid: String,
+    /// Bytes expected; `0` when the server sent no length.
+    #[serde(default)]
+    pub total_bytes: f64,
+    /// Bytes received so far (`0` once canceled).
+    #[serde(default)]
+    pub received_bytes: f64,
+    /// `inProgress`, `completed` or `canceled`.
+    #[serde(default)]
+    pub state: String,
+}
+
 /// `Runtime.RemoteObject`, the fields needed to print it.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -1004,6 +1039,10 @@ pub enum Event {
     NavigationRequested(NavigationRequested),
     /// `Fetch.authRequired`: an HTTP authentication challenge.
     FetchAuthRequired(AuthRequired),
+    /// `Browser.downloadWillBegin`.
+    DownloadWillBegin(DownloadWillBegin),
+    /// `Browser.downloadProgress`.
+    DownloadProgress(DownloadProgress),
     /// `Fetch.requestPaused`, params kept raw (only the dialog bridge reads them).
     FetchRequestPaused {
         /// The raw params JSON.
@@ -1053,6 +1092,8 @@ impl Event {
                 | "Page.frameScheduledNavigation"
                 | "Fetch.requestPaused"
                 | "Fetch.authRequired"
+                | "Browser.downloadWillBegin"
+                | "Browser.downloadProgress"
         )
     }
 
@@ -1108,6 +1149,8 @@ impl Event {
             | "Page.frameStartedNavigating"
             | "Page.frameScheduledNavigation" => p(method, params, Event::NavigationRequested),
             "Fetch.authRequired" => p(method, params, Event::FetchAuthRequired),
+            "Browser.downloadWillBegin" => p(method, params, Event::DownloadWillBegin),
+            "Browser.downloadProgress" => p(method, params, Event::DownloadProgress),
             "Fetch.requestPaused" => Event::FetchRequestPaused {
                 params: params.to_owned(),
             },

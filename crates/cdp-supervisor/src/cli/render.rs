@@ -7,6 +7,7 @@
 
 use crate::supervisor::snapshot::{ClosedDialog, FrameTreeView, PendingDialog};
 use crate::supervisor::state::Notice;
+use crate::supervisor::state::downloads::DownloadState;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -197,6 +198,28 @@ pub fn notice_line(n: &Notice) -> String {
                 .unwrap_or_default()
         ),
         Notice::PageGone { reason } => format!("page gone       {}", escape_controls(reason)),
+        Notice::DownloadStarted { download } => format!(
+            "download began  {} {}  {}",
+            download.id,
+            escape_controls(&download.suggested_filename),
+            escape_controls(&download.url)
+        ),
+        Notice::DownloadDone { download } => format!(
+            "download {:<6} {} {}  {} bytes{}",
+            match download.state {
+                DownloadState::Completed => "done",
+                DownloadState::Canceled => "cancel",
+                DownloadState::InProgress => "update",
+            },
+            download.id,
+            escape_controls(&download.suggested_filename),
+            download.received_bytes,
+            download
+                .note
+                .as_deref()
+                .map(|n| format!("  ({})", escape_controls(n)))
+                .unwrap_or_default()
+        ),
         Notice::TabOpened {
             target_id,
             url,

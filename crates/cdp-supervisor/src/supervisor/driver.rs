@@ -39,6 +39,7 @@ use crate::supervisor::state::{
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -117,6 +118,10 @@ pub struct SupervisorOptions {
     pub navigation: NavigationPolicy,
     /// `browser.credentials`: HTTP authentication answered per origin.
     pub credentials: crate::supervisor::credentials::Credentials,
+    /// `browser.downloads`: the directory (`None`: a temporary one of this
+    /// supervisor's for a Chromium it launched, removed when it stops;
+    /// the browser's own choice for another) and `max_bytes`.
+    pub downloads: state::downloads::DownloadOptions,
 }
 
 impl Default for SupervisorOptions {
@@ -134,6 +139,7 @@ impl Default for SupervisorOptions {
             cdp_headers: CdpHeaders::default(),
             navigation: NavigationPolicy::default(),
             credentials: Default::default(),
+            downloads: Default::default(),
         }
     }
 }
@@ -507,6 +513,30 @@ impl Supervisor {
             after: deadline,
         })??;
 
+        // A Chromium we launched downloads into a directory of ours, gone
+        // with this supervisor; a remote one's disk is not ours to name.
+        let downloads_dir = (local.is_some() && opts.downloads.dir.is_none())
+            .then(|| {
+                tempfile::Builder::new()
+                    .prefix("cdp-supervisor-downloads-")
+                    .tempdir()
+                    .inspect_err(|e| {
+                        tracing::warn!(
+                            "no download directory: {e}; downloads go where Chromium puts them"
+                        )
+                    })
+                    .ok()
+            })
+            .flatten();
+        if let Some(dir) = &opts.downloads.dir
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            tracing::warn!("cannot create the download directory {dir}: {e}");
+        }
+        let mut downloads = opts.downloads.clone();
+        if let Some(d) = &downloads_dir {
+            downloads.dir = Some(d.path().to_string_lossy().into_owned());
+        }
         let mut state = Tabs::new(state::Options {
             policy: opts.policy,
             dialog_timeout: opts.dialog_timeout,
@@ -514,6 +544,7 @@ impl Supervisor {
             max_tabs: opts.max_tabs,
             navigation: opts.navigation.clone(),
             credentials: opts.credentials.clone(),
+            downloads,
             ..Default::default()
         });
         state.attach_page(
@@ -558,6 +589,7 @@ impl Supervisor {
             shown_url: shown_url.clone(),
             local: local.map(Box::new),
             event_session: SessionId(String::new()),
+            _downloads_dir: downloads_dir,
         };
         driver.flush();
         let task_cancel = cancel.clone();
@@ -1614,6 +1646,35 @@ impl Supervisor {
     }
 }
 
+/// Renames a completed download from Chromium's guid name (`from`) to
+/// `name` in the same directory, or `name (2)`, `name (3)`, … when taken:
+/// a hard link then an unlink, so an existing file is never replaced.
+/// Returns the new path, or why it could not (the file stays at `from`).
+fn save_download(from: &str, name: &str) -> Result<String, String> {
+    let from = Path::new(from);
+    let dir = from.parent().ok_or("no directory")?;
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((s, e)) if !s.is_empty() => (s, format!(".{e}")),
+        _ => (name, String::new()),
+    };
+    for n in 1..=1000 {
+        let candidate = if n == 1 {
+            dir.join(name)
+        } else {
+            dir.join(format!("{stem} ({n}){ext}"))
+        };
+        match std::fs::hard_link(from, &candidate) {
+            Ok(()) => {
+                std::fs::remove_file(from).map_err(|e| e.to_string())?;
+                return Ok(candidate.to_string_lossy().into_owned());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("1000 files named like {name} already exist"))
+}
+
 /// Whether Chromium failed a command with `-32000 "Inspected target
 /// navigated or closed"`: what a command queued behind a dialog gets when a
 /// navigation closes that dialog — after the command ran (CDP facts).
@@ -1650,6 +1711,8 @@ type Routed = (Connection, SessionId, Option<String>);
 type Reconnect = BoxFuture<Result<Attached, StartError>>;
 
 struct Driver {
+    /// The temporary download directory, removed when the driver ends.
+    _downloads_dir: Option<tempfile::TempDir>,
     /// Mirrors `conn` for [`Supervisor::live_page`].
     live: LiveConnection,
     /// What happened, by kind ([`Driver::announce`]).
@@ -2148,6 +2211,12 @@ impl Driver {
                         },
                     );
                 }
+                // Before the publish: the snapshot that says completed
+                // shows the file under its own name.
+                Output::SaveDownload { id, from, name } => {
+                    let saved = save_download(&from, &name);
+                    self.state.download_saved(&id, saved);
+                }
                 out @ (Output::Notice(_)
                 | Output::AnswerDone { .. }
                 | Output::AgentReply { .. }) => deliver.push(out),
@@ -2190,7 +2259,7 @@ impl Driver {
                         let _ = tx.send(result);
                     }
                 }
-                Output::Send(_) => {}
+                Output::Send(_) | Output::SaveDownload { .. } => {}
             }
         }
         // A crashed renderer answers nothing: the calls in flight on its tab

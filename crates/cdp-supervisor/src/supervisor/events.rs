@@ -37,10 +37,14 @@ pub enum EventKind {
     /// Another tab became current (`browser_tabs select`): the snapshot's
     /// page, `frame_tree` and `tabs` changed.
     CurrentTab,
+    /// A download began.
+    DownloadStarted,
+    /// A download completed or was canceled.
+    DownloadDone,
 }
 
 impl EventKind {
-    const ALL: [EventKind; 9] = [
+    const ALL: [EventKind; 11] = [
         EventKind::DialogOpened,
         EventKind::DialogClosed,
         EventKind::PageCommitted,
@@ -50,6 +54,8 @@ impl EventKind {
         EventKind::PageBlocked,
         EventKind::Connection,
         EventKind::CurrentTab,
+        EventKind::DownloadStarted,
+        EventKind::DownloadDone,
     ];
 
     fn index(self) -> usize {
@@ -78,6 +84,8 @@ impl EventKind {
             Notice::PageBlocked => EventKind::PageBlocked,
             Notice::PageGone { .. } => EventKind::TabClosed,
             Notice::Connection { .. } => EventKind::Connection,
+            Notice::DownloadStarted { .. } => EventKind::DownloadStarted,
+            Notice::DownloadDone { .. } => EventKind::DownloadDone,
             Notice::FrameNavigated { .. }
             | Notice::FrameAttached { .. }
             | Notice::FrameDetached { .. }

@@ -238,6 +238,8 @@ pub struct Snapshot {
     pub tabs: List<TabView>,
     /// More pages were opened than `max_tabs`: the extra ones are not supervised.
     pub tabs_truncated: bool,
+    /// The last 20 downloads of every tab, oldest first.
+    pub downloads: List<crate::supervisor::state::downloads::DownloadView>,
 }
 
 impl Snapshot {
@@ -361,6 +363,7 @@ impl PartialEq for Snapshot {
             blocked_navigations,
             tabs,
             tabs_truncated,
+            downloads,
         } = self;
         *url == other.url
             && *title == other.title
@@ -374,6 +377,7 @@ impl PartialEq for Snapshot {
             && same(blocked_navigations, &other.blocked_navigations)
             && (Arc::ptr_eq(frame_tree, &other.frame_tree) || *frame_tree == other.frame_tree)
             && same(tabs, &other.tabs)
+            && same(downloads, &other.downloads)
     }
 }
 

@@ -40,6 +40,22 @@ Authorization header it received, so a check reads what the site really got.
                               the 401 body and the page's load completes
   cross_origin_iframe         an iframe from the other site behind auth: no
                               prompt, no hang; the OOPIF shows the 401 body
+  download_50_mib             a click on a link to a 50 MiB attachment
+                              returns; the session keeps answering while it
+                              streams; browser_wait(download_done) wakes; the
+                              snapshot's downloads says completed with every
+                              byte, the file is under its suggested name in
+                              the task's directory with the site's sha256;
+                              the next result's changes.downloads tells it
+                              once; the server's RSS did not grow by the
+                              file's size; the directory is gone with the
+                              session
+  download_past_max_bytes     downloads.max_bytes 4 MiB: a 24 MiB download
+                              sent with no Content-Length is canceled, says
+                              why, and leaves no file
+  download_from_a_blocked_origin  a download link to an origin the policy
+                              blocks: in blocked_navigations, never in
+                              downloads, no file on disk
 
 Every scenario has its own server process, Chromium, user-data-dir, ports
 and site, and cleans up even when it fails. Every wait has a deadline; no
@@ -51,6 +67,8 @@ Usage: python prompts.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--seria
 from __future__ import annotations
 
 import base64
+import glob
+import hashlib
 import http.server
 import json
 import os
@@ -88,6 +106,11 @@ WRONG = "wr0ng-pa55-1243"
 REALM = "Staff area"
 # Seconds.
 LOAD_DEADLINE_S = 20.0  # a page's text shows once its login was answered
+DOWNLOAD_DEADLINE_S = 90.0  # a 50 MiB download over loopback completes
+MIB = 1024 * 1024
+BIG_BYTES = 50 * MIB
+HUGE_BYTES = 24 * MIB
+MAX_BYTES = 4 * MIB
 UPDATE_DEADLINE_S = 5.0  # the subscribed client hears of the prompt
 
 
@@ -138,8 +161,41 @@ class Site:
         with self.lock:
             return list(self.logins.get(path, []))
 
+    @staticmethod
+    def chunk(i: int) -> bytes:
+        """The i-th MiB of a download: not all one byte, so a sha256 means something."""
+        return hashlib.sha256(str(i).encode()).digest() * (MIB // 32)
+
+    def file_sha256(self, size: int) -> str:
+        h = hashlib.sha256()
+        for i in range(size // MIB):
+            h.update(self.chunk(i))
+        return h.hexdigest()
+
+    def serve_file(self, h: http.server.BaseHTTPRequestHandler, name: str, size: int, length: bool) -> None:
+        h.send_response(200)
+        h.send_header("content-type", "application/octet-stream")
+        h.send_header("content-disposition", f'attachment; filename="{name}"')
+        if length:
+            h.send_header("content-length", str(size))
+        else:
+            h.send_header("connection", "close")
+        h.end_headers()
+        try:
+            for i in range(size // MIB):
+                h.wfile.write(self.chunk(i))
+                if not length:
+                    time.sleep(0.02)  # a server that streams: progress arrives on the way
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser canceled
+
     def serve(self, h: http.server.BaseHTTPRequestHandler) -> None:
         path = h.path.split("?")[0]
+        if path == "/big.bin":
+            return self.serve_file(h, "big data.bin", BIG_BYTES, True)
+        if path == "/huge.bin":
+            h.close_connection = True
+            return self.serve_file(h, "huge.bin", HUGE_BYTES, False)
         if path in ("/secret", "/frame-secret"):
             got = h.headers.get("Authorization")
             if got is not None:
@@ -161,6 +217,11 @@ class Site:
                 "Framed",
                 '<h1>outer page</h1><iframe id=f src="/frame-secret" width=300 height=100></iframe>',
                 "window.loaded = false; window.addEventListener('load', () => { window.loaded = true; });",
+            ),
+            "/files": html(
+                "Files",
+                '<h1>files</h1><p><a href="/big.bin">big file</a></p><p><a href="/huge.bin">huge file</a></p>'
+                f'<p><a href="{self.url("/big.bin", "localhost")}">elsewhere file</a></p>',
             ),
             "/xframed": html(
                 "Cross framed",
@@ -420,6 +481,106 @@ async def cross_origin_iframe(sc: Scenario, binary: str) -> None:
         sc.check("401: login required" in text, f"the OOPIF shows the 401 body ({text!r})")
 
 
+async def click_link(sc: Scenario, c: Any, name: str) -> dict:
+    found = await call(c, "browser_snapshot", {"find": name})
+    ref = None
+    for line in found.get("page", "").splitlines():
+        if f'link "{name}"' in line and "[ref=" in line:
+            ref = line.split("[ref=")[1].split("]")[0]
+    sc.check(ref is not None, f"the outline has the link {name!r} ({found.get('page', '')[:300]!r})")
+    r = await call_raw(c, "browser_click", {"ref": ref})
+    sc.check(not r.is_error, f"the click on {name!r} returns, no tool error, in {r.seconds:.1f} s ({r.text[:200]})")
+    return json.loads(r.text)
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+async def download_50_mib(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    want = await anyio.to_thread.run_sync(site.file_sha256, BIG_BYTES)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/files")})
+        rss_before = rss_kib(srv.pid)
+        clicked = await click_link(sc, c, "big file")
+        snap = await snapshot(c)  # the session keeps answering while it streams
+        sc.check(snap.get("connection") == "connected", "the session answers while the download streams")
+        waited = await call(c, "browser_wait", {"event": "download_done", "timeout_s": DOWNLOAD_DEADLINE_S})
+        sc.check(waited.get("happened") is True, f"browser_wait(download_done) wakes ({waited.get('happened')})")
+        snap = await snapshot(c)
+        downloads = snap.get("downloads", [])
+        sc.check(len(downloads) == 1, f"one download listed ({downloads})")
+        d = downloads[0]
+        sc.check(d["state"] == "completed", f"state completed ({d['state']})")
+        sc.check(d["received_bytes"] == BIG_BYTES, f"received_bytes {d['received_bytes']} == {BIG_BYTES}")
+        sc.expect(d["total_bytes"] == BIG_BYTES, f"total_bytes {d['total_bytes']}")
+        sc.check(d["suggested_filename"] == "big data.bin", f"suggested_filename {d['suggested_filename']!r}")
+        sc.check(d["url"] == site.url("/big.bin"), f"url {d['url']}")
+        path = d.get("path") or ""
+        sc.check(os.path.basename(path) == "big data.bin", f"the file is under its suggested name ({path})")
+        got = await anyio.to_thread.run_sync(lambda: hashlib.sha256(open(path, "rb").read()).hexdigest())
+        sc.check(got == want, "the file's sha256 is the site's")
+        leftovers = [p for p in glob.glob(os.path.join(os.path.dirname(path), "*")) if p != path]
+        sc.check(not leftovers, f"nothing else in the download directory ({leftovers})")
+        told = (clicked.get("downloads_started") or []) + (clicked.get("changes", {}).get("downloads") or [])
+        told += snap.get("changes", {}).get("downloads") or []
+        told += waited.get("changes", {}).get("downloads") or []
+        states = [x.get("state") for x in told if x.get("id") == d["id"]] + (["in_progress"] if any(x.get("id") == d["id"] for x in clicked.get("downloads_started") or []) else [])
+        sc.check("completed" in states, f"a result's changes told the completed download ({told})")
+        again = await snapshot(c)
+        sc.check(not (again.get("changes") or {}).get("downloads"), f"and not twice ({again.get('changes')})")
+        grew = rss_kib(srv.pid) - rss_before
+        sc.check(grew < 25 * 1024, f"the server's RSS grew by {grew} KiB, not by the file's 50 MiB")
+        directory = os.path.dirname(path)
+    sc.check(not os.path.exists(directory), f"the task's download directory is gone with the session ({directory})")
+
+
+async def download_past_max_bytes(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    config = os.path.join(sc.tmp, "config.yaml")
+    with open(config, "w") as f:
+        f.write(f"browser:\n  downloads:\n    max_bytes: {MAX_BYTES}\n")
+    async with mcp_server(sc, binary, "s", ["--config", config]) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/files")})
+        await click_link(sc, c, "huge file")
+        waited = await call(c, "browser_wait", {"event": "download_done", "timeout_s": DOWNLOAD_DEADLINE_S})
+        sc.check(waited.get("happened") is True, "browser_wait(download_done) wakes for the cancel")
+        d = (await snapshot(c))["downloads"][0]
+        sc.check(d["state"] == "canceled", f"state canceled ({d['state']})")
+        sc.check("max_bytes" in (d.get("note") or ""), f"it says why ({d.get('note')})")
+        sc.check(MAX_BYTES < d["received_bytes"] < HUGE_BYTES, f"the last figure is kept: {d['received_bytes']} bytes")
+        directory = os.path.dirname(d.get("path") or "/nonexistent/x")
+        await anyio.sleep(0.5)
+        files = glob.glob(os.path.join(directory, "*"))
+        sc.check(not files, f"no file is left ({files})")
+
+
+async def download_from_a_blocked_origin(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", ["--blocked-origins", site.origin("localhost")]) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/files")})
+        await click_link(sc, c, "elsewhere file")
+        deadline = time.monotonic() + LOAD_DEADLINE_S
+        blocked: list = []
+        while not blocked and time.monotonic() < deadline:
+            snap = await snapshot(c)
+            blocked = [b for b in snap.get("blocked_navigations", []) if "big.bin" in b.get("url", "")]
+            if not blocked:
+                await anyio.sleep(0.1)
+        sc.check(bool(blocked), f"the download is in blocked_navigations ({snap.get('blocked_navigations')})")
+        sc.check(not snap.get("downloads"), f"and never in downloads ({snap.get('downloads')})")
+        scratch = glob.glob(os.path.join(sc.tmp, "**", "big*"), recursive=True) + glob.glob(os.path.join(sc.tmp, "**", "*.crdownload"), recursive=True)
+        sc.check(not scratch, f"nothing reached the disk ({scratch})")
+
+
 SCENARIOS = {
     "accept_after_a_wrong_login": accept_after_a_wrong_login,
     "dismiss_shows_the_401": dismiss_shows_the_401,
@@ -427,10 +588,14 @@ SCENARIOS = {
     "same_origin_iframe_login": same_origin_iframe_login,
     "same_origin_iframe_watchdog": same_origin_iframe_watchdog,
     "cross_origin_iframe": cross_origin_iframe,
+    "download_50_mib": download_50_mib,
+    "download_past_max_bytes": download_past_max_bytes,
+    "download_from_a_blocked_origin": download_from_a_blocked_origin,
 }
 PHASES = [
     ["accept_after_a_wrong_login", "dismiss_shows_the_401", "stored_credentials"],
     ["same_origin_iframe_login", "same_origin_iframe_watchdog", "cross_origin_iframe"],
+    ["download_50_mib", "download_past_max_bytes", "download_from_a_blocked_origin"],
 ]
 
 

@@ -70,6 +70,8 @@ pub struct Options {
     /// `browser.credentials`): given once per challenged request, whatever
     /// the policy.
     pub credentials: crate::supervisor::credentials::Credentials,
+    /// Where downloads go and their bound (config `browser.downloads`).
+    pub downloads: super::downloads::DownloadOptions,
 }
 
 impl Default for Options {
@@ -83,6 +85,7 @@ impl Default for Options {
             bridge_key: crate::supervisor::bridge::BridgeKey::random(),
             navigation: NavigationPolicy::default(),
             credentials: Default::default(),
+            downloads: Default::default(),
         }
     }
 }
@@ -307,6 +310,16 @@ pub enum Notice {
         /// The new state.
         status: crate::supervisor::snapshot::ConnectionStatus,
     },
+    /// A download began (`Browser.downloadWillBegin`).
+    DownloadStarted {
+        /// As `downloads[]` shows it.
+        download: Arc<super::downloads::DownloadView>,
+    },
+    /// A download completed or was canceled (`Browser.downloadProgress`).
+    DownloadDone {
+        /// As `downloads[]` shows it (before its file is renamed).
+        download: Arc<super::downloads::DownloadView>,
+    },
     /// The navigation policy stopped a document from loading (a failed
     /// `Fetch.requestPaused`, or a commit released to `about:blank`).
     NavigationBlocked {
@@ -388,6 +401,17 @@ pub enum Output {
         call: u64,
         /// Chromium's result, or why there is none.
         result: Result<Value, ReplyError>,
+    },
+    /// Download `id` completed at `from` (Chromium's guid name): give the
+    /// file `name` (made unique in its directory), then report the new
+    /// path with [`super::Tabs::download_saved`].
+    SaveDownload {
+        /// The download's id (`dl-N`).
+        id: String,
+        /// Where Chromium wrote it.
+        from: String,
+        /// The safe form of its suggested name.
+        name: String,
     },
 }
 #[cfg(test)]

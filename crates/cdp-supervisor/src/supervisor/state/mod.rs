@@ -59,6 +59,7 @@
 mod blocking;
 mod console;
 mod dialogs;
+pub mod downloads;
 mod errors;
 mod frames;
 mod io;
@@ -287,6 +288,11 @@ impl State {
     /// (in its top frame or in an OOPIF that was there when we attached).
     pub fn page_blocked(&self) -> bool {
         !self.unseen_blocks.is_empty()
+    }
+
+    /// Whether `frame` is one of this page's known frames.
+    pub fn has_frame(&self, frame: &FrameId) -> bool {
+        self.frames.session_of(frame).is_some()
     }
 
     /// The page's title as last heard (`Target.targetInfoChanged`, or
@@ -572,6 +578,8 @@ impl State {
             }
             Event::ConsoleApiCalled(_) | Event::ExceptionThrown(_) => {}
             // A crash is the tabs' business (`Tabs`): the tab stays, marked.
+            // Browser-level: the tabs' coordinator keeps the downloads.
+            Event::DownloadWillBegin(_) | Event::DownloadProgress(_) => {}
             Event::InspectorTargetCrashed | Event::Unparsed { .. } | Event::Other { .. } => {}
         }
     }
@@ -862,6 +870,7 @@ impl State {
             connection: Default::default(),
             tabs: Default::default(),
             tabs_truncated: false,
+            downloads: Default::default(),
         }
     }
 }

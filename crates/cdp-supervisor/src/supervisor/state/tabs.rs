@@ -95,6 +95,8 @@ pub struct Tabs {
     out: VecDeque<Output>,
     /// The lists the last snapshot showed, shared by the next while unchanged.
     shown: Shown,
+    /// Every tab's downloads (they come on the browser session).
+    downloads: super::downloads::Downloads,
 }
 
 /// The lists [`Tabs`] gathers from every tab, as the last snapshot showed them.
@@ -104,6 +106,7 @@ struct Shown {
     recent_dialogs: List<ClosedDialog>,
     blocked_navigations: List<BlockedNavigation>,
     tabs: List<TabView>,
+    downloads: List<super::downloads::DownloadView>,
 }
 
 impl Tabs {
@@ -126,6 +129,7 @@ impl Tabs {
             watched: true,
             out: VecDeque::new(),
             shown: Shown::default(),
+            downloads: Default::default(),
         }
     }
 
@@ -311,6 +315,14 @@ impl Tabs {
         self.drive(key, |s| {
             s.attach_page(target_id, session_id, url, title, now)
         });
+        // Browser-wide, and forgotten with the connection: sent at each attach.
+        let behavior = self.opts.downloads.behavior();
+        self.send(
+            Target::Browser,
+            "Browser.setDownloadBehavior",
+            behavior,
+            Purpose::Setup,
+        );
         self.send(
             Target::Browser,
             "Target.setAutoAttach",
@@ -518,6 +530,20 @@ impl Tabs {
 
     fn on_browser_event(&mut self, event: Event, now: Now) {
         match event {
+            Event::DownloadWillBegin(d) => {
+                let target = d.frame_id.as_ref().and_then(|f| {
+                    self.tabs
+                        .iter()
+                        .find(|t| t.target_id.0 == f.0 || t.state.has_frame(f))
+                        .map(|t| t.target_id.0.clone())
+                });
+                self.downloads
+                    .began(d, target, &self.opts.downloads, &mut self.out);
+            }
+            Event::DownloadProgress(p) => {
+                self.downloads
+                    .progressed(p, &self.opts.downloads, &mut self.out)
+            }
             Event::AttachedToTarget(a) if a.target_info.target_type == "page" => {
                 self.on_page_attached(a, now)
             }
@@ -1003,7 +1029,14 @@ impl Tabs {
         );
         snap.tabs = self.views();
         snap.tabs_truncated = self.truncated;
+        snap.downloads = share(&mut self.shown.downloads, self.downloads.views());
         snap
+    }
+
+    /// The driver gave download `id`'s file its name ([`Output::SaveDownload`]):
+    /// `Ok` with its path, or why it could not.
+    pub fn download_saved(&mut self, id: &str, result: Result<String, String>) {
+        self.downloads.saved(id, result);
     }
 }
 /// The last `max` entries of every tab's list (each oldest first), ordered

@@ -1,0 +1,279 @@
+//! Downloads of every supervised tab (`Browser.downloadWillBegin`,
+//! `Browser.downloadProgress`, on the browser session): the snapshot's
+//! `downloads`, the bound `downloads.max_bytes` watched on the bytes
+//! received, and the file renamed from Chromium's guid to its suggested
+//! name once complete (by the driver: [`Output::SaveDownload`]).
+//!
+//! Chromium's facts (verified on Chromium 156): `setDownloadBehavior` is
+//! browser-wide; with `allowAndName` the file is written as
+//! `<downloadPath>/<guid>`; `totalBytes` is `0` without `Content-Length`; a
+//! canceled download reports `0` bytes received (the last figure is kept).
+
+use super::{Notice, Output, Purpose, Target};
+use crate::cdp::protocol::{DownloadProgress, DownloadWillBegin};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// The snapshot's `downloads` keeps the last 20.
+pub const DOWNLOADS_KEPT: usize = 20;
+/// `browser.downloads.max_bytes`' default: 100 MiB.
+pub const DOWNLOAD_MAX_BYTES_DEFAULT: u64 = 100 * 1024 * 1024;
+
+/// Where downloads go (`Browser.setDownloadBehavior`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DownloadOptions {
+    /// The directory files are written to (`allowAndName`); `None`: the
+    /// browser's own choice (`default`: a remote browser's disk), with
+    /// events still on.
+    pub dir: Option<String>,
+    /// A download past this many bytes received is canceled.
+    pub max_bytes: u64,
+}
+
+impl Default for DownloadOptions {
+    fn default() -> Self {
+        DownloadOptions {
+            dir: None,
+            max_bytes: DOWNLOAD_MAX_BYTES_DEFAULT,
+        }
+    }
+}
+
+impl DownloadOptions {
+    /// The `Browser.setDownloadBehavior` params.
+    pub fn behavior(&self) -> serde_json::Value {
+        match &self.dir {
+            Some(dir) => json!({
+                "behavior": "allowAndName",
+                "downloadPath": dir,
+                "eventsEnabled": true,
+            }),
+            None => json!({ "behavior": "default", "eventsEnabled": true }),
+        }
+    }
+}
+
+/// Where a download stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DownloadState {
+    /// Bytes are arriving.
+    InProgress,
+    /// The file is complete at `path`.
+    Completed,
+    /// Stopped: by the page, the browser, or `max_bytes` (`reason` says).
+    Canceled,
+}
+
+/// One download (`downloads[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DownloadView {
+    /// `dl-1`, `dl-2`, … per supervisor.
+    pub id: String,
+    /// The URL downloaded.
+    pub url: String,
+    /// The name the server or page suggested (the file's name, made safe).
+    pub suggested_filename: String,
+    /// Where the file is (or is being written), when known: `null` for a
+    /// browser that chose its own directory.
+    pub path: Option<String>,
+    /// `in_progress`, `completed` or `canceled`.
+    pub state: DownloadState,
+    /// Bytes received (the last figure before a cancel).
+    pub received_bytes: u64,
+    /// Bytes expected; `0` when the server sent no length.
+    pub total_bytes: u64,
+    /// The tab whose page started it, when known.
+    pub target_id: Option<String>,
+    /// Why it was canceled by us (`max_bytes`), or why its file could not be renamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Chromium's id (`guid`). Not shown.
+    #[serde(skip)]
+    pub guid: String,
+}
+
+/// The last [`DOWNLOADS_KEPT`] downloads of a task.
+#[derive(Clone, Debug, Default)]
+pub struct Downloads {
+    list: VecDeque<Arc<DownloadView>>,
+    next: u64,
+}
+
+impl Downloads {
+    /// Oldest first.
+    pub fn views(&self) -> impl ExactSizeIterator<Item = &Arc<DownloadView>> + Clone {
+        self.list.iter()
+    }
+
+    fn by_guid(&mut self, guid: &str) -> Option<&mut Arc<DownloadView>> {
+        self.list.iter_mut().find(|d| d.guid == guid)
+    }
+
+    /// `Browser.downloadWillBegin`: a new entry, `in_progress`.
+    pub fn began(
+        &mut self,
+        d: DownloadWillBegin,
+        target_id: Option<String>,
+        opts: &DownloadOptions,
+        out: &mut VecDeque<Output>,
+    ) {
+        if self.by_guid(&d.guid).is_some() {
+            return;
+        }
+        self.next += 1;
+        let path = opts.dir.as_ref().map(|dir| join(dir, &d.guid));
+        let view = Arc::new(DownloadView {
+            id: format!("dl-{}", self.next),
+            url: d.url,
+            suggested_filename: safe_file_name(&d.suggested_filename),
+            path,
+            state: DownloadState::InProgress,
+            received_bytes: 0,
+            total_bytes: 0,
+            target_id,
+            note: None,
+            guid: d.guid,
+        });
+        if self.list.len() == DOWNLOADS_KEPT {
+            self.list.pop_front();
+        }
+        self.list.push_back(view.clone());
+        out.push_back(Output::Notice(Notice::DownloadStarted { download: view }));
+    }
+
+    /// `Browser.downloadProgress`: the figures; past `max_bytes` it is
+    /// canceled (`Browser.cancelDownload`); once complete, the driver is
+    /// asked to give the file its name.
+    pub fn progressed(
+        &mut self,
+        p: DownloadProgress,
+        opts: &DownloadOptions,
+        out: &mut VecDeque<Output>,
+    ) {
+        let Some(d) = self.by_guid(&p.guid) else {
+            return;
+        };
+        if d.state != DownloadState::InProgress {
+            return;
+        }
+        let received = bytes(p.received_bytes);
+        let total = bytes(p.total_bytes);
+        let view = Arc::make_mut(d);
+        match p.state.as_str() {
+            "completed" => {
+                view.state = DownloadState::Completed;
+                view.received_bytes = received.max(view.received_bytes);
+                view.total_bytes = total.max(view.total_bytes);
+                if let Some(from) = view.path.clone() {
+                    out.push_back(Output::SaveDownload {
+                        id: view.id.clone(),
+                        from,
+                        name: view.suggested_filename.clone(),
+                    });
+                }
+                let done = d.clone();
+                out.push_back(Output::Notice(Notice::DownloadDone { download: done }));
+            }
+            "canceled" => {
+                // Chromium reports 0 bytes once canceled: the last figure stays.
+                view.state = DownloadState::Canceled;
+                let done = d.clone();
+                out.push_back(Output::Notice(Notice::DownloadDone { download: done }));
+            }
+            _ => {
+                view.received_bytes = received;
+                view.total_bytes = total;
+                if received > opts.max_bytes || total > opts.max_bytes {
+                    view.note = Some(format!(
+                        "canceled: larger than downloads.max_bytes ({} bytes)",
+                        opts.max_bytes
+                    ));
+                    out.push_back(super::Command::output(
+                        Target::Browser,
+                        "Browser.cancelDownload",
+                        json!({ "guid": view.guid }),
+                        Purpose::Setup,
+                        None,
+                        0,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The driver renamed download `id`'s file to `path`, or could not
+    /// (`Err`: why; the file stays where it is).
+    pub fn saved(&mut self, id: &str, result: Result<String, String>) {
+        let Some(d) = self.list.iter_mut().find(|d| d.id == id) else {
+            return;
+        };
+        let view = Arc::make_mut(d);
+        match result {
+            Ok(path) => view.path = Some(path),
+            Err(e) => view.note = Some(format!("kept under Chromium's name: {e}")),
+        }
+    }
+}
+
+/// A byte count CDP sends as a number.
+fn bytes(n: f64) -> u64 {
+    if n.is_finite() && n > 0.0 {
+        n as u64
+    } else {
+        0
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    std::path::Path::new(dir)
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `suggested` as a file name of its own: no directory part, no control or
+/// reserved characters (`/ \ : * ? " < > |`), no leading dot (a hidden
+/// file, `..`), at most 200 bytes; `download` when nothing is left.
+pub fn safe_file_name(suggested: &str) -> String {
+    let last = suggested.rsplit(['/', '\\']).next().unwrap_or_default();
+    let mut name: String = last
+        .chars()
+        .map(|c| {
+            if c.is_control() || "/\\:*?\"<>|".contains(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    name = name.trim().trim_start_matches('.').to_owned();
+    while name.len() > 200 {
+        name.pop();
+    }
+    if name.is_empty() {
+        "download".to_owned()
+    } else {
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suggested_name_becomes_a_safe_file_name() {
+        assert_eq!(safe_file_name("report.pdf"), "report.pdf");
+        assert_eq!(safe_file_name("../../etc/passwd"), "passwd");
+        assert_eq!(safe_file_name("..\\..\\boot.ini"), "boot.ini");
+        assert_eq!(safe_file_name(".bashrc"), "bashrc");
+        assert_eq!(safe_file_name("a:b*c?.txt"), "a_b_c_.txt");
+        assert_eq!(safe_file_name("line\nbreak"), "line_break");
+        assert_eq!(safe_file_name(""), "download");
+        assert_eq!(safe_file_name(".."), "download");
+        assert!(safe_file_name(&"é".repeat(300)).len() <= 200);
+    }
+}
