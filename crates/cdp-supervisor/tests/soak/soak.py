@@ -147,9 +147,15 @@ class Book:
         self.counts: collections.Counter = collections.Counter()
         self.latency: dict[str, list[float]] = collections.defaultdict(list)
         self.per_minute: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+        # Every event of the run, kept after it (its path is printed at the end).
+        self.log_path = os.path.join(tempfile.gettempdir(), f"cdp-soak-{seed}-events.log")
+        self.log: Any = open(self.log_path, "w", buffering=1)
 
     def event(self, who: str, what: str) -> None:
-        self.events[who].append(f"{now():7.1f}s {what}")
+        line = f"{now():7.1f}s {what}"
+        self.events[who].append(line)
+        if self.log is not None:
+            self.log.write(f"{who:6s}{line}\n")
 
     def count(self, key: str, n: int = 1) -> None:
         self.counts[key] += n
@@ -157,6 +163,8 @@ class Book:
 
     def violate(self, who: str, what: str) -> None:
         self.violations.append(f"{who}: {what}")
+        if self.log is not None:
+            self.log.write(f"{who:6s}{now():7.1f}s VIOLATION {what}\n")
         lines = "\n    ".join(list(self.events[who])[-25:])
         say(f"VIOLATION (seed {self.seed}) {who}: {what}\n  recent events of {who}:\n    {lines}")
 
@@ -662,7 +670,8 @@ class Agent:
         c = Closing(r.get("closed_by", "?"), r.get("accepted"), r.get("user_input"), float(r.get("closed_at") or time.time()))
         if d.closing is None:
             d.closing = c
-            self.book.event(self.name, f"dialog {d.id} closed by {c.closed_by} accepted={c.accepted} ({source})")
+            late = f", {c.closed_at - d.opened_at:.1f} s after it opened (flagged)" if d.age_flagged else ""
+            self.book.event(self.name, f"dialog {d.id} closed by {c.closed_by} accepted={c.accepted} ({source}){late}")
         elif (d.closing.closed_by, d.closing.accepted, d.closing.user_input) != (c.closed_by, c.accepted, c.user_input):
             self.book.violate(self.name, f"dialog {d.id} closed twice, differently: {d.closing} then {c} ({source})")
 
@@ -1535,6 +1544,7 @@ class Soak:
         out.append(f"Chromium deaths of its own (counted apart): {len(self.book.chromium_deaths)}")
         for d in self.book.chromium_deaths:
             out.append(f"    {d}")
+        out.append(f"every event: {self.book.log_path}")
         out.append(f"invariant violations: {len(self.book.violations)}")
         for v in self.book.violations:
             out.append(f"    - {v.splitlines()[0][:400]}")
