@@ -790,6 +790,9 @@ class Agent:
                     await self.navigate()
                 continue
             ans = data.get("answered") or {}
+            if d.type == "beforeunload" and args.get("action") == "accept":
+                # Leaving the page closes its other dialogs too: closed_by agent, with no answer of theirs.
+                self.nav_spans.append((time.time() - 1.0, time.time()))
             if ans.get("id") != d.id:
                 self.book.violate(self.name, f"browser_dialog for {d.id} answered {ans.get('id')}: {data}")
             if d.fate == "ask_user":
@@ -1001,9 +1004,10 @@ class Agent:
             if c.closed_by == "agent" and d.answered is None:
                 # Closed by a navigation (or tab close) of ours: one must have run while it was open.
                 ours = any(a - 0.5 <= c.closed_at and b + 0.5 >= d.opened_at for a, b in self.nav_spans)
-                if c.accepted is True or not ours:
+                # (What the page received is checked against `accepted` below.)
+                if not ours:
                     v(f"dialog {d.id} closed_by agent accepted={c.accepted}, but no answer of ours succeeded for it"
-                      f"{'' if ours else ' and no navigation of ours ran while it was open'}")
+                      " and no navigation of ours ran while it was open")
             if c.closed_by == "user" and d.human is None:
                 v(f"dialog {d.id} closed_by user, but no ask_user of ours succeeded for it")
         with site.lock:
