@@ -185,6 +185,11 @@ async fn serve(
             log.push(format!("{host} {path}"));
         }
     }
+    match path {
+        "/staff" if !logged_in(&headers) => return staff_login_required(),
+        "/report.csv" => return report_csv(),
+        _ => {}
+    }
     match added.or_else(|| builtin_page(path, &query, &host, state.port)) {
         Some(html) => html_response(StatusCode::OK, html),
         None => html_response(
@@ -195,6 +200,55 @@ async fn serve(
             ),
         ),
     }
+}
+
+/// The demo's login for `/staff` (HTTP Basic, realm "Staff area").
+pub const STAFF_LOGIN: (&str, &str) = ("demo", "letmein");
+
+/// Whether the request carries [`STAFF_LOGIN`] (`Authorization: Basic …`).
+fn logged_in(headers: &HeaderMap) -> bool {
+    use base64::Engine as _;
+    let want = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", STAFF_LOGIN.0, STAFF_LOGIN.1));
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("Basic {want}"))
+}
+
+/// `/staff` without the login: 401 with a Basic challenge.
+fn staff_login_required() -> Response {
+    let mut r = html_response(
+        StatusCode::UNAUTHORIZED,
+        "<!doctype html><title>401</title><h1>401: login required</h1>".into(),
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Basic realm=\"Staff area\""),
+    );
+    r
+}
+
+/// `/report.csv`: a 64 KiB attachment (a download).
+fn report_csv() -> Response {
+    let mut body = String::from("day,visits\n");
+    let mut day = 1;
+    while body.len() < 64 * 1024 {
+        body.push_str(&format!("{day},{}\n", (day * 37) % 1000));
+        day += 1;
+    }
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/csv"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"report.csv\"",
+            ),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 fn html_response(status: StatusCode, body: String) -> Response {
@@ -294,6 +348,11 @@ fn builtin_page(
             ),
         ),
         "/demo-same" => page("same-origin frame", "same", "<p>same-origin iframe</p>"),
+        "/staff" => page(
+            "Staff area",
+            "main",
+            "<h1>Staff area</h1><p><a href=\"/report.csv\">report.csv</a></p>",
+        ),
         "/demo-oopif" => page(
             "OOPIF b.test",
             "oopif",

@@ -454,6 +454,15 @@ fn a_crashed_tab_closes_its_dialogs_refuses_calls_and_a_navigation_revives_it() 
     );
     assert!(!h.tabs.snapshot().tabs[0].crashed);
     assert!(h.tabs.page_session(None, false).is_ok());
+    // The soak's case: crashed, then its reload heard only as a load (a
+    // page re-attached after a reconnect hears no frameNavigated of it).
+    h.ev(Some("S0"), "Inspector.targetCrashed", json!({}));
+    assert!(h.tabs.snapshot().tabs[0].crashed);
+    h.ev(Some("S0"), "Page.loadEventFired", json!({"timestamp": 1.0}));
+    assert!(
+        !h.tabs.snapshot().tabs[0].crashed,
+        "a load is a live renderer"
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@ use super::render;
 use crate::browser::LocalChromium;
 use crate::cdp::connection::{Connection, DEFAULT_COMMAND_TIMEOUT};
 use crate::config::Config;
-use crate::demo_site::{SiteServer, host_resolver_arg};
+use crate::demo_site::{self, SiteServer, host_resolver_arg};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::registry::Registry;
 use crate::supervisor::snapshot::{ClosedDialog, FrameTreeView, PendingDialog};
@@ -40,6 +40,13 @@ pub async fn run(config: Config, json_mode: bool) -> Result<(), CliError> {
     let mut launch = config.browser.launch_options();
     launch.extra_args.push(host_resolver_arg().to_owned());
     let chromium = LocalChromium::launch(&launch).await?;
+    // Downloads go to a directory of the demo's, removed when it ends.
+    let downloads = tempfile::Builder::new()
+        .prefix("cdp-supervisor-demo-downloads-")
+        .tempdir()
+        .map_err(|e| CliError(format!("cannot create a download directory: {e}")))?;
+    let mut config = config;
+    config.browser.downloads_dir = downloads.path().to_string_lossy().into_owned();
     let registry = Registry::new();
     let result = tokio::time::timeout(
         DEMO_DEADLINE,
@@ -244,6 +251,7 @@ async fn play(
     beforeunload(&p, &agent, site, &mut seen).await?;
     summarize(&p, &agent, &tree, earlier).await?;
     popup(&p, &agent, site, &mut seen).await?;
+    login_and_download(&p, &agent, site).await?;
 
     // ---- The auto tab ----
     p.heading("tab 2, policy auto_accept: the supervisor answers at once");
@@ -443,6 +451,81 @@ async fn popup(
         "  browser_tabs close [{}] -> {} tab(s) left",
         render::short(&popup_id),
         tabs["tabs"].as_array().map_or(0, Vec::len)
+    ));
+    Ok(())
+}
+
+/// A page behind HTTP Basic auth: the login prompt is a pending
+/// `http_auth` dialog, answered with a username and password; then a click
+/// on a link starts a download, which lands in the task's directory under
+/// its suggested name.
+async fn login_and_download(
+    p: &Printer,
+    agent: &AgentSession,
+    site: &SiteServer,
+) -> Result<(), CliError> {
+    let staff = site.url("a.test", "/staff");
+    let nav = tool(agent, "browser_navigate", json!({"url": staff})).await?;
+    let pending: Vec<PendingDialog> =
+        serde_json::from_value(nav["pending_dialogs"].clone()).unwrap_or_default();
+    let Some(d) = pending.iter().find(|d| d.dialog_type == "http_auth") else {
+        return Err(CliError(format!(
+            "browser_navigate {staff} gave no http_auth: {nav}"
+        )));
+    };
+    p.say(format!(
+        "\nbrowser_navigate {staff} -> {}: the server asks for a login\n  pending {}",
+        nav["status"],
+        render::dialog_line(d)
+    ));
+    let (user, password) = demo_site::STAFF_LOGIN;
+    tool(
+        agent,
+        "browser_dialog",
+        json!({"action": "accept", "dialog_id": d.id, "username": user, "password": password}),
+    )
+    .await?;
+    let deadline = Instant::now() + DIALOG_WAIT;
+    loop {
+        let title = eval_top(agent, "document.title").await?["result"]["result"]["value"].clone();
+        if title == "Staff area" {
+            p.say(format!(
+                "  agent: browser_dialog accept {} with username {user:?} and a password -> the page loads: {title}",
+                d.id
+            ));
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(CliError(format!(
+                "the staff page did not load: title {title}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let found = tool(agent, "browser_snapshot", json!({"find": "report.csv"})).await?;
+    let page = found["page"].as_str().unwrap_or_default();
+    let Some(r) = page
+        .split("[ref=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+    else {
+        return Err(CliError(format!("no ref for the report link in {page:?}")));
+    };
+    tool(agent, "browser_click", json!({"ref": r})).await?;
+    let waited = tool(
+        agent,
+        "browser_wait",
+        json!({"event": "download_done", "timeout_s": DIALOG_WAIT.as_secs_f64()}),
+    )
+    .await?;
+    let download = &waited["snapshot"]["downloads"][0];
+    if download["state"] != "completed" {
+        return Err(CliError(format!("the download did not complete: {waited}")));
+    }
+    p.say(format!(
+        "  agent clicks \"report.csv\": browser_wait(download_done) -> {} bytes saved as {}",
+        download["received_bytes"],
+        download["path"].as_str().unwrap_or("?")
     ));
     Ok(())
 }

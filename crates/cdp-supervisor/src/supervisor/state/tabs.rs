@@ -523,6 +523,10 @@ impl Tabs {
         match &event {
             Event::InspectorTargetCrashed if top => return self.crashed(key, now),
             Event::FrameNavigated(n) if top && n.frame.parent_id.is_none() => self.revived(key),
+            // A page re-attached after a reconnect may hear no
+            // frameNavigated of the document that replaced the crashed one
+            // (CDP facts); its load, or any lifecycle step, is a live renderer.
+            Event::LoadEventFired | Event::Lifecycle(_) if top => self.revived(key),
             _ => {}
         }
         self.drive(key, |s| s.on_event_of(session_id, kind, event, now));
