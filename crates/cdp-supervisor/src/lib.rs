@@ -9,13 +9,17 @@
 //!   watchdog so that no page stays frozen;
 //! - keeps the whole frame tree, cross-origin iframes (OOPIFs) included, and
 //!   routes CDP calls into an OOPIF over its own child session.
+//! - surfaces the other prompts a browser raises the same way: a file
+//!   input's chooser, and an HTTP login (`http_auth`, answered with a
+//!   username and password or stored `credentials`); keeps every tab's
+//!   downloads in the task's directory, listed in the snapshot.
 //!
 //! The layers, from the wire up:
 //! - [`cdp`] — the wire: envelope, typed events, endpoint resolution, connection.
 //! - [`supervisor::state`] — the rules, as a pure state machine: events and
 //!   requests in, CDP commands and a snapshot out; no I/O, no clock. A
 //!   coordinator over one sub-machine per rule family (targets, frames,
-//!   dialogs, navigations, console, timers).
+//!   dialogs, navigations, console, downloads, timers).
 //! - [`supervisor::driver`] — the async task that feeds the state machine.
 //!   Its contract with the core: every command the core emits gets exactly
 //!   one reply back — Chromium's, or a "lost" error when it could not be sent

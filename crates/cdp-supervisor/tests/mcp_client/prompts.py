@@ -53,6 +53,12 @@ Authorization header it received, so a check reads what the site really got.
   download_past_max_bytes     downloads.max_bytes 4 MiB: a 24 MiB download
                               sent with no Content-Length is canceled, says
                               why, and leaves no file
+  changes_tell_what_a_policy_did  under confirm=auto_dismiss, a confirm()
+                              a page timer opens after the agent's call is
+                              answered by the policy; the next result's
+                              changes tell it opened and closed
+                              (closed_by auto_policy), and the result after
+                              that does not tell it again
   download_from_a_blocked_origin  a download link to an origin the policy
                               blocks: in blocked_navigations, never in
                               downloads, no file on disk
@@ -191,6 +197,10 @@ class Site:
 
     def serve(self, h: http.server.BaseHTTPRequestHandler) -> None:
         path = h.path.split("?")[0]
+        if path == "/confirmed":
+            with self.lock:
+                self.logins.setdefault("/confirmed", []).append(h.path.split("?", 1)[-1])
+            return self.send(h, b"ok")
         if path == "/big.bin":
             return self.serve_file(h, "big data.bin", BIG_BYTES, True)
         if path == "/huge.bin":
@@ -222,6 +232,11 @@ class Site:
                 "Files",
                 '<h1>files</h1><p><a href="/big.bin">big file</a></p><p><a href="/huge.bin">huge file</a></p>'
                 f'<p><a href="{self.url("/big.bin", "localhost")}">elsewhere file</a></p>',
+            ),
+            "/timer-confirm": html(
+                "Timer",
+                "<h1>a page that asks later</h1>",
+                "setTimeout(() => { const v = confirm('Proceed?'); fetch('/confirmed?v=' + v); }, 300);",
             ),
             "/xframed": html(
                 "Cross framed",
@@ -581,6 +596,28 @@ async def download_from_a_blocked_origin(sc: Scenario, binary: str) -> None:
         sc.check(not scratch, f"nothing reached the disk ({scratch})")
 
 
+async def changes_tell_what_a_policy_did(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", ["--policy", "confirm=auto_dismiss"]) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/open")})
+        await call(c, "browser_navigate", {"url": site.url("/timer-confirm")})
+        # The page's timer asks after the call returned; the site hears the answer.
+        deadline = time.monotonic() + LOAD_DEADLINE_S
+        while not site.received("/confirmed") and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        sc.check(site.received("/confirmed") == ["v=false"], f"the policy dismissed the confirm ({site.received('/confirmed')})")
+        first = await snapshot(c)
+        ch = first.get("changes") or {}
+        opened = [d for d in ch.get("dialogs_opened", []) if d.get("type") == "confirm"]
+        closed = [d for d in ch.get("dialogs_closed", []) if d.get("type") == "confirm"]
+        sc.check(len(opened) == 1 and len(closed) == 1, f"the next result's changes tell it opened and closed ({ch})")
+        sc.check(closed[0].get("closed_by") == "auto_policy" and closed[0].get("accepted") is False, f"closed_by auto_policy, accepted false ({closed[0]})")
+        after = await snapshot(c)
+        ch2 = after.get("changes") or {}
+        sc.check(not ch2.get("dialogs_opened") and not ch2.get("dialogs_closed"), f"the result after that does not tell it again ({ch2})")
+
+
 SCENARIOS = {
     "accept_after_a_wrong_login": accept_after_a_wrong_login,
     "dismiss_shows_the_401": dismiss_shows_the_401,
@@ -588,13 +625,14 @@ SCENARIOS = {
     "same_origin_iframe_login": same_origin_iframe_login,
     "same_origin_iframe_watchdog": same_origin_iframe_watchdog,
     "cross_origin_iframe": cross_origin_iframe,
+    "changes_tell_what_a_policy_did": changes_tell_what_a_policy_did,
     "download_50_mib": download_50_mib,
     "download_past_max_bytes": download_past_max_bytes,
     "download_from_a_blocked_origin": download_from_a_blocked_origin,
 }
 PHASES = [
     ["accept_after_a_wrong_login", "dismiss_shows_the_401", "stored_credentials"],
-    ["same_origin_iframe_login", "same_origin_iframe_watchdog", "cross_origin_iframe"],
+    ["same_origin_iframe_login", "same_origin_iframe_watchdog", "cross_origin_iframe", "changes_tell_what_a_policy_did"],
     ["download_50_mib", "download_past_max_bytes", "download_from_a_blocked_origin"],
 ]
 
