@@ -212,10 +212,21 @@ class Task(_Base):
         prompt_text: Optional[str] = None,
         dialog_id: Optional[str] = None,
         files: Optional[List[str]] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
     ) -> Json:
+        """browser_dialog: ``files`` answers a file_chooser, ``username``
+        and ``password`` an http_auth (the password is never shown back)."""
         return self.call(
             "browser_dialog",
-            _args(action=action, prompt_text=prompt_text, dialog_id=dialog_id, files=files),
+            _args(
+                action=action,
+                prompt_text=prompt_text,
+                dialog_id=dialog_id,
+                files=files,
+                username=username,
+                password=password,
+            ),
         )
 
     def cdp(
@@ -307,10 +318,21 @@ class AsyncTask(_Base):
         prompt_text: Optional[str] = None,
         dialog_id: Optional[str] = None,
         files: Optional[List[str]] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
     ) -> Json:
+        """browser_dialog: ``files`` answers a file_chooser, ``username``
+        and ``password`` an http_auth (the password is never shown back)."""
         return await self.call(
             "browser_dialog",
-            _args(action=action, prompt_text=prompt_text, dialog_id=dialog_id, files=files),
+            _args(
+                action=action,
+                prompt_text=prompt_text,
+                dialog_id=dialog_id,
+                files=files,
+                username=username,
+                password=password,
+            ),
         )
 
     async def cdp(
