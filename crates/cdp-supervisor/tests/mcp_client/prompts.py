@@ -191,7 +191,7 @@ class Site:
             for i in range(size // MIB):
                 h.wfile.write(self.chunk(i))
                 if not length:
-                    time.sleep(0.02)  # a server that streams: progress arrives on the way
+                    time.sleep(0.05)  # a server that streams: progress arrives on the way
         except (BrokenPipeError, ConnectionResetError):
             pass  # the browser canceled
 
@@ -464,7 +464,7 @@ async def same_origin_iframe_login(sc: Scenario, binary: str) -> None:
         sc.check(await evaluate(c, "window.loaded") is False, "the page's own calls answer while it waits (its load has not fired)")
         await call(c, "browser_dialog", {"action": "accept", "username": USER, "password": PASSWORD})
         await wait_text(sc, c, "Welcome, staff", "the iframe's content loaded",
-                        "document.getElementById('f').contentDocument.body.innerText")
+                        "(document.getElementById('f').contentDocument?.body?.innerText) || ''")
         await wait_text(sc, c, "true", "the page's load event fired", "String(window.loaded)")
 
 
@@ -476,7 +476,7 @@ async def same_origin_iframe_watchdog(sc: Scenario, binary: str) -> None:
         sc.check(nav.get("status") == "dialog_pending", f"browser_navigate returns dialog_pending ({nav.get('status')})")
         d = await wait_pending(sc, c, "http_auth", None, "the iframe's challenge")
         await wait_text(sc, c, "true", "the page's load completes after the watchdog", "String(window.loaded)")
-        text = await evaluate(c, "document.getElementById('f').contentDocument.body.innerText")
+        text = await evaluate(c, "(document.getElementById('f').contentDocument?.body?.innerText) || ''")
         sc.check("401: login required" in (text or ""), f"the iframe shows the 401 body ({text!r})")
         closed = recent_has(await snapshot(c), d["id"])
         sc.check(closed is not None and closed.get("closed_by") == "watchdog", f"recent_dialogs: closed_by watchdog ({closed})")
@@ -570,7 +570,7 @@ async def download_past_max_bytes(sc: Scenario, binary: str) -> None:
         d = (await snapshot(c))["downloads"][0]
         sc.check(d["state"] == "canceled", f"state canceled ({d['state']})")
         sc.check("max_bytes" in (d.get("note") or ""), f"it says why ({d.get('note')})")
-        sc.check(MAX_BYTES < d["received_bytes"] < HUGE_BYTES, f"the last figure is kept: {d['received_bytes']} bytes")
+        sc.check(MAX_BYTES < d["received_bytes"] <= HUGE_BYTES, f"the last figure is kept, not 0: {d['received_bytes']} bytes")
         directory = os.path.dirname(d.get("path") or "/nonexistent/x")
         await anyio.sleep(0.5)
         files = glob.glob(os.path.join(directory, "*"))
