@@ -790,9 +790,15 @@ fn credentials_from_map(map: &serde_json::Map<String, Value>) -> Result<Credenti
     let mut list = Vec::new();
     for (origin, entry) in map {
         let Some(normalized) = credentials::origin_of(origin) else {
+            // A key with a user name may hold a password: never quoted.
+            let shown = if origin.contains('@') {
+                "(not shown)"
+            } else {
+                origin
+            };
             return Err(bad_value(
                 KEY,
-                origin,
+                shown,
                 "origins such as https://intranet.example or http://127.0.0.1:8080 (scheme, host, optional port; no path), each mapped to {username, password_env}",
             ));
         };
@@ -1162,6 +1168,10 @@ mod tests {
             (
                 "browser:\n  credentials:\n    \"http://a.test\": {password_env: CDP_SUPERVISOR_TEST_STAFF_PW}\n",
                 "username",
+            ),
+            (
+                "browser:\n  credentials:\n    \"http://bob:s3cret-pw@a.test\": {username: u, password_env: X}\n",
+                "origins such as",
             ),
         ] {
             let e = yaml(text).unwrap_err().to_string();

@@ -2084,7 +2084,7 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
     };
     ToolError {
         message: format!(
-            "{method} has not completed: a JavaScript dialog blocks the page. The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). {remedy}"
+            "{method} has not completed: a dialog blocks the page (a JavaScript dialog, or the login prompt of the document it loads). The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). {remedy}"
         ),
         structured: Some(structured),
     }

@@ -275,3 +275,33 @@ fn only_the_top_documents_challenge_holds_the_tabs_calls() {
     h.alert("S1", "F2", "hi");
     assert_eq!(h.pending_ids(), ["d-1", "d-2", "d-3"]);
 }
+
+#[test]
+fn a_new_challenge_in_the_frame_closes_the_one_whose_request_was_dropped() {
+    let mut h = attached(MustRespond, Credentials::default());
+    h.ev(Some("S1"), "Fetch.authRequired", &challenge("R1", "T1"));
+    // The agent navigates to another page behind a login: Chromium drops
+    // R1 without a word and challenges R2.
+    h.ev(Some("S1"), "Fetch.authRequired", &challenge("R2", "T1"));
+    assert_eq!(h.pending_ids(), ["d-2"], "one prompt per frame");
+    assert_eq!(h.recent()[0].dialog.id, "d-1");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
+#[test]
+fn a_page_that_reloads_itself_does_not_replay_a_wrong_stored_password() {
+    let mut h = attached(AutoDismiss, stored());
+    h.ev(Some("S1"), "Fetch.authRequired", &challenge("R1", "T1"));
+    assert_eq!(auth_answers(&h.sends()).len(), 1);
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    // Wrong: the 401 page reloads itself, a new request of the same realm.
+    for (i, r) in ["R2", "R3", "R4"].iter().enumerate() {
+        h.ev(Some("S1"), "Fetch.authRequired", &challenge(r, "T1"));
+        let sent = auth_answers(&h.sends());
+        assert_eq!(
+            sent[0]["authChallengeResponse"]["response"], "CancelAuth",
+            "reload {i}: the policy cancels, the password is not sent again"
+        );
+        h.answer_reply("S1", &format!("d-{}", i + 2), Ok(json!({})));
+    }
+}

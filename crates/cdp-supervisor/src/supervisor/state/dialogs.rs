@@ -126,14 +126,19 @@ pub struct Dialogs {
     answers_after_close: VecDeque<(ClosedDialog, Answering)>,
     next: u64,
     recent: VecDeque<Arc<ClosedDialog>>,
-    /// Challenged requests (`Fetch.authRequired.requestId`) answered with
-    /// stored credentials: one that comes back had the wrong ones, and is
-    /// a prompt like any other.
+    /// Realms ([`realm_key`]) given stored credentials: a challenge of one
+    /// again had the wrong ones (a right login is cached by Chromium per
+    /// realm), and is a prompt like any other.
     auth_given: VecDeque<String>,
 }
 
-/// The challenged requests [`Dialogs::auth_given`] remembers.
+/// The realms [`Dialogs::auth_given`] remembers.
 const AUTH_GIVEN_MAX: usize = 64;
+
+/// A challenge's realm as one key: its origin and realm name.
+fn realm_key(c: &HttpAuthChallenge) -> String {
+    format!("{} {}", c.origin, c.realm)
+}
 
 impl Default for Dialogs {
     fn default() -> Self {
@@ -301,13 +306,31 @@ impl State {
             self.close_dialog(&old, CloseCause::Replaced, None, None, now);
         }
         let (auth_request, http_auth) = auth.unzip();
-        // Stored credentials answer a challenge once, whatever the policy.
-        let stored = auth_request
-            .as_ref()
-            .is_some_and(|r| !self.dialogs.auth_given.contains(r))
-            && http_auth
-                .as_ref()
-                .is_some_and(|c| self.opts.credentials.for_origin(&c.origin).is_some());
+        if let Some(request) = &auth_request {
+            // A frame waits on one document: a challenge for another
+            // request of it means the earlier request was dropped (a new
+            // navigation), and Chromium says nothing of that.
+            let dropped: Vec<String> = self
+                .dialogs
+                .pending
+                .iter()
+                .filter(|x| {
+                    x.frame_id == frame_id
+                        && x.auth_request.as_ref().is_some_and(|r| r != request)
+                        && x.answering.is_none()
+                })
+                .map(|x| x.view.id.clone())
+                .collect();
+            for old in dropped {
+                self.close_dialog(&old, CloseCause::Replaced, None, None, now);
+            }
+        }
+        // Stored credentials answer a realm's challenge once, whatever the
+        // policy: a page that reloads itself must not replay a wrong password.
+        let stored = http_auth.as_ref().is_some_and(|c| {
+            !self.dialogs.auth_given.contains(&realm_key(c))
+                && self.opts.credentials.for_origin(&c.origin).is_some()
+        });
         let at_once = stored || self.auto_action(&d.dialog_type).is_some();
         let id = format!("d-{}", self.dialogs.next);
         self.dialogs.next += 1;
@@ -423,17 +446,14 @@ impl State {
         );
     }
 
-    /// The stored credential for challenge `d`, unless this request was
+    /// The stored credential for challenge `d`, unless its realm was
     /// given it already (it came back: they were wrong).
     fn stored_login(&self, d: &Dialog) -> Option<Login> {
-        let request = d.auth_request.as_ref()?;
-        if self.dialogs.auth_given.contains(request) {
+        let challenge = d.view.http_auth.as_ref()?;
+        if self.dialogs.auth_given.contains(&realm_key(challenge)) {
             return None;
         }
-        let c = self
-            .opts
-            .credentials
-            .for_origin(&d.view.http_auth.as_ref()?.origin)?;
+        let c = self.opts.credentials.for_origin(&challenge.origin)?;
         Some(Login {
             username: c.username.clone(),
             password: c.password.clone(),
@@ -458,11 +478,14 @@ impl State {
         let stored = (action == DialogAction::Accept && login.is_none())
             .then(|| self.stored_login(d))
             .flatten();
-        if stored.is_some() {
+        if stored.is_some()
+            && let Some(c) = d.view.http_auth.as_ref()
+        {
+            let key = realm_key(c);
             if self.dialogs.auth_given.len() == AUTH_GIVEN_MAX {
                 self.dialogs.auth_given.pop_front();
             }
-            self.dialogs.auth_given.push_back(request_id.clone());
+            self.dialogs.auth_given.push_back(key);
         }
         let login = login.or(stored).filter(|_| action == DialogAction::Accept);
         let response = match &login {
