@@ -114,15 +114,27 @@ fn oopif_target_is_an_oopif_child_with_its_session() {
     assert_eq!(aa.params["flatten"], json!(true));
     assert_eq!(aa.params["waitForDebuggerOnStart"], json!(true));
     let methods: Vec<_> = on_child.iter().map(|c| c.method.as_str()).collect();
-    let resume = methods
-        .iter()
-        .position(|m| *m == "Runtime.runIfWaitingForDebugger")
-        .expect("resumed");
     let auto = methods
         .iter()
         .position(|m| *m == "Target.setAutoAttach")
         .unwrap();
-    assert!(auto < resume, "auto-attach before resuming: {methods:?}");
+    let fetch = methods
+        .iter()
+        .position(|m| *m == "Fetch.enable")
+        .expect("documents paused (HTTP auth)");
+    assert!(auto < fetch, "auto-attach before interception: {methods:?}");
+    assert!(
+        !methods.contains(&"Runtime.runIfWaitingForDebugger"),
+        "resumed only once its Fetch.enable replied: {methods:?}"
+    );
+    h.reply_ok("S2", Purpose::ResumeWhenIntercepted, json!({}));
+    let after = h.sends();
+    assert!(
+        after
+            .iter()
+            .any(|c| c.target == on("S2") && c.method == "Runtime.runIfWaitingForDebugger"),
+        "resumed: {after:?}"
+    );
 }
 
 /// `history.pushState`, `replaceState`, a fragment, back or forward within

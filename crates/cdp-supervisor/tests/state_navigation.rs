@@ -43,12 +43,20 @@ fn releases(cmds: &[Command]) -> Vec<(String, String)> {
 }
 
 #[test]
-fn no_policy_and_no_bridge_send_no_fetch_enable_at_all() {
+fn no_policy_and_no_bridge_still_pause_documents_for_http_auth() {
+    // Chromium raises an HTTP challenge only for a request paused at its
+    // request stage: every session pauses documents, whatever the policy.
     let mut h = H::with(Options::default());
-    let cmds = h.attach_page(&top_tree(&[]));
-    assert!(fetch_enables(&cmds).is_empty(), "{cmds:?}");
-    let cmds = h.attach_oopif("S1", "F1", "S2", "https://b.test/");
-    assert!(fetch_enables(&cmds).is_empty(), "{cmds:?}");
+    let page = h.attach_page(&top_tree(&[]));
+    let oopif = h.attach_oopif("S1", "F1", "S2", "https://b.test/");
+    for (cmds, session) in [(&page, "S1"), (&oopif, "S2")] {
+        let enables = fetch_enables(cmds);
+        assert_eq!(enables.len(), 1, "one Fetch.enable on {session}: {cmds:?}");
+        assert_eq!(
+            enables[0].params,
+            json!({"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}], "handleAuthRequests": true})
+        );
+    }
 }
 
 #[test]

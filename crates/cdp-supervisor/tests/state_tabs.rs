@@ -165,7 +165,14 @@ fn a_popup_of_a_supervised_tab_is_set_up_then_resumed_and_stays_not_current() {
         .map(|c| c.method.as_str())
         .collect();
     assert!(on_popup.contains(&"Page.enable"), "{on_popup:?}");
-    assert_eq!(on_popup.last(), Some(&"Runtime.runIfWaitingForDebugger"));
+    // Resumed once its documents are paused (HTTP auth): its first one too.
+    assert_eq!(on_popup.last(), Some(&"Fetch.enable"), "{on_popup:?}");
+    let fetch = h.take("Fetch.enable");
+    h.reply(&fetch, Ok(json!({})));
+    assert_eq!(
+        h.sent.last().map(|c| c.method.as_str()),
+        Some("Runtime.runIfWaitingForDebugger")
+    );
     assert_eq!(h.tab_ids(), ["T0", "T1"]);
     assert_eq!(h.current().as_deref(), Some("T0"));
     let s = h.tabs.snapshot();
