@@ -50,6 +50,8 @@
 //!                 state.on_reply(&cmd.target, cmd.purpose, Err(lost), now);
 //!             }
 //!         }
+//!         // A finished download's file gets its name: Tabs::download_saved then.
+//!         Output::SaveDownload { .. } => {}
 //!         Output::Notice(_) | Output::AnswerDone { .. } | Output::AgentReply { .. } => {}
 //!     }
 //! }
