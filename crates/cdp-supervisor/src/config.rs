@@ -621,7 +621,17 @@ impl Config {
                 };
                 b.cdp_headers = headers_from_map(&map)?;
             }
-            "browser.downloads.dir" => b.downloads_dir = value.trim().to_owned(),
+            "browser.downloads.dir" => {
+                let dir = value.trim();
+                if std::path::Path::new(dir).is_file() {
+                    return Err(bad_value(
+                        key_path,
+                        dir,
+                        "a directory (created when missing), not a file; empty: a temporary directory per task",
+                    ));
+                }
+                b.downloads_dir = dir.to_owned();
+            }
             "browser.downloads.max_bytes" => {
                 b.downloads_max_bytes = value
                     .trim()
@@ -844,6 +854,16 @@ fn credentials_from_map(map: &serde_json::Map<String, Value>) -> Result<Credenti
                 "the name of an environment variable that is set (this one is not set, or not UTF-8)",
             ));
         };
+        if let Some(same) = list.iter().find(|c: &&Credential| c.origin == normalized) {
+            return Err(bad_value(
+                KEY,
+                origin,
+                &format!(
+                    "each origin once: this is {} again, given already (a default port is the same origin)",
+                    same.origin
+                ),
+            ));
+        }
         list.push(Credential {
             origin: normalized,
             username,
@@ -1176,6 +1196,25 @@ mod tests {
         ] {
             let e = yaml(text).unwrap_err().to_string();
             assert!(e.contains(names) && !e.contains("s3cret-pw"), "{e}");
+        }
+        let twice = "browser:\n  credentials:\n    \"http://a.test:80\": {username: u, password_env: CDP_SUPERVISOR_TEST_STAFF_PW}\n    \"http://a.test\": {username: v, password_env: CDP_SUPERVISOR_TEST_STAFF_PW}\n";
+        let e = yaml(twice).unwrap_err().to_string();
+        assert!(e.contains("each origin once"), "{e}");
+        let file = write_file("not a directory");
+        let e = Config::default()
+            .set("browser.downloads.dir", &file.path().to_string_lossy())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("browser.downloads.dir") && e.contains("not a file"),
+            "{e}"
+        );
+        for bad in ["0", "-1", "abc", "1.5e3"] {
+            let e = Config::default()
+                .set("browser.downloads.max_bytes", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("browser.downloads.max_bytes"), "{e}");
         }
     }
 

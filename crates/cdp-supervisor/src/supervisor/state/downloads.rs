@@ -250,8 +250,18 @@ pub fn safe_file_name(suggested: &str) -> String {
         })
         .collect();
     name = name.trim().trim_start_matches('.').to_owned();
-    while name.len() > 200 {
-        name.pop();
+    if name.len() > 200 {
+        // Cut the stem, keep a short extension: `.pdf` still says what it is.
+        let ext = name
+            .rsplit_once('.')
+            .map(|(_, e)| format!(".{e}"))
+            .filter(|e| e.len() <= 16)
+            .unwrap_or_default();
+        let mut stem = name[..name.len() - ext.len()].to_owned();
+        while stem.len() + ext.len() > 200 {
+            stem.pop();
+        }
+        name = stem + &ext;
     }
     if name.is_empty() {
         "download".to_owned()
@@ -275,5 +285,7 @@ mod tests {
         assert_eq!(safe_file_name(""), "download");
         assert_eq!(safe_file_name(".."), "download");
         assert!(safe_file_name(&"é".repeat(300)).len() <= 200);
+        let long = safe_file_name(&format!("{}.pdf", "x".repeat(300)));
+        assert!(long.len() <= 200 && long.ends_with(".pdf"), "{long}");
     }
 }
