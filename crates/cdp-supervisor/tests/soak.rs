@@ -1,4 +1,4 @@
-//! The soak run in CI (issue 31): `tests/soak/soak.py` drives the real
+//! The two-minute soak run (issue 31; not in CI yet, see below): `tests/soak/soak.py` drives the real
 //! binary's MCP HTTP server for two minutes with two sessions, chaos on a
 //! seeded schedule (socket cuts, renderer crashes, browser restarts, a
 //! client that vanishes, garbage), then 16 sessions at once; it fails on any

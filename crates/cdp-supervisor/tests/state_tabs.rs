@@ -755,6 +755,13 @@ fn downloads_are_listed_bounded_and_renamed_once_complete() {
     );
     assert!(d.note.unwrap().contains("max_bytes"));
     assert_eq!(h.saves.len(), 1, "a canceled file is not renamed");
+    // Another client's tab: not ours to list or rename.
+    h.ev(
+        None,
+        "Browser.downloadWillBegin",
+        json!({"frameId": "OTHER", "guid": "G9", "url": "u", "suggestedFilename": "theirs"}),
+    );
+    assert_eq!(h.tabs.snapshot().downloads.len(), 2);
     // The list keeps the last 20.
     for i in 0..25 {
         h.ev(

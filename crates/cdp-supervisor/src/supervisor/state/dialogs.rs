@@ -409,7 +409,7 @@ impl State {
     /// An HTTP authentication challenge (`Fetch.authRequired`): a pending
     /// dialog of type `http_auth` under the same rules as any other;
     /// stored credentials for its origin answer it at once
-    /// (`closed_by: auto_policy`), once per request.
+    /// (`closed_by: auto_policy`), once per realm.
     pub(super) fn auth_required(&mut self, session: Option<&SessionId>, a: AuthRequired, now: Now) {
         let c = a.auth_challenge;
         let proxy = c.source.as_deref() == Some("Proxy");

@@ -535,12 +535,21 @@ impl Tabs {
     fn on_browser_event(&mut self, event: Event, now: Now) {
         match event {
             Event::DownloadWillBegin(d) => {
-                let target = d.frame_id.as_ref().and_then(|f| {
-                    self.tabs
+                // Download events are browser-wide: one started in a tab
+                // another client supervises is its to list and rename (two
+                // supervisors renaming one file race for it).
+                let target = match &d.frame_id {
+                    Some(f) => match self
+                        .tabs
                         .iter()
+                        .chain(self.closed.iter())
                         .find(|t| t.target_id.0 == f.0 || t.state.has_frame(f))
-                        .map(|t| t.target_id.0.clone())
-                });
+                    {
+                        Some(t) => Some(t.target_id.0.clone()),
+                        None => return,
+                    },
+                    None => None,
+                };
                 self.downloads
                     .began(d, target, &self.opts.downloads, &mut self.out);
             }
