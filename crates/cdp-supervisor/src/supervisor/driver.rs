@@ -1653,10 +1653,7 @@ impl Supervisor {
 fn save_download(from: &str, name: &str) -> Result<String, String> {
     let from = Path::new(from);
     let dir = from.parent().ok_or("no directory")?;
-    let (stem, ext) = match name.rsplit_once('.') {
-        Some((s, e)) if !s.is_empty() => (s, format!(".{e}")),
-        _ => (name, String::new()),
-    };
+    let (stem, ext) = state::downloads::split_extension(name);
     for n in 1..=1000 {
         let candidate = if n == 1 {
             dir.join(name)

@@ -96,6 +96,20 @@ impl PendingDialog {
     pub fn is_top_document(&self) -> bool {
         self.frame_id.is_some() && self.frame_id == self.target_id
     }
+
+    /// Whether its renderer answers nothing while it is pending: a JS
+    /// dialog's does not. A file chooser waits on the page, which runs
+    /// on; so does a page whose iframe's login is asked for, but while
+    /// the top document's login is, Chromium holds the tab's commands
+    /// (verified on Chromium 156: `Runtime.evaluate` on the page being
+    /// left got no reply).
+    pub fn holds_renderer(&self) -> bool {
+        match self.dialog_type {
+            DialogType::FileChooser => false,
+            DialogType::HttpAuth => self.is_top_document(),
+            _ => true,
+        }
+    }
 }
 
 /// What an `http_auth` dialog asks for (`Fetch.authRequired.authChallenge`).
@@ -260,15 +274,8 @@ impl Snapshot {
     /// way, transitively) on the same site (a same-site popup freezes its
     /// opener). A dialog in an unrelated tab is listed but claims no call.
     pub fn blocks_call_on(&self, d: &PendingDialog, target_id: Option<&str>) -> bool {
-        // A chooser waits on the page: the renderer answers. So it does
-        // while an iframe's login is asked for; while the top document's
-        // is, Chromium holds the tab's commands until it is answered
-        // (verified on Chromium 156: `Runtime.evaluate` on the page being
-        // left got no reply).
-        match d.dialog_type {
-            DialogType::FileChooser => return false,
-            DialogType::HttpAuth if !d.is_top_document() => return false,
-            _ => {}
+        if !d.holds_renderer() {
+            return false;
         }
         let Some(tab) = self.call_tab(target_id) else {
             return true;

@@ -18,6 +18,7 @@ use crate::cdp::protocol::{
     FrameId, SessionId,
 };
 use crate::supervisor::bridge::{self, PausedKind};
+use crate::supervisor::credentials::Credential;
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{ClosedBy, ClosedDialog, HttpAuthChallenge, PendingDialog};
 use serde_json::{Value, json};
@@ -107,9 +108,6 @@ struct Dialog {
     file_input: Option<i64>,
     /// Its number (`d-N`): a higher one opened later.
     number: u64,
-    /// Its session went with the connection: for a challenge, the request
-    /// it paused is gone too (Chromium goes on without us).
-    detached: bool,
     /// Kept across a reconnect and not yet re-checked: open only if its
     /// renderer's new `Page.enable` stays unanswered
     /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
@@ -199,7 +197,6 @@ impl Dialogs {
     pub fn connection_lost(&mut self) {
         for d in &mut self.pending {
             d.session_id = None;
-            d.detached = true;
             d.carried = d.bridge_request.is_none() && d.auth_request.is_none();
         }
     }
@@ -327,11 +324,14 @@ impl State {
         }
         // Stored credentials answer a realm's challenge once, whatever the
         // policy: a page that reloads itself must not replay a wrong password.
-        let stored = http_auth.as_ref().is_some_and(|c| {
-            !self.dialogs.auth_given.contains(&realm_key(c))
-                && self.opts.credentials.for_origin(&c.origin).is_some()
-        });
-        let at_once = stored || self.auto_action(&d.dialog_type).is_some();
+        let stored = http_auth
+            .as_ref()
+            .is_some_and(|c| self.stored_credential(c).is_some());
+        let action = if stored {
+            Some(DialogAction::Accept)
+        } else {
+            self.auto_action(&d.dialog_type)
+        };
         let id = format!("d-{}", self.dialogs.next);
         self.dialogs.next += 1;
         let view = Arc::new(PendingDialog {
@@ -346,7 +346,7 @@ impl State {
             mode: chooser.as_ref().map(|c| c.mode.clone()),
             target_id: self.targets.top_target().map(|t| t.0.clone()),
             http_auth,
-            answered_at_once: at_once,
+            answered_at_once: action.is_some(),
         });
         self.dialogs.pending.push(Dialog {
             view: view.clone(),
@@ -358,14 +358,8 @@ impl State {
             auth_request,
             file_input: chooser.and_then(|c| c.backend_node_id),
             number: self.dialogs.next - 1,
-            detached: false,
             carried: false,
         });
-        let action = if stored {
-            Some(DialogAction::Accept)
-        } else {
-            self.auto_action(&view.dialog_type)
-        };
         match action {
             // Answer before anything else is even announced: the page is frozen until then.
             Some(action) => self.start_answer(
@@ -446,14 +440,18 @@ impl State {
         );
     }
 
-    /// The stored credential for challenge `d`, unless its realm was
+    /// The stored credential for challenge `c`, unless its realm was
     /// given it already (it came back: they were wrong).
-    fn stored_login(&self, d: &Dialog) -> Option<Login> {
-        let challenge = d.view.http_auth.as_ref()?;
-        if self.dialogs.auth_given.contains(&realm_key(challenge)) {
+    fn stored_credential(&self, c: &HttpAuthChallenge) -> Option<&Credential> {
+        if self.dialogs.auth_given.contains(&realm_key(c)) {
             return None;
         }
-        let c = self.opts.credentials.for_origin(&challenge.origin)?;
+        self.opts.credentials.for_origin(&c.origin)
+    }
+
+    /// [`State::stored_credential`] for dialog `d`, as a login to send.
+    fn stored_login(&self, d: &Dialog) -> Option<Login> {
+        let c = self.stored_credential(d.view.http_auth.as_ref()?)?;
         Some(Login {
             username: c.username.clone(),
             password: c.password.clone(),
@@ -517,14 +515,15 @@ impl State {
         );
     }
 
-    /// Closes the challenges whose session went with the connection
-    /// (`remote`): Chromium went on with their requests without us.
+    /// Closes the challenges whose session went with the connection (no
+    /// session since [`Dialogs::connection_lost`]; one always has one until
+    /// then), `remote`: Chromium went on with their requests without us.
     pub(super) fn close_detached_challenges(&mut self, now: Now) {
         let gone: Vec<String> = self
             .dialogs
             .pending
             .iter()
-            .filter(|d| d.auth_request.is_some() && d.detached && d.answering.is_none())
+            .filter(|d| d.auth_request.is_some() && d.session_id.is_none() && d.answering.is_none())
             .map(|d| d.view.id.clone())
             .collect();
         for id in gone {
@@ -1203,12 +1202,7 @@ impl State {
     pub(super) fn renderer_blocked(&self, session: &SessionId) -> bool {
         let top = self.targets.is_top(Some(session));
         self.dialogs.pending.iter().any(|d| {
-            let holds = match d.view.dialog_type {
-                DialogType::FileChooser => false,
-                DialogType::HttpAuth => d.view.is_top_document(),
-                _ => true,
-            };
-            holds
+            d.view.holds_renderer()
                 && match d.frame_id.as_ref().and_then(|f| self.frames.session_of(f)) {
                     Some(s) => s == session,
                     None => top,

@@ -252,11 +252,10 @@ pub fn safe_file_name(suggested: &str) -> String {
     name = name.trim().trim_start_matches('.').to_owned();
     if name.len() > 200 {
         // Cut the stem, keep a short extension: `.pdf` still says what it is.
-        let ext = name
-            .rsplit_once('.')
-            .map(|(_, e)| format!(".{e}"))
-            .filter(|e| e.len() <= 16)
-            .unwrap_or_default();
+        let ext = match split_extension(&name).1 {
+            e if e.len() <= 16 => e.to_owned(),
+            _ => String::new(),
+        };
         let mut stem = name[..name.len() - ext.len()].to_owned();
         while stem.len() + ext.len() > 200 {
             stem.pop();
@@ -267,6 +266,16 @@ pub fn safe_file_name(suggested: &str) -> String {
         "download".to_owned()
     } else {
         name
+    }
+}
+
+/// `name` as its stem and its extension with the dot (`("a.tar", ".gz")`),
+/// or the whole name and `""` when it has none (a leading dot starts no
+/// extension).
+pub fn split_extension(name: &str) -> (&str, &str) {
+    match name.rfind('.') {
+        Some(i) if i > 0 => name.split_at(i),
+        _ => (name, ""),
     }
 }
 
