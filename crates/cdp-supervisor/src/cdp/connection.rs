@@ -99,6 +99,10 @@ pub const HANDSHAKE_LOG_TARGET: &str = "tungstenite::handshake";
 /// assert!(text.contains("rmcp=info") && text.contains("tungstenite=debug"));
 /// let quiet = cdp_supervisor::cdp::connection::log_filter("", "warn").to_string();
 /// assert!(!quiet.contains("rmcp"), "a cap never raises a level: {quiet}");
+/// // A more specific target is held to its crate's cap too.
+/// let deep = cdp_supervisor::cdp::connection::log_filter("trace,rmcp::service=trace,rmcp", "warn").to_string();
+/// assert!(deep.contains("rmcp::service=info") && !deep.contains("=trace,rmcp,"), "{deep}");
+/// assert!(!deep.contains("rmcp::service=trace"), "{deep}");
 /// ```
 pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFilter {
     let directives = if directives.trim().is_empty() {
@@ -106,7 +110,8 @@ pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFil
     } else {
         directives
     };
-    let base = tracing_subscriber::EnvFilter::try_new(directives)
+    let directives = capped(directives);
+    let base = tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let base = base.add_directive(
         format!("{HANDSHAKE_LOG_TARGET}=off")
@@ -135,6 +140,37 @@ pub fn log_filter(directives: &str, default: &str) -> tracing_subscriber::EnvFil
         }
     }
     filter
+}
+
+/// `directives` with each one naming a target under rmcp or tungstenite
+/// (`rmcp::service=trace`) held to that target's cap: a more specific
+/// directive wins over the cap [`log_filter`] adds for the crate.
+fn capped(directives: &str) -> String {
+    use std::str::FromStr;
+    use tracing::level_filters::LevelFilter;
+    let caps = [
+        (MCP_LOG_TARGET, LevelFilter::INFO),
+        ("tungstenite", LevelFilter::DEBUG),
+        ("tokio_tungstenite", LevelFilter::DEBUG),
+    ];
+    directives
+        .split(',')
+        .map(|d| {
+            let target = d.split(['[', '=']).next().unwrap_or("").trim();
+            // A target with no level means every level.
+            let level = d.rsplit_once('=').map_or(Ok(LevelFilter::TRACE), |(_, l)| {
+                LevelFilter::from_str(l.trim())
+            });
+            let cap = caps.iter().find(|(t, _)| {
+                target == *t || target.strip_prefix(t).is_some_and(|r| r.starts_with("::"))
+            });
+            match (cap, level) {
+                (Some((_, cap)), Ok(l)) if l > *cap => format!("{target}={cap}"),
+                _ => d.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// rmcp's log target. At `debug` it prints every request whole, and a
