@@ -30,7 +30,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ $# -lt 1 ]; then
-    echo "usage: $0 PATH/TO/cdp-supervisor [SCRIPT.py [ARGS…]]   (SCRIPT: client.py, the default, truth.py or push.py)" >&2
+    echo "usage: $0 PATH/TO/cdp-supervisor [SCRIPT.py [ARGS…]]   (SCRIPT: client.py, the default, or any script beside it: truth.py, push.py, tabs.py, prompts.py, …)" >&2
     exit 2
 fi
 given="$1"

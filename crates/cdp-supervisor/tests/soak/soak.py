@@ -1194,8 +1194,11 @@ class Soak:
 
     async def crash(self, a: Agent) -> None:
         t = now()
-        is_error, text, _ = await a.call("browser_cdp", {"method": "Page.crash", "timeout_s": 5})
+        is_error, text, data = await a.call("browser_cdp", {"method": "Page.crash", "timeout_s": 5})
         a.book.event(a.name, f"Page.crash: {text[:120]!r}")
+        # A dialog can hold the crash like any call: its call_id comes back
+        # in a later completed_calls, and must be known as interrupted.
+        a.read_result("browser_cdp", is_error, text, data, None, 5)
         self.chaos_windows[a.name].append([t - 0.5, now() + 5.0])
         self.book.count("renderer_crashes")
 
