@@ -196,6 +196,7 @@ mod tests {
             current,
             pending_dialogs: 0,
             crashed: false,
+            action_navigation: None,
         })
     }
 

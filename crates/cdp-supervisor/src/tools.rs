@@ -26,7 +26,7 @@ use crate::supervisor::driver::{
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
-use crate::supervisor::page::OutlineMode;
+use crate::supervisor::page::{ACTION_TIMEOUT, OutlineMode, READ_TIMEOUT};
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
@@ -518,6 +518,18 @@ impl ToolCall {
                 ToolCall::Snapshot
             }
             "browser_dialog" => {
+                // A login's value is never quoted back (serde's own error
+                // would: "invalid type: integer `987654`").
+                for key in ["username", "password"] {
+                    if args
+                        .get(key)
+                        .is_some_and(|v| !v.is_string() && !v.is_null())
+                    {
+                        return Err(ToolError::new(format!(
+                            "browser_dialog: {key} must be a string (its value is not shown)"
+                        )));
+                    }
+                }
                 let a: DialogArgs = parse(name, args)?;
                 let action = if a.action == ASK_USER {
                     DialogChoice::AskUser
@@ -1268,6 +1280,7 @@ impl AgentSession {
         };
         let tool = action.tool();
         let before = tab_ids(&s);
+        let navigation = s.action_navigation_mark();
         let outcome = match action {
             Action::Click { r, button, count } => s.click(&r, &button, count).await,
             Action::Type { r, text, submit } => s.type_text(&r, &text, submit).await,
@@ -1282,7 +1295,16 @@ impl AgentSession {
                 // snapshot shows every event sent before that reply, the
                 // tabs this action opened are in it. No fixed wait: a tab
                 // opened later reaches the agent in the next result's changes.
-                s.caught_up().await;
+                // A navigation it started (a link, a form) is followed to its
+                // outcome: the result's `changes` has the new page, and a
+                // navigation that became a download is in `downloads_started`.
+                if let Some((tab, seq)) = &navigation {
+                    s.input_settled(tab, READ_TIMEOUT).await;
+                    s.caught_up().await;
+                    s.action_settled(tab, *seq, ACTION_TIMEOUT).await;
+                } else {
+                    s.caught_up().await;
+                }
                 add_tabs_opened(&mut v, &s, &before);
                 Ok(v)
             }

@@ -7,7 +7,7 @@ use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, Notice, Options,
-    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX,
+    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX, Target,
 };
 use serde_json::json;
 use state_support::*;
@@ -807,6 +807,154 @@ fn regression_28_1_an_oopif_dialog_is_rechecked_by_the_oopif_session() {
     h.reply_ok("S2b", Purpose::PageEnable, json!({}));
     assert!(h.pending_ids().is_empty());
     assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
+/// Soak (issue 28, defect 12 after a drop): a beforeunload in the top frame
+/// when the socket dropped is orphaned by Chromium. The new session's
+/// `Page.enable` never answers, `handleJavaScriptDialog` answers `-32602`,
+/// and `Page.navigate` (also `reload`, `stopLoading`, `Page.close`) frees
+/// nothing: the navigation waits on the beforeunload forever. The watchdog
+/// sent that navigate anyway, waited for its deadline, and the page stayed
+/// frozen ~30 s past `dialog_timeout_s`. With no OOPIF to navigate, only
+/// closing the tab (`Target.closeTarget`) frees it, at the watchdog's time.
+#[test]
+fn regression_soak_a_beforeunload_kept_across_a_drop_is_released_by_closing_its_tab() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.drain();
+    h.st.connection_lost();
+    let outage = Duration::from_secs(3);
+    h.advance(outage);
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    // Page.enable stays unanswered: still open, and Chromium will not answer it.
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(!h.snap().pending_dialogs[0].answerable);
+    assert!(h.sends().is_empty(), "the watchdog's time has not come");
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT - outage - PAGE_ENABLE_GRACE);
+    let cmds = h.sends();
+    assert!(answers(&cmds).is_empty(), "Chromium refuses it: {cmds:?}");
+    assert!(
+        navigations(&cmds).is_empty(),
+        "a navigation of a frame held by a beforeunload never answers: {cmds:?}"
+    );
+    let close = tab_closes(&cmds);
+    assert_eq!(close.len(), 1, "{cmds:?}");
+    assert_eq!(close[0].target, Target::Browser);
+    assert_eq!(close[0].params["targetId"], "T1");
+    assert_eq!(close[0].purpose, Purpose::Release);
+    // Chromium detaches the page's session before its reply.
+    h.ev(
+        None,
+        "Target.detachedFromTarget",
+        r#"{"sessionId": "S1b", "targetId": "T1"}"#,
+    );
+    assert!(h.pending_ids().is_empty());
+    assert_eq!(
+        h.recent()[0].closed_by,
+        ClosedBy::Watchdog,
+        "our close released it, not someone else"
+    );
+    h.reply(None, Purpose::Release, Ok(json!({"success": true})));
+    assert_eq!(h.recent().len(), 1);
+    assert_eq!(h.st.poll_timeout(), None, "nothing left to do");
+}
+
+/// The orphaned beforeunload of a page with an OOPIF: navigating the OOPIF
+/// frees a beforeunload Chromium will not answer otherwise (defect 13's
+/// release), but not one orphaned by a reconnect — measured: that
+/// `Page.navigate` on the OOPIF's new session gets no reply either. The tab
+/// is closed at the watchdog's time, not after a navigation's deadline.
+#[test]
+fn regression_soak_an_orphaned_beforeunload_is_not_released_through_an_oopif() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.drain();
+    h.st.connection_lost();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    let p = json!({
+        "sessionId": "S2b",
+        "targetInfo": {"targetId": "F2", "type": "iframe", "title": "", "url": "https://b.test/",
+                       "attached": true, "canAccessOpener": false, "browserContextId": "B1"},
+        "waitingForDebugger": false
+    });
+    h.ev(Some("S1b"), "Target.attachedToTarget", &p.to_string());
+    h.reply_ok("S2b", Purpose::PageEnable, json!({}));
+    h.drain();
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(!h.snap().pending_dialogs[0].answerable);
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT - PAGE_ENABLE_GRACE);
+    let cmds = h.sends();
+    assert!(navigations(&cmds).is_empty(), "{cmds:?}");
+    let close = tab_closes(&cmds);
+    assert_eq!(close.len(), 1, "{cmds:?}");
+    assert_eq!(close[0].params["targetId"], "T1");
+}
+
+/// Issue 28, defect 12: a releasing `Page.navigate` that gets no reply
+/// (the top frame is held by a beforeunload we cannot answer — here one
+/// shown before we attached, whose type nobody told us) was sent again
+/// after every further watchdog period, and the page never came free. The
+/// next release closes the tab, at once: the deadline was waited already.
+#[test]
+fn regression_28_12_a_release_navigation_that_never_answers_closes_the_tab_next() {
+    let mut h = H::new(MustRespond);
+    h.attach_page(&top_tree(&[]));
+    h.drain();
+    // Page.enable stays unanswered: blocked by a dialog we never saw.
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(h.snap().page_blocked);
+    h.drain();
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    let cmds = h.sends();
+    assert_eq!(navigations(&cmds).len(), 1, "{cmds:?}");
+    h.reply(
+        Some("S1"),
+        Purpose::Release,
+        Err(timeout_err("Page.navigate")),
+    );
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    assert!(
+        navigations(&cmds).is_empty(),
+        "not the same again: {cmds:?}"
+    );
+    let close = tab_closes(&cmds);
+    assert_eq!(close.len(), 1, "{cmds:?}");
+    assert_eq!(close[0].params["targetId"], "T1");
+    assert_eq!(close[0].purpose, Purpose::Release);
+    h.reply(None, Purpose::Release, Ok(json!({"success": true})));
+    assert!(!h.snap().page_blocked);
+}
+
+/// A page whose releasing navigation went unanswered, and that then
+/// committed a new document (the beforeunload was answered elsewhere),
+/// navigates again: its next release is a navigation, not a close.
+#[test]
+fn a_new_top_document_makes_a_release_navigate_again() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    assert_eq!(navigations(&h.sends()).len(), 1);
+    h.reply(
+        Some("S1"),
+        Purpose::Release,
+        Err(timeout_err("Page.navigate")),
+    );
+    h.frame_navigated("S1", "T1", None, "https://a.test/next");
+    assert!(h.pending_ids().is_empty());
+    h.alert("S1", "T1", "y");
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    h.drain();
+    h.answer_reply("S1", "d-2", Err(no_dialog_showing()));
+    let cmds = h.sends();
+    assert_eq!(navigations(&cmds).len(), 1, "{cmds:?}");
+    assert!(tab_closes(&cmds).is_empty());
 }
 
 // ---- issue 8: the reply contract and per-navigation attribution ------------

@@ -516,6 +516,56 @@ fn page_blocked_is_released_by_the_watchdog_after_dialog_timeout() {
     assert!(!h.snap().page_blocked);
 }
 
+/// Found by the 60-minute soak (16 Chromiums starting at once on 2 cores):
+/// a page's `Page.enable` went unanswered past the grace because its
+/// renderer was slow, not blocked; the watchdog's release then navigated
+/// it and aborted the agent's own `browser_navigate` (`net::ERR_ABORTED`).
+/// The agent's navigation releases a blocked page as ours would: while one
+/// is in progress, ours waits; if it fails, ours goes.
+#[test]
+fn a_release_waits_while_the_agents_own_navigation_is_in_progress() {
+    let mut h = H::with(Options {
+        dialog_timeout: Duration::from_secs(4),
+        ..Options::default()
+    });
+    h.attach_page(&top_tree(&[]));
+    h.agent(
+        5,
+        "S1",
+        "Page.navigate",
+        json!({"url": "https://a.test/next"}),
+    );
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(h.snap().page_blocked);
+    h.drain();
+    h.fire_after(Duration::from_secs(4));
+    assert!(
+        navigations(&h.sends()).is_empty(),
+        "no release while the agent's navigation runs"
+    );
+    for _ in 0..8 {
+        let at = h.st.poll_timeout().expect("it looks again");
+        h.now.instant = at;
+        h.st.handle_timeout(h.now);
+        assert!(
+            navigations(&h.sends()).is_empty(),
+            "nor later, while it runs"
+        );
+    }
+    // Its navigation failed: nothing else will free the page.
+    h.reply(
+        Some("S1"),
+        Purpose::Agent { call: 5 },
+        Err(cdp_err("Page.navigate", -32000, "Navigation timed out")),
+    );
+    h.drain();
+    let at = h.st.poll_timeout().expect("the release is armed again");
+    h.now.instant = at;
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    assert_eq!(navigations(&cmds).len(), 1, "released: {cmds:?}");
+}
+
 #[test]
 fn page_blocked_under_auto_policy_is_released_at_once() {
     let mut h = H::new(AutoDismiss);

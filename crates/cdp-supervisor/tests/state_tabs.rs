@@ -774,3 +774,122 @@ fn downloads_are_listed_bounded_and_renamed_once_complete() {
     assert_eq!(all.len(), 20);
     assert_eq!(all[19].id, "dl-27");
 }
+
+/// What an action waits for (DESIGN "Tabs": no fixed wait): the navigation
+/// the agent's input asked for in a tab is followed to its outcome — a
+/// download (Chromium reports `frameStoppedLoading` before
+/// `downloadWillBegin`), a parsed document, or nothing (0.5 s after its
+/// frame stopped loading with no document). A navigation the page asked
+/// for on its own, or one whose document goes to a new tab, is not.
+#[test]
+fn the_navigation_an_input_asked_for_is_followed_to_its_outcome() {
+    use cdp_supervisor::supervisor::state::ActionNavigation;
+    let mut h = H::attached(Options::default());
+    let action = |h: &mut H| {
+        let snap = h.tabs.snapshot();
+        snap.tabs[0].action_navigation
+    };
+    let requested = |h: &mut H, disposition: &str| {
+        h.ev(
+            Some("S0"),
+            "Page.frameRequestedNavigation",
+            json!({"frameId": "T0", "reason": "anchorClick", "url": "https://a.test/x", "disposition": disposition}),
+        );
+    };
+    // The agent's input (call `call`), its command taken as sent.
+    let input = |h: &mut H, call: u64| {
+        h.tabs.send_agent(
+            call,
+            Target::Session(sid("S0")),
+            "Input.dispatchMouseEvent",
+            json!({"type": "mouseReleased"}),
+            std::time::Duration::from_secs(10),
+        );
+        h.pump();
+        h.take("Input.dispatchMouseEvent")
+    };
+    // A click on a link: the input, its navigation asked for, its reply.
+    let link_clicked = |h: &mut H, call: u64| {
+        let c = input(h, call);
+        requested(h, "currentTab");
+        h.reply(&c, Ok(json!({})));
+    };
+
+    requested(&mut h, "currentTab");
+    assert_eq!(action(&mut h), None, "the page's own navigation");
+
+    // A link to an attachment: stopped with no document, then the download.
+    let c = input(&mut h, 101);
+    requested(&mut h, "newTab");
+    assert_eq!(action(&mut h), None, "its document goes to a new tab");
+    requested(&mut h, "currentTab");
+    h.reply(&c, Ok(json!({})));
+    let first = ActionNavigation {
+        seq: 1,
+        settled: false,
+    };
+    assert_eq!(action(&mut h), Some(first));
+    h.ev(
+        Some("S0"),
+        "Page.frameStoppedLoading",
+        json!({"frameId": "T0"}),
+    );
+    assert_eq!(action(&mut h), Some(first), "a download may follow");
+    h.ev(None, "Browser.downloadWillBegin", json!({"frameId": "T0", "guid": "G1", "url": "https://a.test/x", "suggestedFilename": "x.bin"}));
+    assert_eq!(
+        action(&mut h),
+        Some(ActionNavigation {
+            seq: 1,
+            settled: true
+        })
+    );
+    assert_eq!(h.tabs.snapshot().downloads.len(), 1);
+
+    // A link to a page: committed, then parsed.
+    link_clicked(&mut h, 102);
+    h.ev(
+        Some("S0"),
+        "Page.frameNavigated",
+        json!({"frame": {"id": "T0", "loaderId": "L2", "url": "https://a.test/next", "securityOrigin": "https://a.test", "mimeType": "text/html"}, "type": "Navigation"}),
+    );
+    assert_eq!(
+        action(&mut h),
+        Some(ActionNavigation {
+            seq: 2,
+            settled: false
+        }),
+        "committed, not parsed"
+    );
+    h.ev(
+        Some("S0"),
+        "Page.lifecycleEvent",
+        json!({"frameId": "T0", "loaderId": "L2", "name": "DOMContentLoaded", "timestamp": 1.0}),
+    );
+    assert_eq!(
+        action(&mut h),
+        Some(ActionNavigation {
+            seq: 2,
+            settled: true
+        })
+    );
+
+    // A link answered 204: stopped with no document and no download.
+    link_clicked(&mut h, 103);
+    h.ev(
+        Some("S0"),
+        "Page.frameStoppedLoading",
+        json!({"frameId": "T0"}),
+    );
+    let deadline = h.tabs.poll_timeout().expect("a timer waits for a download");
+    assert!(deadline <= h.now.instant + std::time::Duration::from_millis(500));
+    h.now.instant = deadline;
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    assert_eq!(
+        action(&mut h),
+        Some(ActionNavigation {
+            seq: 3,
+            settled: true
+        })
+    );
+}

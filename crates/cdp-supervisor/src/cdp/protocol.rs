@@ -978,6 +978,24 @@ pub struct NavigationRequested {
     #[serde(default)]
     /// The navigation's loader (`frameStartedNavigating` only).
     pub loader_id: Option<String>,
+    /// Where the document goes (`frameRequestedNavigation` only):
+    /// `currentTab`, or `newTab`/`newWindow`/`download` for one that leaves
+    /// the frame as it is.
+    #[serde(default)]
+    pub disposition: Option<String>,
+    /// Where it goes (absent from some Chromium versions' events).
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// `Page.frameStoppedLoading`: a frame's loading ended — after its new
+/// document's load, or with no new document at all (a `204`, a navigation
+/// that became a download).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrameStoppedLoading {
+    /// The frame.
+    pub frame_id: FrameId,
 }
 
 /// `Page.navigatedWithinDocument`: a frame's URL changed without a new
@@ -1037,6 +1055,8 @@ pub enum Event {
     /// `Page.frameStartedNavigating`, `Page.frameScheduledNavigation`): lets
     /// the core tie a navigation to the command in flight that caused it.
     NavigationRequested(NavigationRequested),
+    /// `Page.frameStoppedLoading`.
+    FrameStoppedLoading(FrameStoppedLoading),
     /// `Fetch.authRequired`: an HTTP authentication challenge.
     FetchAuthRequired(AuthRequired),
     /// `Browser.downloadWillBegin`.
@@ -1090,6 +1110,7 @@ impl Event {
                 | "Page.frameRequestedNavigation"
                 | "Page.frameStartedNavigating"
                 | "Page.frameScheduledNavigation"
+                | "Page.frameStoppedLoading"
                 | "Fetch.requestPaused"
                 | "Fetch.authRequired"
                 | "Browser.downloadWillBegin"
@@ -1148,6 +1169,7 @@ impl Event {
             "Page.frameRequestedNavigation"
             | "Page.frameStartedNavigating"
             | "Page.frameScheduledNavigation" => p(method, params, Event::NavigationRequested),
+            "Page.frameStoppedLoading" => p(method, params, Event::FrameStoppedLoading),
             "Fetch.authRequired" => p(method, params, Event::FetchAuthRequired),
             "Browser.downloadWillBegin" => p(method, params, Event::DownloadWillBegin),
             "Browser.downloadProgress" => p(method, params, Event::DownloadProgress),

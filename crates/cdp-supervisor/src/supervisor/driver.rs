@@ -821,6 +821,79 @@ impl Supervisor {
         self.caught_up().await;
     }
 
+    /// After an input's reply, in tab `target_id`: Chromium acknowledges
+    /// input on one channel and sends the page's events on another, so a
+    /// navigation the input scheduled can be announced after that reply
+    /// (seen on a loaded machine). A `Runtime.evaluate("0")` on the tab's
+    /// page session, sent through the core as an agent call, is answered
+    /// only after every event its renderer sent before: a navigation
+    /// announced meanwhile is tied to the agent, and so followed by
+    /// [`Supervisor::action_settled`]. Skipped while a dialog of the tab is
+    /// pending (its renderer answers nothing); gives up when one opens, or
+    /// after `within`.
+    pub(crate) async fn input_settled(&self, target_id: &str, within: Duration) {
+        let pending = self
+            .snapshot()
+            .tabs
+            .iter()
+            .any(|t| t.target_id == target_id && t.pending_dialogs > 0);
+        if pending {
+            return;
+        }
+        let Ok((_conn, session)) = self.route(None, Some(target_id), false).await else {
+            return;
+        };
+        let before = self.dialogs_before();
+        let probe = self.send_agent(
+            Target::Session(session),
+            "Runtime.evaluate",
+            json!({"expression": "0"}),
+            within,
+        );
+        let _ = self.race_dialogs_since(before, probe, false).await;
+    }
+
+    /// The number of the last navigation the agent's script or input
+    /// asked for in the current tab (0: none yet), with the tab's target
+    /// id: what [`Supervisor::action_settled`] compares with after an action.
+    pub(crate) fn action_navigation_mark(&self) -> Option<(String, u64)> {
+        let snap = self.snapshot();
+        let tab = snap.tabs.iter().find(|t| t.current)?;
+        let seq = tab.action_navigation.map_or(0, |a| a.seq);
+        Some((tab.target_id.clone(), seq))
+    }
+
+    /// After an action in tab `target_id` (with [`Supervisor::caught_up`]
+    /// first): waits until the navigation it asked for — one numbered past
+    /// `after` — has its outcome (a new document, the same one, a download,
+    /// nothing: [`crate::supervisor::state::ActionNavigation`]), or the tab
+    /// has a pending dialog, crashed or closed; at most `within`. Returns at
+    /// once when the action asked for no navigation. Chromium sends
+    /// `Page.frameRequestedNavigation` before the reply of the input that
+    /// caused it (CDP facts), so no fixed wait is needed to know.
+    pub(crate) async fn action_settled(&self, target_id: &str, after: u64, within: Duration) {
+        let done = |s: &Snapshot| {
+            s.tabs
+                .iter()
+                .find(|t| t.target_id == target_id)
+                .is_none_or(|t| {
+                    t.crashed
+                        || t.pending_dialogs > 0
+                        || t.action_navigation
+                            .is_none_or(|a| a.seq <= after || a.settled)
+                })
+        };
+        let mut snaps = self.subscribe();
+        let settled = async {
+            while !done(&snaps.borrow_and_update()) {
+                if snaps.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(within, settled).await;
+    }
+
     /// Returns once the published snapshot shows every event Chromium sent
     /// before a reply the caller just had straight from the connection
     /// ([`Connection::send`], not through the driver): the connection queues
@@ -1516,9 +1589,10 @@ impl Supervisor {
             .map(|t| t.target_id.clone());
         let here = |d: &PendingDialog| d.target_id.is_none() || d.target_id == current;
         // A beforeunload Chromium will not answer (a newer dialog of the
-        // page took the answers) holds the top frame, which then answers no
-        // navigation of its own: release the page through the core (it
-        // navigates an OOPIF), then navigate.
+        // page took the answers, or it showed before a reconnect) holds the
+        // top frame, which then answers no navigation of its own: release
+        // the page through the core (it navigates an OOPIF, or closes the
+        // tab when there is none), then navigate the tab current by then.
         let stuck = |s: &Snapshot| {
             s.pending_dialogs
                 .iter()
@@ -1530,9 +1604,14 @@ impl Supervisor {
             self.request(Request::ReleaseUnanswerable { reply: tx })?;
             let _ = rx.await;
             let mut snaps = self.subscribe();
+            let no_tab = |s: &Snapshot| !s.tabs.iter().any(|t| t.current);
             let released = async {
-                while stuck(&snaps.borrow_and_update()) {
-                    if snaps.changed().await.is_err() {
+                loop {
+                    let free = {
+                        let s = snaps.borrow_and_update();
+                        !stuck(&s) && !no_tab(&s)
+                    };
+                    if free || snaps.changed().await.is_err() {
                         return;
                     }
                 }

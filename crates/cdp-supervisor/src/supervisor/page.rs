@@ -47,6 +47,11 @@ const WALK_BUDGET: Duration = Duration::from_millis(2_500);
 /// Each read of the outline or of an action (one frame's owner, a box): a
 /// frame a dialog blocks never answers, and the snapshot must not wait on it.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(1);
+/// Each read of an action (the element, its box, the hit test): longer
+/// than [`READ_TIMEOUT`], because a busy renderer on a loaded machine
+/// answers late and a click that fails for it is one the agent must redo;
+/// an action on a frame a known dialog blocks is refused before any read.
+pub const ACT_READ_TIMEOUT: Duration = Duration::from_secs(3);
 /// Reading one frame's document: a page of tens of thousands of elements
 /// takes a good part of a second on a loaded machine, so this read gets
 /// longer; a frame a known dialog blocks is not asked at all
@@ -890,6 +895,16 @@ async fn read(
     read_within(conn, session, method, params, READ_TIMEOUT).await
 }
 
+/// [`read`] for an action: within [`ACT_READ_TIMEOUT`].
+async fn act_read(
+    conn: &Connection,
+    session: &SessionId,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    read_within(conn, session, method, params, ACT_READ_TIMEOUT).await
+}
+
 /// Whether a [`read_within`] error is its deadline passing (the renderer
 /// did not answer), not an error Chromium sent.
 fn no_answer(e: &str) -> bool {
@@ -1510,7 +1525,7 @@ impl Supervisor {
             )));
         }
         // The element the walker kept in its world: gone with its document.
-        let found = read(
+        let found = act_read(
             &conn,
             &node.session,
             "Runtime.callFunctionOn",
@@ -1532,7 +1547,7 @@ impl Supervisor {
             Err(_) => None,
         };
         let backend = match &object {
-            Some(o) => read(
+            Some(o) => act_read(
                 &conn,
                 &node.session,
                 "DOM.describeNode",
@@ -1584,7 +1599,7 @@ impl Supervisor {
             "the click on {r} would be lost (nothing was clicked)"
         ))
         .await?;
-        let _ = read(
+        let _ = act_read(
             &conn,
             &node.session,
             "DOM.scrollIntoViewIfNeeded",
@@ -1592,7 +1607,7 @@ impl Supervisor {
         )
         .await;
         for o in &node.owners {
-            let _ = read(
+            let _ = act_read(
                 &conn,
                 &o.session,
                 "DOM.scrollIntoViewIfNeeded",
@@ -1602,7 +1617,7 @@ impl Supervisor {
         }
         let (cx, cy) = self.centre(&conn, &node, r).await?;
         // Hit-test in document coordinates on the element's own session.
-        let scroll = read(&conn, &node.session, "Page.getLayoutMetrics", json!({}))
+        let scroll = act_read(&conn, &node.session, "Page.getLayoutMetrics", json!({}))
             .await
             .ok();
         let sx = scroll
@@ -1615,7 +1630,7 @@ impl Supervisor {
             .and_then(|m| m.pointer("/cssLayoutViewport/pageY"))
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
-        let hit = read(
+        let hit = act_read(
             &conn,
             &node.session,
             "DOM.getNodeForLocation",
@@ -1628,7 +1643,7 @@ impl Supervisor {
             .and_then(Value::as_i64)
             .filter(|h| *h != node.backend_node_id)
         {
-            let hit_obj = read(
+            let hit_obj = act_read(
                 &conn,
                 &node.session,
                 "DOM.resolveNode",
@@ -1671,7 +1686,7 @@ impl Supervisor {
             // Chromium answers mouse input to a tab in the background only
             // when its wait for a frame gives up (5 s), and a popup the page
             // opened is in front: the tab clicked in comes to the front.
-            let _ = read(&conn, &page, "Page.bringToFront", json!({})).await;
+            let _ = act_read(&conn, &page, "Page.bringToFront", json!({})).await;
         }
         let keep = ACTION_TIMEOUT.saturating_add(self.dialog_timeout());
         let me = self.clone();
@@ -1716,7 +1731,7 @@ impl Supervisor {
         node: &NodeRef,
         r: &str,
     ) -> Result<(f64, f64), ActError> {
-        let model = read(conn, &node.session, "DOM.getBoxModel", json!({"backendNodeId": node.backend_node_id}))
+        let model = act_read(conn, &node.session, "DOM.getBoxModel", json!({"backendNodeId": node.backend_node_id}))
             .await
             .map_err(|e| ActError::Element(format!("ref {r} has no box to click: it is not rendered (display:none, or detached) ({e}); nothing was done")))?;
         let w = model
@@ -1749,7 +1764,7 @@ impl Supervisor {
         r: &str,
     ) -> Result<(f64, f64), ActError> {
         for o in &node.owners {
-            let model = read(conn, &o.session, "DOM.getBoxModel", json!({"backendNodeId": o.backend_node_id}))
+            let model = act_read(conn, &o.session, "DOM.getBoxModel", json!({"backendNodeId": o.backend_node_id}))
                 .await
                 .map_err(|e| ActError::Element(format!("ref {r}: the box of the iframe holding it could not be read ({e}); nothing was done")))?;
             let q = quad(&model, "/model/content").ok_or_else(|| {
@@ -1791,14 +1806,14 @@ impl Supervisor {
                 "ref {r} takes no text: {why}; nothing was typed (browser_select_option picks options, browser_click presses buttons)"
             )));
         }
-        let _ = read(
+        let _ = act_read(
             &conn,
             &node.session,
             "DOM.scrollIntoViewIfNeeded",
             json!({"backendNodeId": node.backend_node_id}),
         )
         .await;
-        read(
+        act_read(
             &conn,
             &node.session,
             "DOM.focus",
@@ -1979,7 +1994,7 @@ async fn call_on(
     f: &str,
     args: Value,
 ) -> Result<Value, String> {
-    let v = read(
+    let v = act_read(
         conn,
         session,
         "Runtime.callFunctionOn",

@@ -494,6 +494,11 @@ pub struct TabView {
     pub pending_dialogs: usize,
     /// Its renderer crashed: `browser_navigate` reloads it, `browser_tabs close` closes it.
     pub crashed: bool,
+    /// The last navigation the agent's script or input asked for in it,
+    /// and whether it has its outcome: what an action waits for before it
+    /// returns (not shown to the agent).
+    #[serde(skip)]
+    pub action_navigation: Option<crate::supervisor::state::ActionNavigation>,
 }
 
 #[cfg(test)]
@@ -509,6 +514,7 @@ mod tests {
             current,
             pending_dialogs: 0,
             crashed: false,
+            action_navigation: None,
         })
     }
 

@@ -46,7 +46,9 @@ Authorization header it received, so a check reads what the site really got.
                               snapshot's downloads says completed with every
                               byte, the file is under its suggested name in
                               the task's directory with the site's sha256;
-                              the next result's changes.downloads tells it
+                              the click's own result has it in
+                              downloads_started; the next result's
+                              changes.downloads tells it
                               once; the server's RSS did not grow by the
                               file's size; the directory is gone with the
                               session
@@ -62,6 +64,16 @@ Authorization header it received, so a check reads what the site really got.
   download_from_a_blocked_origin  a download link to an origin the policy
                               blocks: in blocked_navigations, never in
                               downloads, no file on disk
+  a_click_returns_with_what_it_started  a click on a link to a page the
+                              server answers late returns once that page
+                              committed (its own changes.navigated says so);
+                              a link answered 204 returns and the page
+                              stays; a link to an attachment returns with
+                              downloads_started naming it; a link with a
+                              download attribute (no navigation) has its
+                              download told in a result's changes; a
+                              javascript: link returns without waiting; a
+                              link in an OOPIF returns with its download
 
 Every scenario has its own server process, Chromium, user-data-dir, ports
 and site, and cleans up even when it fails. Every wait has a deadline; no
@@ -203,6 +215,15 @@ class Site:
             return self.send(h, b"ok")
         if path == "/big.bin":
             return self.serve_file(h, "big data.bin", BIG_BYTES, True)
+        if path == "/small.bin":
+            return self.serve_file(h, "small.bin", MIB, True)
+        if path == "/nothing":
+            h.send_response(204)
+            h.end_headers()
+            return None
+        if path == "/slow":
+            time.sleep(1.5)  # the click must wait for it, not for a clock
+            return self.send(h, html("Arrived", "<h1>the slow page arrived</h1>"))
         if path == "/huge.bin":
             h.close_connection = True
             return self.serve_file(h, "huge.bin", HUGE_BYTES, False)
@@ -231,8 +252,16 @@ class Site:
             "/files": html(
                 "Files",
                 '<h1>files</h1><p><a href="/big.bin">big file</a></p><p><a href="/huge.bin">huge file</a></p>'
+                '<p><a href="/small.bin">small file</a></p><p><a href="/slow">slow page</a></p>'
+                '<p><a href="/nothing">no content</a></p><p><a href="/small.bin?attr" download>attribute file</a></p>'
+                '<p><a href="javascript:void(0)">script link</a></p>'
                 f'<p><a href="{self.url("/big.bin", "localhost")}">elsewhere file</a></p>',
             ),
+            "/xfiles": html(
+                "Framed files",
+                f'<h1>outer page</h1><iframe id=f src="{self.url("/inner-files", "localhost")}" width=400 height=100></iframe>',
+            ),
+            "/inner-files": html("Inner", '<p><a href="/small.bin?oopif">framed file</a></p>'),
             "/timer-confirm": html(
                 "Timer",
                 "<h1>a page that asks later</h1>",
@@ -496,13 +525,27 @@ async def cross_origin_iframe(sc: Scenario, binary: str) -> None:
         sc.check("401: login required" in text, f"the OOPIF shows the 401 body ({text!r})")
 
 
-async def click_link(sc: Scenario, c: Any, name: str) -> dict:
+async def ref_of_link(sc: Scenario, c: Any, name: str) -> str | None:
     found = await call(c, "browser_snapshot", {"find": name})
     ref = None
     for line in found.get("page", "").splitlines():
         if f'link "{name}"' in line and "[ref=" in line:
             ref = line.split("[ref=")[1].split("]")[0]
     sc.check(ref is not None, f"the outline has the link {name!r} ({found.get('page', '')[:300]!r})")
+    return ref
+
+
+async def wait_outline_has(sc: Scenario, c: Any, name: str) -> None:
+    """Until the outline lists the link (an iframe's document loads on its own)."""
+    deadline = time.monotonic() + LOAD_DEADLINE_S
+    while time.monotonic() < deadline:
+        if f'link "{name}"' in (await call(c, "browser_snapshot", {"find": name})).get("page", ""):
+            return
+        await anyio.sleep(0.2)
+
+
+async def click_link(sc: Scenario, c: Any, name: str) -> dict:
+    ref = await ref_of_link(sc, c, name)
     r = await call_raw(c, "browser_click", {"ref": ref})
     sc.check(not r.is_error, f"the click on {name!r} returns, no tool error, in {r.seconds:.1f} s ({r.text[:200]})")
     return json.loads(r.text)
@@ -543,6 +586,8 @@ async def download_50_mib(sc: Scenario, binary: str) -> None:
         sc.check(got == want, "the file's sha256 is the site's")
         leftovers = [p for p in glob.glob(os.path.join(os.path.dirname(path), "*")) if p != path]
         sc.check(not leftovers, f"nothing else in the download directory ({leftovers})")
+        started = [x for x in clicked.get("downloads_started") or [] if x.get("id") == d["id"]]
+        sc.check(len(started) == 1 and started[0].get("url") == site.url("/big.bin"), f"the click's result has it in downloads_started ({clicked})")
         told = (clicked.get("downloads_started") or []) + (clicked.get("changes", {}).get("downloads") or [])
         told += snap.get("changes", {}).get("downloads") or []
         told += waited.get("changes", {}).get("downloads") or []
@@ -618,6 +663,64 @@ async def changes_tell_what_a_policy_did(sc: Scenario, binary: str) -> None:
         sc.check(not ch2.get("dialogs_opened") and not ch2.get("dialogs_closed"), f"the result after that does not tell it again ({ch2})")
 
 
+async def a_click_returns_with_what_it_started(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/files")})
+        clicked = await click_link(sc, c, "slow page")
+        navigated = (clicked.get("changes") or {}).get("navigated")
+        sc.check(site.url("/slow") in json.dumps(navigated), f"the click's own result says the tab went there (changes.navigated {navigated})")
+        snap = await snapshot(c)
+        sc.check(snap.get("url") == site.url("/slow") and snap.get("title") == "Arrived", f"the next snapshot reads the page the click went to ({snap.get('url')}, {snap.get('title')!r})")
+        page = (await call(c, "browser_snapshot", {"find": "slow page arrived"})).get("page", "")
+        sc.check("the slow page arrived" in page, f"its outline is the new page's ({page[:200]!r})")
+
+        await call(c, "browser_navigate", {"url": site.url("/files")})
+        clicked = await click_link(sc, c, "no content")
+        snap = await snapshot(c)
+        sc.check(snap.get("url") == site.url("/files"), f"a 204 leaves the page where it was ({snap.get('url')})")
+        sc.check(not clicked.get("downloads_started"), f"and starts no download ({clicked})")
+
+        clicked = await click_link(sc, c, "small file")
+        started = clicked.get("downloads_started") or []
+        sc.check(len(started) == 1 and started[0].get("url") == site.url("/small.bin"), f"the click's result names the download it started ({clicked})")
+        sc.check(started and started[0].get("suggested_filename") == "small.bin", f"under its suggested name ({started})")
+        # A 1 MiB file may be done before any browser_wait could start: read the snapshot.
+        deadline = time.monotonic() + DOWNLOAD_DEADLINE_S
+        d: list = []
+        while time.monotonic() < deadline:
+            d = [x for x in (await snapshot(c)).get("downloads", []) if started and x["id"] == started[0].get("id")]
+            if d and d[0]["state"] != "in_progress":
+                break
+            await anyio.sleep(0.1)
+        sc.check(len(d) == 1 and d[0]["state"] == "completed" and d[0]["received_bytes"] == MIB, f"it completes with every byte ({d})")
+
+        # A javascript: link loads nothing: nothing to wait for (a click that
+        # waited for a navigation that never comes would take the 10 s cap).
+        r = await call_raw(c, "browser_click", {"ref": await ref_of_link(sc, c, "script link")})
+        sc.check(not r.is_error and r.seconds < 8.0, f"a javascript: link's click returns without waiting ({r.seconds:.1f} s, {r.text[:120]})")
+
+        # A link inside a cross-origin iframe (its own renderer): its download
+        # is the click's too.
+        await call(c, "browser_navigate", {"url": site.url("/xfiles")})
+        await wait_outline_has(sc, c, "framed file")
+        clicked = await click_link(sc, c, "framed file")
+        started = [x for x in clicked.get("downloads_started") or [] if "oopif" in (x.get("url") or "")]
+        sc.check(len(started) == 1, f"a click in an OOPIF returns with the download it started ({clicked})")
+
+        await call(c, "browser_navigate", {"url": site.url("/files")})
+        # A download attribute starts no navigation: the download begins after
+        # the click's reply, and a result's changes tell it.
+        clicked = await click_link(sc, c, "attribute file")
+        told = list(clicked.get("downloads_started") or []) + list((clicked.get("changes") or {}).get("downloads") or [])
+        deadline = time.monotonic() + DOWNLOAD_DEADLINE_S
+        while not any("attr" in (x.get("url") or "") or x.get("id") not in (None, started[0].get("id") if started else None) for x in told) and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+            told += (await snapshot(c)).get("changes", {}).get("downloads") or []
+        sc.check(any(x.get("id") not in (None, started[0].get("id") if started else None) for x in told), f"the attribute link's download is told in a result ({told})")
+
+
 SCENARIOS = {
     "accept_after_a_wrong_login": accept_after_a_wrong_login,
     "dismiss_shows_the_401": dismiss_shows_the_401,
@@ -629,6 +732,7 @@ SCENARIOS = {
     "download_50_mib": download_50_mib,
     "download_past_max_bytes": download_past_max_bytes,
     "download_from_a_blocked_origin": download_from_a_blocked_origin,
+    "a_click_returns_with_what_it_started": a_click_returns_with_what_it_started,
 }
 PHASES = [
     ["accept_after_a_wrong_login", "dismiss_shows_the_401", "stored_credentials"],
@@ -636,7 +740,7 @@ PHASES = [
     # Apart: a 50 MiB download loads a 2-core machine enough that another
     # scenario's click can miss the supervisor's 1 s element deadline.
     ["download_50_mib"],
-    ["download_past_max_bytes", "download_from_a_blocked_origin"],
+    ["download_past_max_bytes", "download_from_a_blocked_origin", "a_click_returns_with_what_it_started"],
 ]
 
 

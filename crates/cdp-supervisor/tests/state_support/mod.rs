@@ -365,6 +365,14 @@ pub fn navigations(cmds: &[Command]) -> Vec<&Command> {
         .collect()
 }
 
+/// The `Target.closeTarget` commands among `cmds` (a release that closes
+/// the tab: an orphaned beforeunload answers nothing else).
+pub fn tab_closes(cmds: &[Command]) -> Vec<&Command> {
+    cmds.iter()
+        .filter(|c| c.method == "Target.closeTarget")
+        .collect()
+}
+
 pub fn answer_done(
     outs: &[Output],
 ) -> Vec<(

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::cdp::protocol::{
     AuthRequired, DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FileChooserOpened,
-    FrameId, SessionId,
+    FrameId, SessionId, TargetId,
 };
 use crate::supervisor::bridge::{self, PausedKind};
 use crate::supervisor::credentials::Credential;
@@ -113,6 +113,10 @@ struct Dialog {
     /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
     /// on it meanwhile.
     carried: bool,
+    /// Still open after a reconnect: shown to a client that is gone. For a
+    /// beforeunload nothing but closing its tab frees the page (CDP facts:
+    /// the navigation of an OOPIF that frees one otherwise gets no reply).
+    orphaned: bool,
 }
 
 /// The pending dialogs, the recently closed ones, and answers whose dialog
@@ -128,6 +132,11 @@ pub struct Dialogs {
     /// again had the wrong ones (a right login is cached by Chromium per
     /// realm), and is a prompt like any other.
     auth_given: VecDeque<String>,
+    /// A releasing navigation got no reply by its deadline: the top frame
+    /// answers no navigation (a beforeunload we cannot answer, or one shown
+    /// before we attached, whose type nobody told us), so the next release
+    /// closes the tab ([`State::release`]). Cleared by a new top document.
+    unnavigable: bool,
 }
 
 /// The realms [`Dialogs::auth_given`] remembers.
@@ -146,6 +155,7 @@ impl Default for Dialogs {
             next: 1,
             recent: VecDeque::new(),
             auth_given: VecDeque::new(),
+            unnavigable: false,
         }
     }
 }
@@ -199,6 +209,11 @@ impl Dialogs {
             d.session_id = None;
             d.carried = d.bridge_request.is_none() && d.auth_request.is_none();
         }
+    }
+
+    /// The top frame committed a new document: it navigates again.
+    pub fn top_navigated(&mut self) {
+        self.unnavigable = false;
     }
 
     fn get_mut(&mut self, id: &str) -> Option<&mut Dialog> {
@@ -359,6 +374,7 @@ impl State {
             file_input: chooser.and_then(|c| c.backend_node_id),
             number: self.dialogs.next - 1,
             carried: false,
+            orphaned: false,
         });
         match action {
             // Answer before anything else is even announced: the page is frozen until then.
@@ -837,16 +853,22 @@ impl State {
         }
     }
 
-    /// The page's target went: every dialog with it.
+    /// The page's target went: every dialog with it, released by whoever
+    /// closed the tab to release it ([`State::release`]), else `remote`.
     pub(super) fn close_all_dialogs(&mut self, now: Now) {
-        let ids: Vec<String> = self
+        let closing: Vec<(String, CloseCause)> = self
             .dialogs
             .pending
             .iter()
-            .map(|d| d.view.id.clone())
+            .map(|d| {
+                let cause = d
+                    .releasing
+                    .map_or(CloseCause::PageGone, CloseCause::Released);
+                (d.view.id.clone(), cause)
+            })
             .collect();
-        for id in ids {
-            self.close_dialog(&id, CloseCause::PageGone, None, None, now);
+        for (id, cause) in closing {
+            self.close_dialog(&id, cause, None, None, now);
         }
     }
 
@@ -1051,8 +1073,12 @@ impl State {
 
     /// Releases a page a dialog keeps blocked: navigates the top frame to
     /// its current URL (Chromium answers `Page.navigate` at once and the
-    /// frame is free). The dialogs close when that navigation is confirmed,
-    /// not before: a release lost with the connection is tried again.
+    /// frame is free). A top frame a beforeunload holds answers no
+    /// navigation of its own: an OOPIF of it is navigated instead, or, with
+    /// none (or once a releasing navigation went unanswered), its tab is
+    /// closed ([`State::release_by_closing`]). The dialogs close when the
+    /// release is confirmed, not before: one lost with the connection is
+    /// tried again.
     pub(super) fn release(&mut self, ids: &[String], by: ClosedBy) {
         for id in ids {
             if let Some(d) = self.dialogs.get_mut(id) {
@@ -1060,14 +1086,24 @@ impl State {
             }
         }
         // A top frame held by a beforeunload answers no navigation of its
-        // own; navigating one of its OOPIFs frees it (CDP facts).
-        let held_by_beforeunload = self.dialogs.pending.iter().any(|d| {
+        // own; navigating one of its OOPIFs frees it (CDP facts), unless
+        // the beforeunload was orphaned by a reconnect: then only closing
+        // the tab does.
+        let beforeunload = self.dialogs.pending.iter().find(|d| {
             d.view.dialog_type == DialogType::Beforeunload
                 && d.frame_id.as_ref() == self.frames.top()
         });
-        let oopif = held_by_beforeunload
+        let held_by_beforeunload = beforeunload.is_some();
+        let orphaned = beforeunload.is_some_and(|d| d.orphaned);
+        let oopif = (held_by_beforeunload && !orphaned)
             .then(|| self.oopif_free_of_dialogs())
             .flatten();
+        if ((held_by_beforeunload && oopif.is_none()) || self.dialogs.unnavigable)
+            && let Some(target) = self.targets.top_target().cloned()
+        {
+            self.release_by_closing(target, by);
+            return;
+        }
         let (frame, session) = match oopif {
             Some((frame, session)) => (Some(frame), Some(session)),
             None => (
@@ -1089,6 +1125,26 @@ impl State {
             session.into(),
             "Page.navigate",
             json!({"url": url}),
+            Purpose::Release,
+        );
+    }
+
+    /// Releases a page whose top frame a beforeunload holds and that has
+    /// no OOPIF to navigate: closes its tab (`Target.closeTarget`), the one
+    /// command that frees it. Chromium never answers a navigation of that
+    /// frame (`Page.navigate`, `reload`) until the beforeunload is answered,
+    /// and after a reconnect it will not answer the beforeunload either
+    /// (CDP facts: an orphaned beforeunload). Every dialog of the page goes
+    /// with the tab, released by `by` ([`State::close_all_dialogs`]); the
+    /// tab coordinator makes another tab current, or opens one.
+    fn release_by_closing(&mut self, target: TargetId, by: ClosedBy) {
+        for d in &mut self.dialogs.pending {
+            d.releasing.get_or_insert(by);
+        }
+        self.out.send(
+            Target::Browser,
+            "Target.closeTarget",
+            json!({ "targetId": target.0 }),
             Purpose::Release,
         );
     }
@@ -1123,9 +1179,13 @@ impl State {
                 if let Some(top) = self.frames.top().cloned() {
                     self.navs.release_failed(&top);
                 }
-                // Lost with the connection: again once connected. Refused or
-                // unanswered: again after another watchdog period.
-                let at = if e.is_lost() {
+                // Lost with the connection: again once connected. No reply
+                // by the deadline: the frame answers no navigation, and we
+                // have waited already; again at once, by closing the tab.
+                // Refused: again after another watchdog period.
+                let unanswered = matches!(e, ReplyError::Timeout { .. });
+                self.dialogs.unnavigable |= unanswered;
+                let at = if e.is_lost() || unanswered {
                     Some(now.instant)
                 } else {
                     now.instant.checked_add(self.opts.dialog_timeout)
@@ -1239,6 +1299,7 @@ impl State {
             // showed before this session existed (CDP facts): only
             // navigating releases it, and the snapshot says so now.
             Arc::make_mut(&mut d.view).answerable = false;
+            d.orphaned = true;
         }
         if closed {
             let answering = d.answering.as_ref().map(|a| a.by);

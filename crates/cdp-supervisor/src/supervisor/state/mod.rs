@@ -74,6 +74,7 @@ pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
 pub use errors::{DialogAction, DialogError, DialogRequest, Login, RouteError};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
+pub use navigations::ActionNavigation;
 pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
 pub use timers::Timer;
 
@@ -292,6 +293,22 @@ impl State {
         !self.unseen_blocks.is_empty()
     }
 
+    /// The last navigation the agent's script or input asked for in this
+    /// page, and whether it has its outcome.
+    pub fn action_navigation(&self) -> Option<ActionNavigation> {
+        self.navs.action()
+    }
+
+    /// A download began from `frame` (`Browser.downloadWillBegin`, which
+    /// the tabs' coordinator hears): a navigation the agent asked for there
+    /// became it.
+    pub fn download_began(&mut self, frame: &FrameId) {
+        self.navs.download_began(frame);
+        if self.navs.action().is_some_and(|a| a.settled) {
+            self.timers.cancel(&Timer::DownloadAfterStop);
+        }
+    }
+
     /// Whether `frame` is one of this page's known frames.
     pub fn has_frame(&self, frame: &FrameId) -> bool {
         self.frames.session_of(frame).is_some()
@@ -507,18 +524,35 @@ impl State {
                         None
                     };
                     let gone = self.frames.remove_subtree(&d.frame_id, &mut self.out);
+                    self.navs.frames_gone(&gone);
                     self.close_dialogs_in(&gone, by, now);
                 }
             }
             Event::NavigatedWithinDocument(n) => {
                 if known.is_some() {
                     self.frames.navigated_within_document(&n.frame_id, &n.url);
+                    self.navs.frame_moved(&n.frame_id);
                 }
             }
             Event::NavigationRequested(r) => {
                 let blocked = session_id.is_some_and(|s| self.renderer_blocked(s));
                 if known.is_some() && !blocked {
-                    self.navs.requested(session_id, &r.frame_id, r.loader_id);
+                    // A `javascript:` URL runs script and loads no document:
+                    // nothing comes of it to wait for.
+                    let script = r.url.as_deref().is_some_and(|u| {
+                        u.get(..11)
+                            .is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
+                    });
+                    let in_frame =
+                        !script && r.disposition.as_deref().is_none_or(|d| d == "currentTab");
+                    self.navs
+                        .requested(session_id, &r.frame_id, r.loader_id, in_frame);
+                }
+            }
+            Event::FrameStoppedLoading(f) => {
+                if known.is_some() && self.navs.frame_stopped(&f.frame_id) {
+                    let at = now.instant.checked_add(navigations::DOWNLOAD_AFTER_STOP);
+                    self.timers.set(Timer::DownloadAfterStop, at);
                 }
             }
             Event::LoadEventFired => {
@@ -536,6 +570,9 @@ impl State {
                 }
             }
             Event::Lifecycle(l) => {
+                if known.is_some() {
+                    self.navs.lifecycle(&l.frame_id, &l.name);
+                }
                 if top && Some(&l.frame_id) == self.frames.top() {
                     // A load event for a loader is proof that its document
                     // loaded, whatever frameNavigated said (or did not say).
@@ -695,6 +732,8 @@ impl State {
         let dropped = self
             .frames
             .committed(session, own_target, &frame, &mut self.out);
+        self.navs.frame_committed(&frame.id);
+        self.navs.frames_gone(&dropped);
         // A new document ends every dialog its old document (and the frames
         // that went with it) showed.
         if self.dialogs.has_pending() {
@@ -702,8 +741,11 @@ impl State {
             ended.push(frame.id.clone());
             self.close_dialogs_in(&ended, by, now);
         }
-        if is_top && self.page_blocked() {
-            self.unblock_page();
+        if is_top {
+            self.dialogs.top_navigated();
+            if self.page_blocked() {
+                self.unblock_page();
+            }
         }
     }
 
@@ -793,7 +835,10 @@ impl State {
     fn live(&self, t: &Timer) -> bool {
         match t {
             Timer::Dialog(id) => self.dialogs.idle(id),
-            Timer::PageEnableGrace | Timer::OopifEnableGrace(_) | Timer::PageBlockedRelease => true,
+            Timer::PageEnableGrace
+            | Timer::OopifEnableGrace(_)
+            | Timer::PageBlockedRelease
+            | Timer::DownloadAfterStop => true,
         }
     }
 
@@ -823,7 +868,21 @@ impl State {
                         }
                     }
                     Timer::OopifEnableGrace(s) => self.page_enable_overdue(&s, now),
+                    Timer::DownloadAfterStop => self.navs.no_download(),
                     Timer::PageBlockedRelease => {
+                        // The agent's own navigation of the page frees it as
+                        // ours would, and ours would abort it (a renderer only
+                        // slow to answer Page.enable looks blocked): look again
+                        // once it has ended.
+                        if self
+                            .frames
+                            .top()
+                            .is_some_and(|t| self.navs.agent_navigating(t))
+                        {
+                            let again = now.instant.checked_add(PAGE_ENABLE_GRACE);
+                            self.timers.set(Timer::PageBlockedRelease, again);
+                            continue;
+                        }
                         let by = match self.opts.policy.as_uniform() {
                             Some(DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept) => {
                                 ClosedBy::AutoPolicy

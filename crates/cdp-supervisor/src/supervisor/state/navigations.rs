@@ -5,11 +5,17 @@
 //! navigation — its frame and loader — never a time window: an entry ends
 //! when its frame commits, or when the command that started it says it
 //! failed or stayed in the document.
+//!
+//! It also follows the last navigation the agent's script or input asked
+//! for in the tab ([`ActionNavigation`]) to its end — a new document
+//! parsed, the same document (a fragment), a download, or nothing — so that an action
+//! returns once what it started has an outcome, and not after a fixed wait.
 
 use super::Target;
 use crate::cdp::protocol::{FrameId, SessionId};
 use crate::supervisor::snapshot::ClosedBy;
 use serde_json::Value;
+use std::time::Duration;
 // foldhash, not SipHash: see `targets.rs`.
 use foldhash::HashMap;
 
@@ -48,8 +54,49 @@ struct AgentCall {
     session: Option<SessionId>,
     /// It runs page script or input ([`SCRIPT_OR_INPUT_METHODS`]).
     scripted: bool,
+    /// It is input (`Input.*`): sent to the page session, it lands in
+    /// whichever frame is under it, an OOPIF's included.
+    input: bool,
     /// The frame a navigating method navigates.
     navigates: Option<FrameId>,
+}
+
+/// How long after its frame stopped loading with no new document a
+/// navigation the agent asked for may still turn out a download: Chromium
+/// sends `Page.frameStoppedLoading` first and `Browser.downloadWillBegin`
+/// once the download's file exists (4–8 ms later, measured).
+pub const DOWNLOAD_AFTER_STOP: Duration = Duration::from_millis(500);
+
+/// The last navigation the agent's script or input asked for in a tab (a
+/// click on a link, a form sent with Enter, `location = …` in an evaluate):
+/// its number in the tab (from 1) and whether it has an outcome — its frame
+/// committed a document that is now parsed (`DOMContentLoaded`) or moved
+/// within its own, it became a download, or
+/// it ended with no new document ([`DOWNLOAD_AFTER_STOP`] after its frame
+/// stopped loading). Read from the snapshot's `tabs` (not serialized).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionNavigation {
+    /// 1 for the tab's first, and so on.
+    pub seq: u64,
+    /// It has an outcome.
+    pub settled: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Asked {
+    seq: u64,
+    frame: FrameId,
+    stage: Stage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Requested,
+    /// Its frame stopped loading with no new document; a download may follow.
+    Stopped,
+    /// Its document committed and is not parsed yet.
+    Committed,
+    Settled,
 }
 
 /// Navigations in progress that we (the agent, the watchdog, the policy) caused.
@@ -57,6 +104,9 @@ struct AgentCall {
 pub struct Navigations {
     by_frame: HashMap<FrameId, Navigation>,
     calls: HashMap<u64, AgentCall>,
+    /// The last navigation the agent's script or input asked for (boxed:
+    /// most tabs never have one, and every byte of an idle state counts).
+    asked: Option<Box<Asked>>,
 }
 
 impl Navigations {
@@ -100,6 +150,7 @@ impl Navigations {
             AgentCall {
                 session: target.session().cloned(),
                 scripted: SCRIPT_OR_INPUT_METHODS.contains(&method),
+                input: method.starts_with("Input."),
                 navigates,
             },
         );
@@ -138,24 +189,32 @@ impl Navigations {
     }
 
     /// `session` reports that `frame` is about to navigate: while an
-    /// agent's command that runs script or input is in flight on that
-    /// session, the agent caused it. The caller leaves out a session whose
+    /// agent's command that runs script is in flight on that session, or
+    /// its input on any session of the page (input lands in an OOPIF too),
+    /// the agent caused it. The caller leaves out a session whose
     /// renderer a dialog blocks: a command queued there cannot run, so
     /// cannot have asked for it.
+    /// `in_frame` is false for a request whose document goes elsewhere (a
+    /// new tab, a download: `disposition` other than `currentTab`), which
+    /// [`Navigations::action`] does not follow.
     pub fn requested(
         &mut self,
         session: Option<&SessionId>,
         frame: &FrameId,
         loader: Option<String>,
+        in_frame: bool,
     ) {
         let Some(session) = session else { return };
         let call = self
             .calls
             .iter()
-            .filter(|(_, c)| c.scripted && c.session.as_ref() == Some(session))
+            .filter(|(_, c)| c.scripted && (c.input || c.session.as_ref() == Some(session)))
             .map(|(id, _)| *id)
             .min();
         if let Some(call) = call {
+            if in_frame {
+                self.follow(frame);
+            }
             let nav = self.by_frame.entry(frame.clone()).or_insert(Navigation {
                 by: ClosedBy::Agent,
                 call: Some(call),
@@ -165,6 +224,14 @@ impl Navigations {
                 nav.loader = loader;
             }
         }
+    }
+
+    /// Whether a navigation of `frame` that the agent's call started is in
+    /// progress (sent, and neither committed nor failed).
+    pub fn agent_navigating(&self, frame: &FrameId) -> bool {
+        self.by_frame
+            .get(frame)
+            .is_some_and(|n| n.by == ClosedBy::Agent && n.call.is_some())
     }
 
     /// We navigate `frame` ourselves to release a blocked page.
@@ -213,9 +280,125 @@ impl Navigations {
     }
 
     /// A fresh page (attach): no navigation of the old one counts. Agent
-    /// calls still in flight keep their entry until their reply.
+    /// calls still in flight keep their entry until their reply. The
+    /// navigation the agent asked for last ends too: the page it was
+    /// leaving is gone.
     pub fn reset(&mut self) {
         self.by_frame.clear();
+        self.settle_all();
+    }
+
+    /// Follows a new navigation of `frame` the agent asked for, unless one
+    /// of that frame is followed and has no outcome yet (Chromium announces
+    /// one navigation up to three times: scheduled, requested, started).
+    fn follow(&mut self, frame: &FrameId) {
+        let seq = match &self.asked {
+            Some(a) if a.frame == *frame && a.stage == Stage::Requested => return,
+            Some(a) => a.seq + 1,
+            None => 1,
+        };
+        self.asked = Some(Box::new(Asked {
+            seq,
+            frame: frame.clone(),
+            stage: Stage::Requested,
+        }));
+    }
+
+    /// The last navigation the agent's script or input asked for, if any.
+    pub fn action(&self) -> Option<ActionNavigation> {
+        self.asked.as_ref().map(|a| ActionNavigation {
+            seq: a.seq,
+            settled: a.stage == Stage::Settled,
+        })
+    }
+
+    /// `frame` committed a new document: a followed navigation of it has
+    /// its outcome once that document is parsed ([`Navigations::lifecycle`]),
+    /// so that what the agent reads next has its title and its elements.
+    pub fn frame_committed(&mut self, frame: &FrameId) {
+        if let Some(a) = &mut self.asked
+            && a.frame == *frame
+            && a.stage != Stage::Settled
+        {
+            a.stage = Stage::Committed;
+        }
+    }
+
+    /// `frame` moved within its document (a fragment, `pushState`): a
+    /// followed navigation of it has its outcome.
+    pub fn frame_moved(&mut self, frame: &FrameId) {
+        if let Some(a) = &mut self.asked
+            && a.frame == *frame
+        {
+            a.stage = Stage::Settled;
+        }
+    }
+
+    /// `Page.lifecycleEvent` `name` of `frame`: the document a followed
+    /// navigation committed is parsed (`DOMContentLoaded`, or anything
+    /// after it).
+    pub fn lifecycle(&mut self, frame: &FrameId, name: &str) {
+        if let Some(a) = &mut self.asked
+            && a.frame == *frame
+            && a.stage == Stage::Committed
+            && matches!(
+                name,
+                "DOMContentLoaded" | "load" | "networkAlmostIdle" | "networkIdle"
+            )
+        {
+            a.stage = Stage::Settled;
+        }
+    }
+
+    /// These frames are gone: a followed navigation of one of them ends.
+    pub fn frames_gone(&mut self, gone: &[FrameId]) {
+        if let Some(a) = &mut self.asked
+            && gone.contains(&a.frame)
+        {
+            a.stage = Stage::Settled;
+        }
+    }
+
+    /// `frame` stopped loading. Returns true when a followed navigation of
+    /// it had no document yet: it may still become a download, so the
+    /// caller arms [`DOWNLOAD_AFTER_STOP`] and then calls
+    /// [`Navigations::no_download`]. A committed one has its outcome.
+    pub fn frame_stopped(&mut self, frame: &FrameId) -> bool {
+        match &mut self.asked {
+            Some(a) if a.frame == *frame && a.stage == Stage::Requested => {
+                a.stage = Stage::Stopped;
+                true
+            }
+            Some(a) if a.frame == *frame && a.stage == Stage::Committed => {
+                a.stage = Stage::Settled;
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// A download began from `frame`: a followed navigation of it became one.
+    pub fn download_began(&mut self, frame: &FrameId) {
+        // The same outcome as a move within the page: nothing more comes.
+        self.frame_moved(frame);
+    }
+
+    /// [`DOWNLOAD_AFTER_STOP`] passed with no download: the navigation
+    /// ended with no new document.
+    pub fn no_download(&mut self) {
+        if let Some(a) = &mut self.asked
+            && a.stage == Stage::Stopped
+        {
+            a.stage = Stage::Settled;
+        }
+    }
+
+    /// Whatever was followed has its outcome (the page went with its
+    /// session, or was replaced).
+    pub fn settle_all(&mut self) {
+        if let Some(a) = &mut self.asked {
+            a.stage = Stage::Settled;
+        }
     }
 }
 
@@ -262,12 +445,126 @@ mod tests {
     fn a_navigation_requested_while_an_agent_call_is_in_flight_is_the_agents() {
         let mut n = Navigations::default();
         let s1 = Target::Session(SessionId::from("S1"));
-        n.requested(Some(&SessionId::from("S1")), &f("T1"), None);
+        n.requested(Some(&SessionId::from("S1")), &f("T1"), None, true);
         assert_eq!(n.closer(&[f("T1")]), None, "no agent call in flight");
         n.agent_sent(1, &s1, "Runtime.evaluate", &json!({}), Some(f("T1")));
-        n.requested(Some(&SessionId::from("S2")), &f("F2"), None);
+        n.requested(Some(&SessionId::from("S2")), &f("F2"), None, true);
         assert_eq!(n.closer(&[f("F2")]), None, "another session");
-        n.requested(Some(&SessionId::from("S1")), &f("T1"), None);
+        n.requested(Some(&SessionId::from("S1")), &f("T1"), None, true);
         assert_eq!(n.closer(&[f("T1")]), Some(ClosedBy::Agent));
+        n.agent_sent(
+            2,
+            &s1,
+            "Input.dispatchMouseEvent",
+            &json!({}),
+            Some(f("T1")),
+        );
+        n.requested(Some(&SessionId::from("S3")), &f("F3"), None, true);
+        assert_eq!(
+            n.closer(&[f("F3")]),
+            Some(ClosedBy::Agent),
+            "input lands in an OOPIF too"
+        );
+    }
+
+    #[test]
+    fn the_navigation_an_action_asked_for_is_followed_to_its_outcome() {
+        let mut n = Navigations::default();
+        let s1 = Target::Session(SessionId::from("S1"));
+        let on = |n: &mut Navigations, frame: &str, in_frame: bool| {
+            n.requested(Some(&SessionId::from("S1")), &f(frame), None, in_frame)
+        };
+        on(&mut n, "T1", true);
+        assert_eq!(n.action(), None, "no agent call in flight: the page's own");
+        n.agent_sent(
+            1,
+            &s1,
+            "Input.dispatchMouseEvent",
+            &json!({}),
+            Some(f("T1")),
+        );
+        on(&mut n, "T1", false);
+        assert_eq!(n.action(), None, "a new tab's or a download's document");
+        on(&mut n, "T1", true);
+        on(&mut n, "T1", true);
+        let first = ActionNavigation {
+            seq: 1,
+            settled: false,
+        };
+        assert_eq!(
+            n.action(),
+            Some(first),
+            "scheduled, requested, started: one"
+        );
+        n.frame_committed(&f("F9"));
+        assert_eq!(n.action(), Some(first), "another frame committed");
+        n.frame_committed(&f("T1"));
+        n.lifecycle(&f("T1"), "init");
+        assert_eq!(n.action(), Some(first), "committed, not parsed yet");
+        n.lifecycle(&f("T1"), "DOMContentLoaded");
+        assert_eq!(
+            n.action(),
+            Some(ActionNavigation {
+                seq: 1,
+                settled: true
+            })
+        );
+
+        on(&mut n, "T1", true);
+        n.frame_moved(&f("T1"));
+        assert_eq!(
+            n.action(),
+            Some(ActionNavigation {
+                seq: 2,
+                settled: true
+            }),
+            "a fragment"
+        );
+
+        on(&mut n, "T1", true);
+        assert!(n.frame_stopped(&f("T1")), "stopped with no document");
+        assert!(!n.frame_stopped(&f("T1")), "once");
+        assert!(!n.action().unwrap().settled, "a download may follow");
+        n.download_began(&f("T1"));
+        assert_eq!(
+            n.action(),
+            Some(ActionNavigation {
+                seq: 3,
+                settled: true
+            })
+        );
+
+        on(&mut n, "T1", true);
+        assert!(n.frame_stopped(&f("T1")));
+        n.no_download();
+        assert_eq!(
+            n.action(),
+            Some(ActionNavigation {
+                seq: 4,
+                settled: true
+            })
+        );
+
+        on(&mut n, "F2", true);
+        n.frames_gone(&[f("F2"), f("F3")]);
+        assert_eq!(
+            n.action(),
+            Some(ActionNavigation {
+                seq: 5,
+                settled: true
+            }),
+            "its frame went"
+        );
+
+        on(&mut n, "T1", true);
+        n.reset();
+        assert_eq!(
+            n.action(),
+            Some(ActionNavigation {
+                seq: 6,
+                settled: true
+            }),
+            "the page went"
+        );
     }
 }

@@ -541,11 +541,14 @@ impl Tabs {
                 let target = match &d.frame_id {
                     Some(f) => match self
                         .tabs
-                        .iter()
-                        .chain(self.closed.iter())
+                        .iter_mut()
+                        .chain(self.closed.iter_mut())
                         .find(|t| t.target_id.0 == f.0 || t.state.has_frame(f))
                     {
-                        Some(t) => Some(t.target_id.0.clone()),
+                        Some(t) => {
+                            t.state.download_began(f);
+                            Some(t.target_id.0.clone())
+                        }
                         None => return,
                     },
                     None => None,
@@ -986,12 +989,14 @@ impl Tabs {
             let title = t.state.title();
             let is_current = Some(t.key) == current;
             let pending = t.state.pending_dialogs().count();
+            let action_navigation = t.state.action_navigation();
             let still = |v: &Arc<TabView>| {
                 v.url == *url
                     && v.title == *title
                     && v.current == is_current
                     && v.pending_dialogs == pending
                     && v.crashed == t.crashed
+                    && v.action_navigation == action_navigation
             };
             if t.view.as_ref().is_some_and(still) {
                 continue;
@@ -1004,6 +1009,7 @@ impl Tabs {
                 current: is_current,
                 pending_dialogs: pending,
                 crashed: t.crashed,
+                action_navigation,
             }));
         }
         let views = self.tabs.iter().filter_map(|t| t.view.as_ref());

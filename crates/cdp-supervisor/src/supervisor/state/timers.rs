@@ -21,6 +21,10 @@ pub enum Timer {
     OopifEnableGrace(SessionId),
     /// Release a page blocked by a dialog we never saw (navigate it).
     PageBlockedRelease,
+    /// A navigation the agent asked for stopped loading with no new
+    /// document this long ago, and no download came of it: it has its
+    /// outcome ([`super::navigations::DOWNLOAD_AFTER_STOP`]).
+    DownloadAfterStop,
 }
 
 /// The armed timers, each with its deadline.
