@@ -45,6 +45,9 @@
 //! ```
 
 use crate::browser::LaunchOptions;
+use crate::browser::provider::{
+    BrowserProvider, BrowserUse, Browserbase, Exec, Firecrawl, Selenium,
+};
 use crate::cdp::endpoint::CdpHeaders;
 use crate::supervisor::credentials::{self, Credential, Credentials, Secret};
 use crate::supervisor::origins::{NavigationPolicy, ORIGIN_ALLOWED, OriginError, OriginPattern};
@@ -54,6 +57,7 @@ use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// Environment variable naming the YAML config file (used when no `--config`).
 pub const CONFIG_PATH_ENV: &str = "CDP_SUPERVISOR_CONFIG";
@@ -185,6 +189,25 @@ impl BrowserConfig {
                 .then(|| PathBuf::from(&self.chromium_path)),
             extra_args: self.chromium_args.clone(),
             ..LaunchOptions::default()
+        }
+    }
+
+    /// The provider `cloud_provider` names, configured from the process
+    /// environment (`provider_command` for `exec`); `None` for `local` and
+    /// `camofox`, which have no sessions.
+    pub fn provider(&self) -> Option<Arc<dyn BrowserProvider>> {
+        let env = |k: &str| std::env::var(k).ok();
+        match self.cloud_provider {
+            CloudProvider::Local | CloudProvider::Camofox => None,
+            CloudProvider::Browserbase => Some(Arc::new(Browserbase::from_vars(env))),
+            CloudProvider::BrowserUse => Some(Arc::new(BrowserUse::from_vars(env))),
+            CloudProvider::Firecrawl => Some(Arc::new(Firecrawl::from_vars(env))),
+            CloudProvider::Exec => Some(Arc::new(Exec::new(self.provider_command.clone()))),
+            CloudProvider::Selenium => Some(Arc::new(Selenium::from_vars(
+                env,
+                self.selenium_capabilities.clone(),
+                self.cdp_headers.clone(),
+            ))),
         }
     }
 

@@ -15,7 +15,7 @@
 //! A failure the agent can act on is a [`ToolError`] whose text says what was
 //! wrong and what to do (an MCP tool result with `isError`).
 
-use crate::browser::provider::{self, BrowserProvider};
+use crate::browser::provider::BrowserProvider;
 use crate::cdp::endpoint::CdpHeaders;
 use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
@@ -691,7 +691,7 @@ fn check_cdp_url(cdp_url: &str) -> Result<(), ToolError> {
 impl AgentSession {
     /// A session for `task_id`, whose supervisors live in `registry`.
     pub fn new(registry: Registry, task_id: impl Into<String>, config: Config) -> AgentSession {
-        let provider = provider::from_config(&config.browser);
+        let provider = config.browser.provider();
         AgentSession {
             registry,
             task_id: task_id.into(),

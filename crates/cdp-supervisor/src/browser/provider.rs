@@ -125,26 +125,6 @@ pub trait BrowserProvider: Send + Sync {
     }
 }
 
-/// The provider `browser.cloud_provider` names, configured from the process
-/// environment (`browser.provider_command` for `exec`); `None` for `local`
-/// and `camofox`, which have no sessions.
-pub fn from_config(config: &crate::config::BrowserConfig) -> Option<Arc<dyn BrowserProvider>> {
-    use crate::config::CloudProvider;
-    let env = |k: &str| std::env::var(k).ok();
-    match config.cloud_provider {
-        CloudProvider::Local | CloudProvider::Camofox => None,
-        CloudProvider::Browserbase => Some(Arc::new(Browserbase::from_vars(env))),
-        CloudProvider::BrowserUse => Some(Arc::new(BrowserUse::from_vars(env))),
-        CloudProvider::Firecrawl => Some(Arc::new(Firecrawl::from_vars(env))),
-        CloudProvider::Exec => Some(Arc::new(Exec::new(config.provider_command.clone()))),
-        CloudProvider::Selenium => Some(Arc::new(Selenium::from_vars(
-            env,
-            config.selenium_capabilities.clone(),
-            config.cdp_headers.clone(),
-        ))),
-    }
-}
-
 /// The first `max` bytes of `bytes` as text (cut at a character boundary).
 /// What an error reply says, for the error text: a W3C WebDriver error's
 /// `value.error` and `value.message` (a Selenium Grid's comes after a long stack trace that
