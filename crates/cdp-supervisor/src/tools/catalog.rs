@@ -1030,3 +1030,184 @@ fn changes_schema() -> Value {
         "description": "What happened since this MCP session's previous tool result (present only when something did): dialogs_opened, dialogs_closed (with closed_by), tabs_opened, tabs_closed, navigated (the current tab's new url), downloads (begun or ended), blocked_navigations",
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract (DESIGN "MCP tools"): each tool's arguments, and which
+    /// of them are required.
+    const ARGUMENTS: [(&str, &[&str], &[&str]); 12] = [
+        ("browser_navigate", &["url"], &["url"]),
+        (
+            "browser_snapshot",
+            &["page", "page_cursor", "find", "full_text"],
+            &[],
+        ),
+        ("browser_click", &["ref", "button", "click_count"], &["ref"]),
+        ("browser_type", &["ref", "text", "submit"], &["ref", "text"]),
+        ("browser_press_key", &["key"], &["key"]),
+        (
+            "browser_select_option",
+            &["ref", "values"],
+            &["ref", "values"],
+        ),
+        (
+            "browser_dialog",
+            &[
+                "action",
+                "prompt_text",
+                "dialog_id",
+                "files",
+                "username",
+                "password",
+            ],
+            &["action"],
+        ),
+        (
+            "browser_cdp",
+            &["method", "params", "frame_id", "target_id", "timeout_s"],
+            &["method"],
+        ),
+        ("browser_tabs", &["action", "target_id", "url"], &["action"]),
+        ("browser_wait", &["event", "timeout_s", "since"], &["event"]),
+        ("browser_connect", &["cdp_url", "target_id"], &["cdp_url"]),
+        ("browser_disconnect", &[], &[]),
+    ];
+
+    #[test]
+    fn every_tool_takes_the_documented_arguments_as_a_flat_object_schema() {
+        assert_eq!(ARGUMENTS.map(|(name, ..)| name), ALL_TOOLS);
+        for (name, arguments, required) in ARGUMENTS {
+            let d = tool(name).unwrap().definition();
+            let s = &d.input_schema;
+            assert_eq!(s["type"], "object", "{name}");
+            assert_eq!(s["additionalProperties"], false, "{name}");
+            let listed: Vec<&str> = s["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(listed, arguments, "{name}");
+            let want = json!(required);
+            assert_eq!(s.get("required").unwrap_or(&json!([])), &want, "{name}");
+            let text = Value::Object(s.clone()).to_string();
+            for schemars_only in ["$ref", "$defs", "$schema", "anyOf", "format", "null", "\\n"] {
+                assert!(
+                    !text.contains(schemars_only),
+                    "{name}: {schemars_only} in {text}"
+                );
+            }
+            assert!(
+                !d.title.is_empty() && !d.description.contains('\n'),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn bounds_and_defaults_follow_the_constants() {
+        let props = |name| tool(name).unwrap().definition().input_schema["properties"].clone();
+        let wait = props("browser_wait");
+        assert_eq!(wait["event"]["enum"], json!(WAIT_EVENTS.map(|(n, _)| n)));
+        assert_eq!(wait["timeout_s"]["maximum"], json!(WAIT_MAX_TIMEOUT_S));
+        assert_eq!(wait["timeout_s"]["default"], json!(WAIT_DEFAULT_TIMEOUT_S));
+        let cdp = props("browser_cdp");
+        assert_eq!(cdp["timeout_s"]["maximum"], json!(CDP_MAX_TIMEOUT_S));
+        assert_eq!(cdp["timeout_s"]["exclusiveMinimum"], json!(0));
+        let click = props("browser_click");
+        assert_eq!(click["button"]["enum"], json!(CLICK_BUTTONS));
+        assert_eq!(click["click_count"]["maximum"], json!(CLICK_COUNT_MAX));
+        assert_eq!(props("browser_tabs")["action"]["enum"], json!(TAB_ACTIONS));
+        assert_eq!(
+            props("browser_snapshot")["find"]["maxLength"],
+            json!(FIND_MAX_CHARS)
+        );
+        // A doc comment cannot interpolate: the numbers it gives are these.
+        let describes = |name, default: f64, max: f64| {
+            let d = tool(name).unwrap().definition().description;
+            assert!(
+                d.contains(&format!("(default {default}, at most {max})")),
+                "{name}: {d}"
+            );
+        };
+        describes("browser_cdp", CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S);
+        describes("browser_wait", WAIT_DEFAULT_TIMEOUT_S, WAIT_MAX_TIMEOUT_S);
+    }
+
+    #[test]
+    fn the_page_tools_are_parsed_like_every_other() {
+        let open = NavigationPolicy::default();
+        let p = |name: &str, args: Value| ToolCall::parse(name, args, &open);
+        assert_eq!(
+            p("browser_click", json!({"ref": "e1"})).unwrap(),
+            ToolCall::Act(Action::Click {
+                r: "e1".into(),
+                button: "left".into(),
+                count: 1
+            })
+        );
+        let e = p("browser_click", json!({"ref": "e1", "button": "back"})).unwrap_err();
+        assert!(e.message.contains("left, middle, right"), "{e}");
+        let e = p("browser_click", json!({"ref": "e1", "click_count": 4})).unwrap_err();
+        assert!(e.message.contains("give 1 to 3"), "{e}");
+        assert_eq!(
+            p(
+                "browser_type",
+                json!({"ref": "e2", "text": "hi", "submit": true})
+            )
+            .unwrap(),
+            ToolCall::Act(Action::Type {
+                r: "e2".into(),
+                text: "hi".into(),
+                submit: true
+            })
+        );
+        assert!(p("browser_type", json!({"ref": "e2"})).is_err());
+        assert_eq!(
+            p("browser_press_key", json!({"key": "Enter"})).unwrap(),
+            ToolCall::Act(Action::Key("Enter".into()))
+        );
+        let e = p("browser_select_option", json!({"ref": "e3", "values": []})).unwrap_err();
+        assert!(e.message.contains("values is empty"), "{e}");
+        assert_eq!(
+            p("browser_snapshot", json!({"page": false})).unwrap(),
+            ToolCall::Snapshot {
+                page: PageRequest::Omit
+            }
+        );
+        let e = p("browser_snapshot", json!({"page": false, "find": "x"})).unwrap_err();
+        assert!(
+            e.message.contains("page: false leaves the outline out"),
+            "{e}"
+        );
+        let e = p("browser_snapshot", json!({"extra": 1})).unwrap_err();
+        assert!(e.message.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn a_login_of_the_wrong_type_is_never_quoted() {
+        let open = NavigationPolicy::default();
+        for (key, args) in [
+            (
+                "password",
+                json!({"action": "accept", "username": "u", "password": 987654}),
+            ),
+            (
+                "username",
+                json!({"action": "accept", "username": [987654], "password": "p"}),
+            ),
+        ] {
+            let e = ToolCall::parse("browser_dialog", args, &open).unwrap_err();
+            assert!(
+                e.message.contains(&format!("{key} must be a string"))
+                    && !e.message.contains("987654"),
+                "{e}"
+            );
+        }
+        // null is absent, as for every optional argument.
+        let args = json!({"action": "dismiss", "username": null, "password": null});
+        assert!(ToolCall::parse("browser_dialog", args, &open).is_ok());
+    }
+}
