@@ -1,4 +1,5 @@
-//! Every MCP tool's JSON arguments through the tools layer's checks
+//! Every MCP tool's JSON arguments (the page tools' and browser_snapshot's
+//! too: every tool in `ALL_TOOLS`) through the tools layer's checks
 //! (`ToolCall::parse`, what `AgentSession::call` runs before it touches a
 //! browser), under an open and a strict navigation policy. Never panics; an
 //! accepted call honours what was checked (a navigate URL the policy
@@ -8,7 +9,8 @@
 
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::tools::{
-    ALL_TOOLS, CDP_MAX_TIMEOUT_S, ToolCall, WAIT_MAX_TIMEOUT_S, check_url,
+    ALL_TOOLS, Action, CDP_MAX_TIMEOUT_S, CLICK_BUTTONS, CLICK_COUNT_MAX, PageRequest, ToolCall,
+    WAIT_MAX_TIMEOUT_S, check_url,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
@@ -48,7 +50,8 @@ fuzz_target!(|data: &[u8]| {
             Ok(v) => v,
             Err(_) => return,
         },
-        1 => json!({"url": text, "method": text, "action": text, "event": text, "cdp_url": text}),
+        1 => json!({"url": text, "method": text, "action": text, "event": text, "cdp_url": text,
+                    "ref": text, "text": text, "key": text, "button": text, "find": text}),
         _ => {
             let n = rest.first().copied().unwrap_or(0) as f64 * 1.7 - 20.0;
             // Half of them open a tab: its url is checked by the policy too.
@@ -59,7 +62,8 @@ fuzz_target!(|data: &[u8]| {
             };
             json!({"url": text, "method": method, "params": {"expression": text, "url": text},
                    "timeout_s": n, "event": "any", "action": "accept", "cdp_url": text,
-                   "since": rest.len(), "prompt_text": text, "dialog_id": text})
+                   "since": rest.len(), "prompt_text": text, "dialog_id": text,
+                   "ref": text, "click_count": n, "values": [text], "page_cursor": text})
         }
     };
     match ToolCall::parse(name, args, policy) {
@@ -89,6 +93,14 @@ fuzz_target!(|data: &[u8]| {
             assert!(!cdp_url.trim().is_empty());
             assert!(target_id.is_none_or(|t| !t.is_empty()));
         }
+        Ok(ToolCall::Act(Action::Click { button, count, .. })) => {
+            assert!(CLICK_BUTTONS.contains(&button.as_str()));
+            assert!((1..=CLICK_COUNT_MAX).contains(&count));
+        }
+        Ok(ToolCall::Act(Action::Select { values, .. })) => assert!(!values.is_empty()),
+        Ok(ToolCall::Snapshot {
+            page: PageRequest::Continue(cursor),
+        }) => assert!(!cursor.trim().is_empty()),
         Ok(_) => {}
         Err(e) => assert!(!e.message.is_empty()),
     }

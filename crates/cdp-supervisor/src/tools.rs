@@ -1,16 +1,10 @@
 //! The agent surface as plain functions, JSON in and JSON out. The MCP
 //! server and the CLI are thin shells over [`AgentSession`].
 //!
-//! Tools (names and parameters are a contract, see DESIGN.md):
-//! - `browser_navigate {url}`
-//! - `browser_snapshot {page?}`
-//! - `browser_click {ref, button?, click_count?}`, `browser_type {ref, text,
-//!   submit?}`, `browser_press_key {key}`, `browser_select_option {ref, values}`
-//! - `browser_dialog {action, prompt_text?, dialog_id?}`
-//! - `browser_cdp {method, params?, frame_id?, timeout_s?}`
-//! - `browser_wait {event, timeout_s?, since?}`
-//! - `browser_connect {cdp_url, target_id?}`
-//! - `browser_disconnect {}`
+//! Each tool is declared once, in `tools/catalog.rs`: its name, gating,
+//! arguments (with their JSON Schema), description, output schema and the
+//! checks its arguments pass ([`TOOLS`]; [`ToolCall::parse`] runs them).
+//! Names and arguments are a contract, see DESIGN.md.
 //!
 //! A failure the agent can act on is a [`ToolError`] whose text says what was
 //! wrong and what to do (an MCP tool result with `isError`).
@@ -20,7 +14,6 @@ use crate::cdp::endpoint::CdpHeaders;
 use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
-use crate::supervisor::credentials::Secret;
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
 };
@@ -30,39 +23,18 @@ use crate::supervisor::page::{ACTION_TIMEOUT, OutlineMode, READ_TIMEOUT};
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
-/// The tools that need a CDP endpoint (hidden when the backend has none).
-pub const CDP_ONLY_TOOLS: [&str; 8] = [
-    "browser_dialog",
-    "browser_cdp",
-    "browser_tabs",
-    "browser_wait",
-    "browser_click",
-    "browser_type",
-    "browser_press_key",
-    "browser_select_option",
-];
-/// Every tool, in the order they are listed.
-pub const ALL_TOOLS: [&str; 12] = [
-    "browser_navigate",
-    "browser_snapshot",
-    "browser_click",
-    "browser_type",
-    "browser_press_key",
-    "browser_select_option",
-    "browser_dialog",
-    "browser_cdp",
-    "browser_tabs",
-    "browser_wait",
-    "browser_connect",
-    "browser_disconnect",
-];
+mod catalog;
+
+pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
+
+/// `browser_tabs`' actions.
+pub const TAB_ACTIONS: [&str; 4] = ["list", "new", "select", "close"];
 /// `browser_wait`'s default `timeout_s`.
 pub const WAIT_DEFAULT_TIMEOUT_S: f64 = 30.0;
 /// `browser_wait`'s largest `timeout_s`.
@@ -180,87 +152,6 @@ pub struct AgentSession {
     seen: Mutex<Option<(u64, Seen)>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NavigateArgs {
-    url: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DialogArgs {
-    action: String,
-    #[serde(default)]
-    prompt_text: Option<String>,
-    #[serde(default)]
-    dialog_id: Option<String>,
-    #[serde(default)]
-    files: Option<Vec<String>>,
-    #[serde(default)]
-    username: Option<String>,
-    #[serde(default)]
-    password: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CdpArgs {
-    method: String,
-    #[serde(default)]
-    params: Option<Value>,
-    #[serde(default)]
-    frame_id: Option<String>,
-    #[serde(default)]
-    target_id: Option<String>,
-    #[serde(default)]
-    timeout_s: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TabsArgs {
-    action: String,
-    #[serde(default)]
-    target_id: Option<String>,
-    #[serde(default)]
-    url: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WaitArgs {
-    event: String,
-    #[serde(default)]
-    timeout_s: Option<f64>,
-    #[serde(default)]
-    since: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConnectArgs {
-    cdp_url: String,
-    #[serde(default)]
-    target_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SnapshotArgs {
-    #[serde(default)]
-    page: Option<Value>,
-    #[serde(default)]
-    page_cursor: Option<Value>,
-    #[serde(default)]
-    find: Option<Value>,
-    #[serde(default)]
-    full_text: Option<Value>,
-}
-
 /// Longest `find` text `browser_snapshot` takes.
 pub const FIND_MAX_CHARS: usize = 200;
 
@@ -275,115 +166,40 @@ pub enum PageRequest {
     Continue(String),
 }
 
-impl SnapshotArgs {
-    /// The arguments as a [`PageRequest`].
-    ///
-    /// # Errors
-    /// A wrong type, an empty or over-long `find`, or arguments that
-    /// contradict each other (`page: false` with `find`, `page_cursor` with
-    /// `find` or `full_text`).
-    fn request(self) -> Result<PageRequest, ToolError> {
-        let bad = |m: String| Err(ToolError::new(format!("browser_snapshot: {m}")));
-        let flag = |v: Option<Value>, what: &str, why: &str| match v {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(b)),
-            Some(other) => Err(ToolError::new(format!(
-                "browser_snapshot: {what} must be true or false ({why}), not {other}"
-            ))),
-        };
-        let text = |v: Option<Value>, what: &str| match v {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s)),
-            Some(other) => Err(ToolError::new(format!(
-                "browser_snapshot: {what} must be a non-empty string, not {other}"
-            ))),
-        };
-        let page = flag(self.page, "page", "whether to include the page's outline")?;
-        let full = flag(
-            self.full_text,
-            "full_text",
-            "whether the outline includes all visible text",
-        )?;
-        let cursor = text(self.page_cursor, "page_cursor (as a cut outline gave it)")?;
-        let find = text(self.find, "find (the text to look for in roles and names)")?;
-        if page == Some(false) && (cursor.is_some() || find.is_some() || full == Some(true)) {
-            return bad(
-                "page: false leaves the outline out; page_cursor, find and full_text need it"
-                    .into(),
-            );
-        }
-        if let Some(c) = cursor {
-            if find.is_some() || full.is_some() {
-                return bad("page_cursor continues the outline it came from (with that one's find and full_text); give it alone".into());
-            }
-            return Ok(PageRequest::Continue(c));
-        }
-        if page == Some(false) {
-            return Ok(PageRequest::Omit);
-        }
-        Ok(PageRequest::Read(match find {
-            Some(f) if f.chars().count() > FIND_MAX_CHARS => {
-                return bad(format!("find is at most {FIND_MAX_CHARS} characters"));
-            }
-            Some(f) => OutlineMode::Find(f),
-            None if full == Some(true) => OutlineMode::FullText,
-            None => OutlineMode::Default,
-        }))
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ClickArgs {
-    r#ref: String,
-    #[serde(default)]
-    button: Option<String>,
-    #[serde(default)]
-    click_count: Option<u32>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TypeArgs {
-    r#ref: String,
-    text: String,
-    #[serde(default)]
-    submit: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyArgs {
-    key: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SelectArgs {
-    r#ref: String,
-    values: Vec<String>,
-}
-
 /// `browser_click`'s buttons.
 pub const CLICK_BUTTONS: [&str; 3] = ["left", "middle", "right"];
 /// `browser_click`'s largest `click_count` (a triple click selects a paragraph).
 pub const CLICK_COUNT_MAX: u32 = 3;
 
-/// An action on the page (DESIGN "Acting on the page").
-enum Action {
+/// An action on the page (DESIGN "Acting on the page"), its arguments
+/// checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `browser_click`.
     Click {
+        /// The element's ref.
         r: String,
+        /// One of [`CLICK_BUTTONS`].
         button: String,
+        /// 1 to [`CLICK_COUNT_MAX`].
         count: u32,
     },
+    /// `browser_type`.
     Type {
+        /// The element's ref.
         r: String,
+        /// The text to type.
         text: String,
+        /// Press Enter after it.
         submit: bool,
     },
+    /// `browser_press_key`: the DOM key name.
     Key(String),
+    /// `browser_select_option`.
     Select {
+        /// The element's ref.
         r: String,
+        /// Not empty.
         values: Vec<String>,
     },
 }
@@ -399,15 +215,6 @@ impl Action {
     }
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, ToolError> {
-    let args = if args.is_null() {
-        Value::Object(Map::new())
-    } else {
-        args
-    };
-    serde_json::from_value(args).map_err(|e| ToolError::new(format!("{tool}: bad arguments: {e}")))
-}
-
 /// A tool call whose arguments passed every check that needs no browser:
 /// the JSON shape, URL scheme and navigation policy, CDP method name and
 /// params, timeouts, `browser_wait` event, dialog action. What
@@ -420,7 +227,13 @@ pub enum ToolCall {
         url: String,
     },
     /// `browser_snapshot`.
-    Snapshot,
+    Snapshot {
+        /// What it gives of the page.
+        page: PageRequest,
+    },
+    /// `browser_click`, `browser_type`, `browser_press_key` or
+    /// `browser_select_option`.
+    Act(Action),
     /// `browser_dialog`.
     Dialog {
         /// `accept`, `dismiss` or `ask_user`.
@@ -507,109 +320,13 @@ impl ToolCall {
         args: Value,
         policy: &NavigationPolicy,
     ) -> Result<ToolCall, ToolError> {
-        Ok(match name {
-            "browser_navigate" => {
-                let a: NavigateArgs = parse(name, args)?;
-                check_navigation(&a.url, policy)?;
-                ToolCall::Navigate { url: a.url }
-            }
-            "browser_snapshot" => {
-                let _: NoArgs = parse(name, args)?;
-                ToolCall::Snapshot
-            }
-            "browser_dialog" => {
-                // A login's value is never quoted back (serde's own error
-                // would: "invalid type: integer `987654`").
-                for key in ["username", "password"] {
-                    if args
-                        .get(key)
-                        .is_some_and(|v| !v.is_string() && !v.is_null())
-                    {
-                        return Err(ToolError::new(format!(
-                            "browser_dialog: {key} must be a string (its value is not shown)"
-                        )));
-                    }
-                }
-                let a: DialogArgs = parse(name, args)?;
-                let action = if a.action == ASK_USER {
-                    DialogChoice::AskUser
-                } else {
-                    DialogChoice::Answer(
-                        DialogAction::parse(&a.action)
-                            .map_err(|e| ToolError::new(e.to_string()))?,
-                    )
-                };
-                let login = match (a.username, a.password) {
-                    (None, None) => None,
-                    (Some(username), Some(password)) => Some(Login {
-                        username,
-                        password: Secret::new(password),
-                    }),
-                    (Some(_), None) | (None, Some(_)) => {
-                        return Err(ToolError::new(
-                            "browser_dialog: username and password go together (both, for accepting an http_auth dialog), not one alone",
-                        ));
-                    }
-                };
-                ToolCall::Dialog {
-                    action,
-                    prompt_text: a.prompt_text,
-                    dialog_id: a.dialog_id,
-                    files: a.files,
-                    login,
-                }
-            }
-            "browser_cdp" => {
-                let a: CdpArgs = parse(name, args)?;
-                check_method(&a.method)?;
-                let params = cdp_params(a.params)?;
-                check_created_tab(&a.method, &params, policy)?;
-                ToolCall::Cdp {
-                    method: a.method,
-                    params,
-                    frame_id: a.frame_id,
-                    target_id: a.target_id,
-                    timeout_s: seconds(a.timeout_s, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S)?,
-                }
-            }
-            "browser_tabs" => {
-                let a: TabsArgs = parse(name, args)?;
-                if let Some(u) = &a.url {
-                    check_navigation(u, policy)?;
-                }
-                ToolCall::Tabs {
-                    action: a.action,
-                    target_id: a.target_id,
-                    url: a.url,
-                }
-            }
-            "browser_wait" => {
-                let a: WaitArgs = parse(name, args)?;
-                ToolCall::Wait {
-                    event: wait_event(&a.event)?.0,
-                    timeout_s: seconds(a.timeout_s, WAIT_DEFAULT_TIMEOUT_S, WAIT_MAX_TIMEOUT_S)?,
-                    since: a.since,
-                }
-            }
-            "browser_connect" => {
-                let a: ConnectArgs = parse(name, args)?;
-                check_cdp_url(&a.cdp_url)?;
-                ToolCall::Connect {
-                    cdp_url: a.cdp_url,
-                    target_id: a.target_id.filter(|t| !t.is_empty()),
-                }
-            }
-            "browser_disconnect" => {
-                let _: NoArgs = parse(name, args)?;
-                ToolCall::Disconnect
-            }
-            other => {
-                return Err(ToolError::new(format!(
-                    "unknown tool {other:?}; tools: {}",
-                    ALL_TOOLS.join(", ")
-                )));
-            }
-        })
+        let Some(tool) = catalog::tool(name) else {
+            return Err(ToolError::new(format!(
+                "unknown tool {name:?}; tools: {}",
+                ALL_TOOLS.join(", ")
+            )));
+        };
+        tool.parse(args, policy)
     }
 }
 
@@ -725,11 +442,12 @@ impl AgentSession {
     }
 
     /// The tool names this session offers: without a CDP endpoint (a
-    /// REST-only backend) `browser_dialog` and `browser_cdp` are hidden.
+    /// REST-only backend) the tools that need one are hidden.
     pub fn tool_names(&self) -> Vec<&'static str> {
-        ALL_TOOLS
-            .into_iter()
-            .filter(|t| self.config.has_cdp() || !CDP_ONLY_TOOLS.contains(t))
+        TOOLS
+            .iter()
+            .filter(|t| self.config.has_cdp() || !t.needs_cdp)
+            .map(|t| t.name)
             .collect()
     }
 
@@ -787,85 +505,22 @@ impl AgentSession {
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let hidden = !self.tool_names().contains(&name);
-        if hidden && ALL_TOOLS.contains(&name) {
+        let Some(tool) = catalog::tool(name) else {
+            return Err(ToolError::new(format!(
+                "unknown tool {name:?}; tools: {}",
+                self.tool_names().join(", ")
+            )));
+        };
+        if tool.needs_cdp && !self.config.has_cdp() {
             return Err(ToolError::new(format!(
                 "{name} is not available: the configured backend ({}) exposes no CDP endpoint",
                 self.config.browser.cloud_provider.as_str()
             )));
         }
-        // The page's tools (and browser_snapshot's `page`) first; the rest
-        // through ToolCall::parse.
-        match name {
-            "browser_snapshot" => {
-                let a: SnapshotArgs = parse(name, args)?;
-                return self.browser_snapshot(a.request()?).await;
-            }
-            "browser_click" => {
-                let a: ClickArgs = parse(name, args)?;
-                let button = a.button.unwrap_or_else(|| "left".into());
-                if !CLICK_BUTTONS.contains(&button.as_str()) {
-                    return Err(ToolError::new(format!(
-                        "button {button:?} is not one browser_click knows; allowed: {}",
-                        CLICK_BUTTONS.join(", ")
-                    )));
-                }
-                let count = a.click_count.unwrap_or(1);
-                if !(1..=CLICK_COUNT_MAX).contains(&count) {
-                    return Err(ToolError::new(format!(
-                        "click_count {count} is not allowed; give 1 to {CLICK_COUNT_MAX}"
-                    )));
-                }
-                return self
-                    .act(Action::Click {
-                        r: a.r#ref,
-                        button,
-                        count,
-                    })
-                    .await;
-            }
-            "browser_type" => {
-                let a: TypeArgs = parse(name, args)?;
-                return self
-                    .act(Action::Type {
-                        r: a.r#ref,
-                        text: a.text,
-                        submit: a.submit.unwrap_or(false),
-                    })
-                    .await;
-            }
-            "browser_press_key" => {
-                let a: KeyArgs = parse(name, args)?;
-                return self.act(Action::Key(a.key)).await;
-            }
-            "browser_select_option" => {
-                let a: SelectArgs = parse(name, args)?;
-                if a.values.is_empty() {
-                    return Err(ToolError::new(
-                        "values is empty; give the value or label of each option to select",
-                    ));
-                }
-                return self
-                    .act(Action::Select {
-                        r: a.r#ref,
-                        values: a.values,
-                    })
-                    .await;
-            }
-            _ => {}
-        }
-        if !ALL_TOOLS.contains(&name) {
-            return Err(ToolError::new(format!(
-                "unknown tool {name:?}; tools: {}",
-                self.tool_names().join(", ")
-            )));
-        }
-        match ToolCall::parse(name, args, &self.navigation_policy()?)? {
+        match tool.parse(args, &self.navigation_policy()?)? {
             ToolCall::Navigate { url } => self.browser_navigate(&url).await,
-            ToolCall::Snapshot => {
-                self.browser_snapshot(PageRequest::Read(OutlineMode::Default))
-                    .await
-            }
+            ToolCall::Snapshot { page } => self.browser_snapshot(page).await,
+            ToolCall::Act(action) => self.act(action).await,
             ToolCall::Dialog {
                 action,
                 prompt_text,
@@ -1375,7 +1030,6 @@ impl AgentSession {
         target_id: Option<&str>,
         url: Option<&str>,
     ) -> Result<Value, ToolError> {
-        const ACTIONS: &str = "list, new, select, close";
         let need_target = || {
             target_id.ok_or_else(|| {
                 ToolError::new(format!(
@@ -1383,9 +1037,10 @@ impl AgentSession {
                 ))
             })
         };
-        if !matches!(action, "list" | "new" | "select" | "close") {
+        if !TAB_ACTIONS.contains(&action) {
             return Err(ToolError::new(format!(
-                "action {action:?} is not one browser_tabs knows; allowed: {ACTIONS}"
+                "action {action:?} is not one browser_tabs knows; allowed: {}",
+                TAB_ACTIONS.join(", ")
             )));
         }
         if target_id.is_some() && matches!(action, "list" | "new") {
@@ -2191,7 +1846,9 @@ mod tests {
         assert!(p("browser_navigate", json!({"url": "http://a.test/", "x": 1})).is_err());
         assert_eq!(
             p("browser_snapshot", Value::Null).unwrap(),
-            ToolCall::Snapshot
+            ToolCall::Snapshot {
+                page: PageRequest::Read(OutlineMode::Default)
+            }
         );
         assert_eq!(
             p("browser_dialog", json!({"action": "ask_user"})).unwrap(),
