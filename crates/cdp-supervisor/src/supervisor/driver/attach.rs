@@ -1,0 +1,352 @@
+//! Connecting and attaching: the start of a supervisor, the page it picks,
+//! and the endpoint checks a reconnect repeats.
+
+use super::run::Driver;
+use super::run::spawn_owned;
+use super::*;
+
+impl Supervisor {
+    pub(super) async fn start_inner(
+        cdp_url: &str,
+        opts: SupervisorOptions,
+        local: Option<LocalChromium>,
+    ) -> Result<Supervisor, StartError> {
+        let started = Instant::now();
+        let shown_url = redact_url(cdp_url);
+        let policy = opts.policy;
+        let command_timeout = opts.command_timeout;
+        let deadline = opts.attach_timeout;
+        let attach = async {
+            let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
+            let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
+            conn.set_event_filter(Event::handled);
+            let (target, session) = if is_page_level(&ws) {
+                // What the endpoint refused; a target_id that names no
+                // tab is the caller's mistake, said as it is.
+                let page_level = |e: StartError| match e {
+                    StartError::NoSuchTarget { .. } | StartError::NotAPage { .. } => e,
+                    e => StartError::PageLevel {
+                        url: shown_url.clone(),
+                        reason: e.to_string(),
+                    },
+                };
+                tracing::warn!(url = %shown_url, "{PAGE_LEVEL_NOTE}");
+                // Its own tab, whatever else the browser has.
+                let own = match &opts.target_id {
+                    Some(t) => t.clone(),
+                    None => own_target(&conn, opts.command_timeout)
+                        .await
+                        .map_err(page_level)?,
+                };
+                pick_and_attach(&conn, Some(&own), &[], None, opts.command_timeout)
+                    .await
+                    .map_err(page_level)?
+            } else {
+                let http = http_of(&ws);
+                pick_and_attach(
+                    &conn,
+                    opts.target_id.as_deref(),
+                    &[],
+                    http.as_deref().map(|h| (h, &opts.cdp_headers)),
+                    opts.command_timeout,
+                )
+                .await?
+            };
+            Ok::<_, StartError>((ws, conn, events, target, session))
+        };
+        let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
+            .await
+            .map_err(|_| StartError::Timeout {
+            url: shown_url.clone(),
+            after: deadline,
+        })??;
+
+        // A Chromium we launched downloads into a directory of ours, gone
+        // with this supervisor; a remote one's disk is not ours to name.
+        let downloads_dir = (local.is_some() && opts.downloads.dir.is_none())
+            .then(|| {
+                tempfile::Builder::new()
+                    .prefix("cdp-supervisor-downloads-")
+                    .tempdir()
+                    .inspect_err(|e| {
+                        tracing::warn!(
+                            "no download directory: {e}; downloads go where Chromium puts them"
+                        )
+                    })
+                    .ok()
+            })
+            .flatten();
+        if let Some(dir) = &opts.downloads.dir
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            tracing::warn!("cannot create the download directory {dir}: {e}");
+        }
+        let mut downloads = opts.downloads.clone();
+        if let Some(d) = &downloads_dir {
+            downloads.dir = Some(d.path().to_string_lossy().into_owned());
+        }
+        let mut state = Tabs::new(state::Options {
+            policy: opts.policy,
+            dialog_timeout: opts.dialog_timeout,
+            dialog_bridge: opts.dialog_bridge,
+            max_tabs: opts.max_tabs,
+            navigation: opts.navigation.clone(),
+            credentials: opts.credentials.clone(),
+            downloads,
+            ..Default::default()
+        });
+        state.attach_page(
+            target.target_id,
+            session,
+            &target.url,
+            &target.title,
+            Now::system(),
+        );
+        let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
+        let notice_tx = Arc::new(NoticeHub::default());
+        let (req_tx, req_rx) = mpsc::unbounded_channel();
+        let (tree_tx, tree_rx) = oneshot::channel();
+        let cancel = CancellationToken::new();
+        let exited = CancellationToken::new();
+        let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
+        let dialog_timeout = opts.dialog_timeout;
+        let max_tabs = opts.max_tabs;
+        let checks_documents = opts.navigation.document_pattern().is_some();
+        let happened = Arc::new(EventLog::default());
+        let mut driver = Driver {
+            live: live.clone(),
+            happened: happened.clone(),
+            state,
+            opts: Box::new(opts),
+            ws_url: ws,
+            conn: Some(conn),
+            events: Some(events),
+            inflight: HashMap::new(),
+            tickets: HashMap::new(),
+            calls: HashMap::new(),
+            next_ticket: 1,
+            snapshot: snap_tx,
+            notices: notice_tx.clone(),
+            requests: req_rx,
+            connection_owed: None,
+            tree_pending: 0,
+            tree_done: Some(tree_tx),
+            catching_up: Vec::new(),
+            reconnect: None,
+            failures: 0,
+            shown_url: shown_url.clone(),
+            local: local.map(Box::new),
+            event_session: SessionId(String::new()),
+            _downloads_dir: downloads_dir,
+        };
+        driver.flush();
+        let task_cancel = cancel.clone();
+        let task_exited = exited.clone();
+        let task = spawn_owned(driver.run(task_cancel), task_exited);
+        // Until the handle exists, dropping this future (a caller's timeout)
+        // must stop the task too: nothing runs on after its owner is gone.
+        let guard = cancel.clone().drop_guard();
+        // The frame tree is complete when every getFrameTree / setAutoAttach
+        // sent so far has replied; a blocked page may never answer, so the
+        // rest of the attach deadline bounds the wait.
+        let left = deadline.saturating_sub(started.elapsed());
+        let _ = tokio::time::timeout(left, tree_rx).await;
+        guard.disarm();
+        Ok(Supervisor {
+            shared: Arc::new(Shared {
+                requests: req_tx,
+                snapshot: snap_rx,
+                notices: notice_tx,
+                cancel,
+                exited,
+                task: Mutex::new(Some(task)),
+                endpoint: shown_url,
+                attach_time: started.elapsed(),
+                id: NEXT_SUPERVISOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                policy,
+                command_timeout,
+                live,
+                happened,
+                calls: Arc::new(InterruptedCalls::default()),
+                dialog_timeout,
+                max_tabs,
+                checks_documents,
+                refs: Mutex::new(Default::default()),
+            }),
+        })
+    }
+}
+
+/// `ws://host:port/devtools/…` → `http://host:port`.
+pub(super) fn http_of(ws: &str) -> Option<String> {
+    let u = url::Url::parse(ws).ok()?;
+    // Only a plain DevTools browser socket is re-resolved; a grid's or a
+    // provider's URL (a token in the query, another path) is its own endpoint.
+    if !u.path().starts_with("/devtools/browser/") || u.query().is_some() {
+        return None;
+    }
+    let scheme = match u.scheme() {
+        "ws" => "http",
+        "wss" => "https",
+        _ => return None,
+    };
+    Some(format!(
+        "{scheme}://{}:{}",
+        u.host_str()?,
+        u.port_or_known_default()?
+    ))
+}
+
+/// Whether `ws` is a page-level DevTools socket ([`is_page_level_path`]).
+pub(super) fn is_page_level(ws: &str) -> bool {
+    url::Url::parse(ws).is_ok_and(|u| is_page_level_path(u.path()))
+}
+
+/// The target a page-level socket belongs to (`Target.getTargetInfo`
+/// without a `targetId` answers for the connection's own target).
+pub(super) async fn own_target(conn: &Connection, timeout: Duration) -> Result<String, StartError> {
+    let info = conn
+        .send(None, "Target.getTargetInfo", json!({}), timeout)
+        .await?;
+    info.pointer("/targetInfo/targetId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            StartError::Command(CommandError::Protocol {
+                method: "Target.getTargetInfo".into(),
+                code: 0,
+                message: "the reply names no targetId".into(),
+                data: None,
+            })
+        })
+}
+
+/// Picks the page to supervise and attaches to it with a flatten session:
+/// `target_id` when given (an error when it names no page); else the first
+/// page of `prefer` that exists (the tabs we supervised); else the only
+/// page; else, among several, the tab in front (the first page of `front`'s
+/// `/json/list`, asked only then: an HTTP request per attach cost 7 ms);
+/// else a new blank one.
+pub(super) async fn pick_and_attach(
+    conn: &Connection,
+    target_id: Option<&str>,
+    prefer: &[String],
+    front: Option<(&str, &CdpHeaders)>,
+    timeout: Duration,
+) -> Result<(TargetInfo, SessionId), StartError> {
+    // Target.targetInfoChanged carries the page title. Both go out at
+    // once: one round trip to the browser, not two, before the attach.
+    let discover = conn.send(
+        None,
+        "Target.setDiscoverTargets",
+        json!({"discover": true}),
+        timeout,
+    );
+    let targets = conn.send(None, "Target.getTargets", json!({}), timeout);
+    discover.await?;
+    let targets = targets.await?;
+    let infos: Vec<TargetInfo> = targets
+        .get("targetInfos")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
+    let target = match target_id {
+        Some(want) => {
+            let listed = || {
+                pages
+                    .iter()
+                    .map(|t| format!("{} ({})", t.target_id, t.url))
+                    .collect()
+            };
+            match infos.iter().find(|t| t.target_id.0 == want) {
+                Some(t) if t.target_type == "page" => t.clone(),
+                Some(t) => {
+                    return Err(StartError::NotAPage {
+                        target_id: want.to_owned(),
+                        target_type: t.target_type.clone(),
+                        pages: listed(),
+                    });
+                }
+                None => {
+                    return Err(StartError::NoSuchTarget {
+                        target_id: want.to_owned(),
+                        pages: listed(),
+                    });
+                }
+            }
+        }
+        None => match default_page(prefer, &pages, front).await {
+            Some(t) => t.clone(),
+            None => {
+                let created = conn
+                    .send(
+                        None,
+                        "Target.createTarget",
+                        json!({"url": "about:blank"}),
+                        timeout,
+                    )
+                    .await?;
+                TargetInfo {
+                    target_id: TargetId(
+                        created
+                            .get("targetId")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                    target_type: "page".into(),
+                    title: String::new(),
+                    url: "about:blank".into(),
+                    attached: false,
+                    parent_frame_id: None,
+                    opener_id: None,
+                }
+            }
+        },
+    };
+    let attached = conn
+        .send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target.target_id.0, "flatten": true}),
+            timeout,
+        )
+        .await?;
+    let session = attached
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(SessionId::from)
+        .ok_or_else(|| CommandError::Protocol {
+            method: "Target.attachToTarget".into(),
+            code: 0,
+            message: "the reply has no sessionId".into(),
+            data: None,
+        })?;
+    Ok((target, session))
+}
+
+/// With no `target_id`: the first of `prefer` that exists, else the only
+/// page, else among several the tab in front (`front`'s `/json/list`).
+pub(super) async fn default_page<'a>(
+    prefer: &[String],
+    pages: &[&'a TargetInfo],
+    front: Option<(&str, &CdpHeaders)>,
+) -> Option<&'a TargetInfo> {
+    if let Some(t) = first_of(prefer, pages) {
+        return Some(t);
+    }
+    match (pages, front) {
+        ([_, _, ..], Some((http, headers))) => {
+            let order = pages_in_front_order(http, headers).await;
+            first_of(&order, pages).or(pages.first().copied())
+        }
+        _ => pages.first().copied(),
+    }
+}
+
+/// The first of `wanted` (target ids) that `pages` has.
+pub(super) fn first_of<'a>(wanted: &[String], pages: &[&'a TargetInfo]) -> Option<&'a TargetInfo> {
+    wanted
+        .iter()
+        .find_map(|want| pages.iter().find(|t| t.target_id.0 == *want).copied())
+}

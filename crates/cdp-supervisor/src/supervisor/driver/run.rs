@@ -1,0 +1,696 @@
+//! The loop: one tokio task per supervisor that owns the connection and the
+//! core, feeds it events, replies and time, and sends what it asks for.
+
+use super::attach::http_of;
+use super::attach::pick_and_attach;
+use super::*;
+
+/// Renames a completed download from Chromium's guid name (`from`) to
+/// `name` in the same directory, or `name (2)`, `name (3)`, … when taken:
+/// a hard link then an unlink, so an existing file is never replaced.
+/// Returns the new path, or why it could not (the file stays at `from`).
+pub(super) fn save_download(from: &str, name: &str) -> Result<String, String> {
+    let from = Path::new(from);
+    let dir = from.parent().ok_or("no directory")?;
+    let (stem, ext) = state::downloads::split_extension(name);
+    for n in 1..=1000 {
+        let candidate = if n == 1 {
+            dir.join(name)
+        } else {
+            dir.join(format!("{stem} ({n}){ext}"))
+        };
+        match std::fs::hard_link(from, &candidate) {
+            Ok(()) => {
+                std::fs::remove_file(from).map_err(|e| e.to_string())?;
+                return Ok(candidate.to_string_lossy().into_owned());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("1000 files named like {name} already exist"))
+}
+
+/// A command sent and not replied to yet (see [`super::state::Command`]).
+pub(super) struct Inflight {
+    pub(super) target: Target,
+    pub(super) purpose: Purpose,
+    pub(super) method: String,
+    pub(super) tab: u32,
+}
+
+pub(super) struct Driver {
+    /// The temporary download directory, removed when the driver ends.
+    pub(super) _downloads_dir: Option<tempfile::TempDir>,
+    /// Mirrors `conn` for [`Supervisor::live_page`].
+    pub(super) live: LiveConnection,
+    /// What happened, by kind ([`Driver::announce`]).
+    pub(super) happened: Arc<EventLog>,
+    pub(super) state: Tabs,
+    /// Boxed, as `local` is: read rarely, and every idle supervisor's task
+    /// would hold them inline (0.5 KiB).
+    pub(super) opts: Box<SupervisorOptions>,
+    pub(super) ws_url: String,
+    pub(super) conn: Option<Connection>,
+    pub(super) events: Option<EventStream>,
+    /// Commands sent with `send_in_order`, by request id: their replies
+    /// come on the event stream, in wire order with the events.
+    /// Commands sent and not replied to: where, why, the method, the tab.
+    pub(super) inflight: HashMap<u64, Inflight>,
+    pub(super) tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
+    /// The agent's commands (`Supervisor::send_agent`) by call number.
+    pub(super) calls: HashMap<u64, oneshot::Sender<Result<Value, ReplyError>>>,
+    pub(super) next_ticket: u64,
+    pub(super) snapshot: watch::Sender<Arc<Snapshot>>,
+    pub(super) notices: Arc<NoticeHub>,
+    pub(super) requests: mpsc::UnboundedReceiver<Box<Request>>,
+    /// The connection's new status, announced after the publish that shows
+    /// it: whoever the notice wakes reads a snapshot that already says it.
+    pub(super) connection_owed: Option<ConnectionStatus>,
+    /// getFrameTree / setAutoAttach commands not yet answered.
+    pub(super) tree_pending: usize,
+    pub(super) tree_done: Option<oneshot::Sender<()>>,
+    /// Callers of [`Supervisor::caught_up`] waiting for the stream to reach their mark.
+    pub(super) catching_up: Vec<(StreamMark, oneshot::Sender<()>)>,
+    pub(super) reconnect: Option<Reconnect>,
+    /// Attaching to another page after ours closed (same connection).
+    pub(super) failures: u32,
+    pub(super) shown_url: String,
+    /// A Chromium we launched: dropped (killed) with the driver.
+    pub(super) local: Option<Box<LocalChromium>>,
+    /// The session id of the event being handled: one buffer for every
+    /// event, since the core only borrows it (a flood allocates none).
+    pub(super) event_session: SessionId,
+}
+
+pub(super) async fn next_event(events: &mut Option<EventStream>) -> Option<Incoming> {
+    match events {
+        Some(e) => e.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(super) async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Awaits the future in `slot`, or never when there is none.
+pub(super) async fn poll_slot<T>(slot: &mut Option<BoxFuture<T>>) -> T {
+    match slot {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Driver {
+    /// Records `notice` in the event log (what `browser_wait` and the
+    /// snapshot resource watch) and sends it to live watchers.
+    pub(super) fn announce(&self, notice: Notice) {
+        let top = self.state.current_target().map(|t| t.0.as_str());
+        if let Some(kind) = EventKind::of(&notice, top) {
+            self.happened.record(kind);
+        }
+        self.notices.send(notice);
+    }
+
+    pub(super) fn set_conn(&mut self, conn: Option<Connection>) {
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = conn.clone();
+        self.conn = conn;
+    }
+
+    pub(super) async fn run(mut self, cancel: CancellationToken) {
+        loop {
+            let timeout = if self.conn.is_some() {
+                self.state.poll_timeout()
+            } else {
+                // Without a connection nothing can be answered: deadlines
+                // keep their time and fire as soon as we are back.
+                None
+            };
+            // Requests and timers before events: a flood of events must not
+            // starve an answer or a watchdog (bug class 16). Each turn takes
+            // at most EVENT_BURST events, then looks at the rest again.
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                Some(req) = self.requests.recv() => self.on_request(*req),
+                // The Chromium we launched is dead: its endpoint will never
+                // come back, so there is nothing to wait for.
+                _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
+                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
+                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
+                        self.connection_owed = Some(ConnectionStatus::Closed);
+                        break;
+                    }
+                }
+                _ = sleep_until(timeout) => {
+                    self.sync_watched();
+                    self.state.handle_timeout(Now::system());
+                }
+                ev = next_event(&mut self.events) => {
+                    let mut next = ev;
+                    // One clock read per burst (a burst takes well under a
+                    // millisecond); drain it before publishing once.
+                    let now = Now::system();
+                    for handled in 1..=EVENT_BURST {
+                        if !self.on_incoming(next, now) || handled == EVENT_BURST {
+                            // (Taking one more here would lose it: the
+                            // rest waits on the stream for the next turn.)
+                            break;
+                        }
+                        match self.events.as_mut().map(|e| e.try_recv()) {
+                            Some(Ok(inc)) => next = Some(inc),
+                            _ => break,
+                        }
+                    }
+                }
+                r = poll_slot(&mut self.reconnect) => {
+                    self.reconnect = None;
+                    match r {
+                        Ok((ws, conn, events, target, session)) => {
+                            tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
+                            self.ws_url = ws;
+                            self.failures = 0;
+                            self.set_conn(Some(conn));
+                            self.events = Some(events);
+                            self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
+                            self.connection_owed = Some(ConnectionStatus::Connected);
+                        }
+                        Err(e) => {
+                            self.failures += 1;
+                            if self.failures >= self.opts.max_reconnect_failures {
+                                tracing::warn!(
+                                    endpoint = %self.shown_url,
+                                    failures = self.failures,
+                                    "giving up: the CDP endpoint did not come back ({e})"
+                                );
+                                self.connection_owed = Some(ConnectionStatus::Closed);
+                                break;
+                            }
+                            self.schedule_reconnect();
+                        }
+                    }
+                }
+            }
+            self.flush();
+            self.release_caught_up();
+        }
+        self.set_conn(None);
+        self.events = None;
+        self.publish(ConnectionStatus::Closed);
+        if let Some(status) = self.connection_owed.take() {
+            self.announce(connection_notice(status));
+        }
+        for (_, tx) in self.calls.drain() {
+            let _ = tx.send(Err(ReplyError::Lost {
+                reason: "the supervisor stopped".into(),
+            }));
+        }
+        for (_, tx) in self.tickets.drain() {
+            let _ = tx.send(Err(DialogError::Cdp {
+                id: String::new(),
+                error: "the supervisor stopped".into(),
+            }));
+        }
+        // A Chromium we launched goes with us, its user-data-dir too, before
+        // the task ends: `stop()` (and a server exiting after it) waits for
+        // it, so nothing is left behind in the temp directory.
+        // Boxed: inline, its 1.1 KiB would be part of every idle driver's task.
+        if let Some(local) = self.local.take() {
+            Box::pin(local.shutdown()).await;
+        }
+    }
+
+    /// Handles one message from the stream; `false` once the connection is gone.
+    pub(super) fn on_incoming(&mut self, incoming: Option<Incoming>, now: Now) -> bool {
+        self.sync_watched();
+        match incoming {
+            Some(Incoming::Event(event)) => {
+                let mut buf = std::mem::replace(&mut self.event_session, SessionId(String::new()));
+                let session = event.session_id().map(|s| {
+                    buf.0.clear();
+                    buf.0.push_str(s);
+                    &buf
+                });
+                self.on_event(session, &event, now);
+                self.event_session = buf;
+            }
+            Some(Incoming::Reply { id, result }) => {
+                let cmd = self.inflight.remove(&id);
+                crate::cdp::connection::give_back(&mut self.inflight);
+                if let Some(cmd) = cmd {
+                    let agent = matches!(cmd.purpose, Purpose::Agent { .. });
+                    self.on_reply(cmd, result.map_err(reply_error));
+                    if agent {
+                        // The agent hears its reply before any later event of
+                        // the burst is published (a dialog that opened just
+                        // after it must not pass for one that interrupted it).
+                        self.flush();
+                    }
+                }
+            }
+            Some(Incoming::Closed { reason }) => {
+                self.on_disconnect(&reason);
+                return false;
+            }
+            None => {
+                self.on_disconnect("the event stream ended");
+                return false;
+            }
+        }
+        true
+    }
+
+    pub(super) fn on_event(&mut self, session: Option<&SessionId>, raw: &RawEvent, now: Now) {
+        let (method, params) = (raw.method(), raw.params());
+        if method.starts_with("Fetch.") {
+            // A paused request's body may be the dialog bridge's, secret
+            // and all; a challenged one's headers may carry credentials.
+            tracing::trace!(%method, session = ?session, "event");
+        } else {
+            tracing::trace!(%method, session = ?session, %params, "event");
+        }
+        if self.opts.dialog_bridge
+            && method == "Page.javascriptDialogOpening"
+            && !params.contains("\"beforeunload\"")
+        {
+            // The bridge replaces alert/confirm/prompt: a native one means
+            // its request failed there (an opaque origin, no interception).
+            tracing::warn!(
+                endpoint = %self.shown_url,
+                "a native dialog opened although the dialog bridge is on: the bridge did not reach us from that frame (opaque origin, or its request failed); a proxy that answers dialogs itself may close it first"
+            );
+        }
+        let event = raw.parse();
+        if let Event::Unparsed { method, error } = &event {
+            tracing::debug!(%method, %error, "event params did not parse");
+        }
+        let detached = match &event {
+            Event::DetachedFromTarget(d) => Some(d.session_id.clone()),
+            _ => None,
+        };
+        self.state.on_event(session, event, now);
+        if let Some(gone) = detached {
+            self.session_gone(&gone);
+        }
+    }
+
+    /// A session detached (its frame or tab went): Chromium answers none of
+    /// the commands still in flight on it, so each gets its one reply now —
+    /// "lost" — instead of at its deadline (an interrupted call on a removed
+    /// iframe would otherwise wait `dialog_timeout_s` for its outcome).
+    pub(super) fn session_gone(&mut self, gone: &SessionId) {
+        let reason = format!("its session {gone} detached (its frame or tab is gone)");
+        self.fail_inflight(std::slice::from_ref(gone), &reason);
+    }
+
+    /// Every command in flight on `sessions` gets its one reply now: "lost",
+    /// for `reason` (Chromium will never answer it).
+    pub(super) fn fail_inflight(&mut self, sessions: &[SessionId], reason: &str) {
+        let mut lost: Vec<u64> = self
+            .inflight
+            .iter()
+            .filter(|(_, cmd)| matches!(&cmd.target, Target::Session(s) if sessions.contains(s)))
+            .map(|(id, _)| *id)
+            .collect();
+        lost.sort_unstable();
+        for id in lost {
+            if let Some(cmd) = self.inflight.remove(&id) {
+                let e = ReplyError::Lost {
+                    reason: reason.to_owned(),
+                };
+                self.on_reply(cmd, Err(e));
+            }
+        }
+    }
+
+    pub(super) fn on_reply(&mut self, cmd: Inflight, result: Result<Value, ReplyError>) {
+        if let Err(e) = &result {
+            tracing::debug!(method = %cmd.method, "command failed: {e}");
+        }
+        if counts_for_tree(&cmd.method) {
+            self.tree_pending = self.tree_pending.saturating_sub(1);
+        }
+        self.state
+            .on_reply(&cmd.target, cmd.tab, cmd.purpose, result, Now::system());
+    }
+
+    /// Tells the state whether a watcher listens, before each input: read
+    /// then, not once per turn, a watcher that subscribed while the loop
+    /// waited sees what came after.
+    pub(super) fn sync_watched(&mut self) {
+        self.state.set_watched(self.notices.is_open());
+    }
+
+    pub(super) fn on_request(&mut self, req: Request) {
+        self.sync_watched();
+        match req {
+            Request::ReleaseUnanswerable { reply } => {
+                let _ = reply.send(self.state.release_unanswerable());
+            }
+            Request::CaughtUp { mark, reply } => {
+                self.catching_up.push((mark, reply));
+                self.release_caught_up();
+            }
+            Request::Answer { req, by, reply } => {
+                let ticket = self.next_ticket;
+                self.next_ticket += 1;
+                if self.conn.is_none() {
+                    let _ = reply.send(Err(DialogError::Cdp {
+                        id: req.dialog_id.unwrap_or_default(),
+                        error: "the CDP connection dropped; reconnecting".into(),
+                    }));
+                    return;
+                }
+                match self.state.answer_dialog_as(req, ticket, by, Now::system()) {
+                    Ok(()) => {
+                        self.tickets.insert(ticket, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            Request::SelectTab { target_id, reply } => {
+                let r = self.state.select(&target_id);
+                // The caller reads the snapshot at once, on another thread:
+                // it must already name the new current tab.
+                self.flush();
+                let _ = reply.send(r);
+            }
+            Request::Route {
+                frame_id,
+                target_id,
+                allow_crashed,
+                reply,
+            } => {
+                let r = match &self.conn {
+                    None => Err(CdpCallError::NotConnected(
+                        "the CDP connection dropped; reconnecting".into(),
+                    )),
+                    Some(conn) => {
+                        let session = match frame_id {
+                            Some(f) => self.state.route_frame(&f, target_id.as_deref()),
+                            None => self.state.page_session(target_id.as_deref(), allow_crashed),
+                        };
+                        session
+                            .map(|s| {
+                                let tab = self.state.target_of_session(&s).map(|t| t.0.clone());
+                                (conn.clone(), s, tab)
+                            })
+                            .map_err(CdpCallError::Route)
+                    }
+                };
+                let _ = reply.send(r);
+            }
+            Request::Agent {
+                target,
+                method,
+                params,
+                timeout,
+                reply,
+            } => {
+                let call = self.next_ticket;
+                self.next_ticket += 1;
+                self.calls.insert(call, reply);
+                // Without a connection the flush feeds the core its error at once.
+                self.state
+                    .send_agent(call, target, &method, params, timeout);
+            }
+        }
+    }
+
+    /// Answers the [`Supervisor::caught_up`] callers whose mark the stream
+    /// has reached (all of them once there is no stream: nothing more of
+    /// that connection will come). Called after a publish.
+    pub(super) fn release_caught_up(&mut self) {
+        let events = self.events.as_ref();
+        self.catching_up
+            .retain_mut(|(mark, _)| events.is_some_and(|e| !mark.reached_by(e)));
+        // (retain_mut drops the released senders: their receivers wake.)
+    }
+
+    pub(super) fn on_disconnect(&mut self, reason: &str) {
+        if self.conn.is_none() {
+            return;
+        }
+        tracing::warn!(endpoint = %self.shown_url, "CDP connection dropped ({reason}); reconnecting");
+        self.set_conn(None);
+        self.events = None;
+        // The state forgets dead sessions but keeps dialogs and their
+        // deadlines; every command still in flight gets its one reply now
+        // (the driver contract): their stream is gone with the connection.
+        self.state.connection_lost();
+        let mut lost: Vec<(u64, Inflight)> = self.inflight.drain().collect();
+        lost.sort_by_key(|(id, _)| *id);
+        for (_, cmd) in lost {
+            let e = ReplyError::Lost {
+                reason: reason.to_owned(),
+            };
+            self.on_reply(cmd, Err(e));
+        }
+        self.tree_pending = 0;
+        self.connection_owed = Some(ConnectionStatus::Reconnecting);
+        self.failures = 0;
+        self.schedule_reconnect();
+    }
+
+    pub(super) fn schedule_reconnect(&mut self) {
+        let delay = backoff(self.opts.reconnect_backoff_start, self.failures);
+        let url = self.ws_url.clone();
+        // The tab we were on, else another we supervised, else the tab in
+        // front: a tab that closed meanwhile, or a browser restarted behind
+        // the URL (every id new), is no reason to fail.
+        let ours = self.state.target_ids_current_first();
+        let timeout = self.opts.command_timeout;
+        let attach_timeout = self.opts.attach_timeout;
+        let headers = self.opts.cdp_headers.clone();
+        self.reconnect = Some(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            let attempt = async {
+                // A browser restarted on the same port has a new ws path: re-resolve from http.
+                let ws = match http_of(&url) {
+                    Some(http) => resolve_ws_url_with(&http, &headers)
+                        .await
+                        .unwrap_or(url.clone()),
+                    None => url.clone(),
+                };
+                let (conn, events) = Connection::connect_with(&ws, &headers).await?;
+                conn.set_event_filter(Event::handled);
+                let http = http_of(&ws);
+                let front = http.as_deref().map(|h| (h, &headers));
+                let (t, s) = pick_and_attach(&conn, None, &ours, front, timeout).await?;
+                Ok((ws, conn, events, t, s))
+            };
+            tokio::time::timeout(attach_timeout, attempt)
+                .await
+                .map_err(|_| StartError::Timeout {
+                    url: redact_url(&url),
+                    after: attach_timeout,
+                })?
+        }));
+    }
+
+    /// Performs every output of the state machine and republishes the snapshot.
+    pub(super) fn flush(&mut self) {
+        // Notices and answers go out after the snapshot is published, so
+        // whoever they wake reads a snapshot that already shows them.
+        // Sized once: a burst's notices would grow it seven times.
+        let mut deliver = Vec::with_capacity(self.state.outputs_waiting());
+        while let Some(out) = self.state.poll_output() {
+            match out {
+                Output::Send(cmd) => {
+                    let Some(conn) = &self.conn else {
+                        // Not sent: its one reply is this error (the driver
+                        // contract); the core decides what to do again.
+                        let e = ReplyError::Lost {
+                            reason: "not connected; reconnecting".into(),
+                        };
+                        self.state.on_reply(
+                            &cmd.target,
+                            cmd.tab,
+                            cmd.purpose,
+                            Err(e),
+                            Now::system(),
+                        );
+                        continue;
+                    };
+                    if counts_for_tree(&cmd.method) {
+                        self.tree_pending += 1;
+                    }
+                    let id = conn.send_in_order(
+                        cmd.target.session(),
+                        &cmd.method,
+                        cmd.params,
+                        cmd.timeout.unwrap_or(self.opts.command_timeout),
+                    );
+                    self.inflight.insert(
+                        id,
+                        Inflight {
+                            target: cmd.target,
+                            purpose: cmd.purpose,
+                            method: cmd.method,
+                            tab: cmd.tab,
+                        },
+                    );
+                }
+                // Before the publish: the snapshot that says completed
+                // shows the file under its own name.
+                Output::SaveDownload { id, from, name } => {
+                    let saved = save_download(&from, &name);
+                    self.state.download_saved(&id, saved);
+                }
+                out @ (Output::Notice(_)
+                | Output::AnswerDone { .. }
+                | Output::AgentReply { .. }) => deliver.push(out),
+            }
+        }
+        let status = if self.conn.is_some() {
+            ConnectionStatus::Connected
+        } else {
+            ConnectionStatus::Reconnecting
+        };
+        self.publish(status);
+        // After the publish, like the notices: the attach it ends returns to
+        // a caller who reads the snapshot at once, on another thread. A page
+        // blocked by a dialog answers no getFrameTree: attach is done with
+        // what the target info and auto-attach told us.
+        if (self.tree_pending == 0 || self.state.page_blocked())
+            && let Some(tx) = self.tree_done.take()
+        {
+            let _ = tx.send(());
+        }
+        if let Some(status) = self.connection_owed.take() {
+            self.announce(connection_notice(status));
+        }
+        let mut crashed = Vec::new();
+        for out in deliver {
+            match out {
+                Output::Notice(n) => {
+                    if let Notice::TabCrashed { target_id } = &n {
+                        crashed.push(target_id.clone());
+                    }
+                    self.announce(n)
+                }
+                Output::AnswerDone { ticket, result } => {
+                    if let Some(tx) = self.tickets.remove(&ticket) {
+                        let _ = tx.send(*result);
+                    }
+                }
+                Output::AgentReply { call, result } => {
+                    if let Some(tx) = self.calls.remove(&call) {
+                        let _ = tx.send(result);
+                    }
+                }
+                Output::Send(_) | Output::SaveDownload { .. } => {}
+            }
+        }
+        // A crashed renderer answers nothing: the calls in flight on its tab
+        // end now, not at their deadlines.
+        for target_id in &crashed {
+            let sessions = self.state.sessions_of(target_id);
+            let reason = RouteError::Crashed {
+                target_id: target_id.clone(),
+            }
+            .to_string();
+            self.fail_inflight(&sessions, &reason);
+        }
+        if !crashed.is_empty() {
+            self.flush();
+        }
+    }
+
+    pub(super) fn publish(&mut self, status: ConnectionStatus) {
+        let mut snap = self.state.snapshot();
+        snap.connection = status;
+        self.snapshot.send_if_modified(|old| {
+            if **old == snap {
+                false
+            } else {
+                *old = Arc::new(snap);
+                true
+            }
+        });
+    }
+}
+
+/// Spawns the driver's task; `exited` is cancelled however it ends — a
+/// panic included, so a dead supervisor never reports itself running (the
+/// registry would keep serving it).
+///
+/// The guard rides in the `map` closure, dropped with the future however
+/// it ends. (An `async move { run.await }` wrapper would hold `run` twice —
+/// the captured value and the awaited one — and wrapping `driver.run()` in
+/// one more block held the driver twice too: 5.3 KiB per supervisor's task
+/// instead of 1.4.)
+pub(super) fn spawn_owned(
+    run: impl Future<Output = ()> + Send + 'static,
+    exited: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    use futures_util::FutureExt;
+    let guard = exited.drop_guard();
+    tokio::spawn(run.map(move |()| drop(guard)))
+}
+
+/// The connection's error in the core's terms.
+pub(super) fn reply_error(e: CommandError) -> ReplyError {
+    match e {
+        CommandError::Protocol {
+            code,
+            message,
+            data,
+            ..
+        } => ReplyError::Protocol {
+            code,
+            message,
+            data,
+        },
+        CommandError::Timeout { after, .. } => ReplyError::Timeout { after },
+        CommandError::Disconnected { reason, .. } => ReplyError::Lost { reason },
+    }
+}
+
+/// The core's reply error as the connection's, for the agent's `method`.
+pub(super) fn command_error(method: &str, e: ReplyError) -> CommandError {
+    let method = method.to_owned();
+    match e {
+        ReplyError::Protocol {
+            code,
+            message,
+            data,
+        } => CommandError::Protocol {
+            method,
+            code,
+            message,
+            data,
+        },
+        ReplyError::Timeout { after } => CommandError::Timeout { method, after },
+        ReplyError::Lost { reason } => CommandError::Disconnected { method, reason },
+    }
+}
+
+/// The commands an attach waits for (a blocked page's `Page.enable` ends
+/// the wait through `page_blocked` instead): once they replied, the frame
+/// tree is complete and the page's events flow.
+pub(super) fn counts_for_tree(method: &str) -> bool {
+    matches!(
+        method,
+        "Page.getFrameTree" | "Target.setAutoAttach" | "Page.enable"
+    )
+}
+
+pub(super) fn connection_notice(status: ConnectionStatus) -> Notice {
+    Notice::Connection { status }
+}
+
+pub(super) fn backoff(start: Duration, failures: u32) -> Duration {
+    start
+        .saturating_mul(1u32 << failures.min(10))
+        .min(RECONNECT_BACKOFF_MAX)
+}

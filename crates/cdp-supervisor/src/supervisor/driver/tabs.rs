@@ -1,0 +1,479 @@
+//! Tab operations: select, open, close, list, and navigate with its
+//! load or its dialog.
+
+use super::*;
+
+impl Supervisor {
+    /// Makes the supervised tab `target_id` current: `browser_navigate`,
+    /// `browser_cdp` and the snapshot's page and `frame_tree` act on it.
+    ///
+    /// # Errors
+    /// [`RouteError::UnknownTab`] naming the supervised tabs.
+    pub async fn select_tab(&self, target_id: &str) -> Result<(), CdpCallError> {
+        let (tx, rx) = oneshot::channel();
+        self.request(Request::SelectTab {
+            target_id: target_id.to_owned(),
+            reply: tx,
+        })?;
+        rx.await
+            .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))?
+            .map_err(CdpCallError::Route)?;
+        // The snapshot's page changed: the resource's subscribers hear it.
+        self.shared.happened.record(EventKind::CurrentTab);
+        Ok(())
+    }
+
+    /// Opens a new tab on `url` (`Target.createTarget`), supervised from its
+    /// first script, and makes it current. Returns its target id.
+    ///
+    /// # Errors
+    /// As [`Supervisor::create_target`].
+    pub async fn new_tab(&self, url: &str, timeout: Duration) -> Result<String, CdpCallError> {
+        let v = self.create_target(json!({ "url": url }), timeout).await?;
+        let target_id = v
+            .get("targetId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.select_tab(&target_id).await?;
+        Ok(target_id)
+    }
+
+    /// Opens a tab with `Target.createTarget` and the agent's `params`
+    /// (`{url, …}`), and returns Chromium's reply (`{targetId}`) once the
+    /// tab is supervised (within `timeout`). It does not become current.
+    ///
+    /// Under a navigation policy that checks documents in the browser, a
+    /// tab asked for with a `url` is created on `about:blank` and sent to
+    /// `url` (`Page.navigate`, not waited for) once it is supervised:
+    /// Chromium fetches a created tab's first document before the tab can be
+    /// paused, so that document, or a redirect from it, would load
+    /// unchecked.
+    ///
+    /// # Errors
+    /// [`CdpCallError::Command`] when Chromium refuses or does not answer
+    /// within `timeout`; [`CdpCallError::Route`] when the new page could not
+    /// be supervised (past `max_tabs`).
+    pub async fn create_target(
+        &self,
+        mut params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CdpCallError> {
+        let max_tabs = self.shared.max_tabs;
+        if self.snapshot().tabs.len() >= max_tabs {
+            return Err(CdpCallError::Route(RouteError::MaxTabs { max_tabs }));
+        }
+        let deferred = params
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| self.shared.checks_documents && !u.is_empty() && *u != "about:blank")
+            .map(str::to_owned);
+        if deferred.is_some() {
+            params["url"] = json!("about:blank");
+        }
+        let v = self
+            .send_agent(Target::Browser, "Target.createTarget", params, timeout)
+            .await
+            .map_err(|e| match e {
+                AgentCallError::Command(c) => CdpCallError::Command(c),
+                AgentCallError::Stopped => {
+                    CdpCallError::NotConnected("the supervisor has stopped".into())
+                }
+            })?;
+        let target_id = v
+            .get("targetId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        // The page attached (and was adopted) before Chromium's reply, or
+        // attaches right after it.
+        let mut snaps = self.subscribe();
+        let adopted = async {
+            loop {
+                if snaps
+                    .borrow_and_update()
+                    .tabs
+                    .iter()
+                    .any(|t| t.target_id == target_id)
+                {
+                    return;
+                }
+                if snaps.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        if tokio::time::timeout(timeout, adopted).await.is_err() {
+            return Err(CdpCallError::Route(RouteError::UnknownTab {
+                target_id,
+                known: self
+                    .snapshot()
+                    .tabs
+                    .iter()
+                    .map(|t| t.target_id.clone())
+                    .collect(),
+            }));
+        }
+        if let Some(url) = deferred {
+            let (_conn, session) = self.route(None, Some(&target_id), false).await?;
+            // Queued now, in order with what the agent sends next; its reply
+            // (at commit) is the core's to track, like any navigation's.
+            drop(self.send_agent(
+                Target::Session(session),
+                "Page.navigate",
+                json!({ "url": url }),
+                timeout,
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Closes the supervised tab `target_id` with `Page.close`, which runs
+    /// its `beforeunload` (`Target.closeTarget` would skip it): the close
+    /// then waits for that dialog, which shows as pending.
+    ///
+    /// # Errors
+    /// [`RouteError::UnknownTab`]; [`CdpCallError::Command`] when Chromium refuses.
+    pub async fn close_tab(&self, target_id: &str, timeout: Duration) -> Result<(), CdpCallError> {
+        let (_conn, session) = self.route(None, Some(target_id), true).await?;
+        let mut snaps = self.subscribe();
+        let before = self.dialogs_before();
+        let reply = self.send_agent(Target::Session(session), "Page.close", json!({}), timeout);
+        match self.race_dialogs_since(before, reply, false).await {
+            // Between documents (a tab just created on about:blank and sent
+            // to its URL) Chromium's page answers "Not attached to an active
+            // page"; there is no beforeunload to run then: close the target.
+            Ok(Err(AgentCallError::Command(CommandError::Protocol {
+                code: -32000,
+                message,
+                ..
+            }))) if message.contains(NOT_ATTACHED) => {
+                let reply = self.send_agent(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({ "targetId": target_id }),
+                    timeout,
+                );
+                if let Err(AgentCallError::Command(c)) = reply.await {
+                    return Err(CdpCallError::Command(c));
+                }
+            }
+            Ok(Err(AgentCallError::Command(c))) => return Err(CdpCallError::Command(c)),
+            Ok(Err(AgentCallError::Stopped)) => {
+                return Err(CdpCallError::NotConnected(
+                    "the supervisor has stopped".into(),
+                ));
+            }
+            Ok(Ok(_)) | Err(_) => {}
+        }
+        // Chromium replies before the tab is gone: wait (bounded) until it
+        // is, or until one of its dialogs (its beforeunload) holds the close.
+        let state = |s: &Snapshot| {
+            let open = s.tabs.iter().any(|t| t.target_id == target_id);
+            let held = s.pending_dialogs.iter().any(|d| {
+                d.target_id.as_deref() == Some(target_id)
+                    && d.dialog_type == crate::cdp::protocol::DialogType::Beforeunload
+            });
+            (open, held)
+        };
+        let settled = async {
+            loop {
+                if let (false, _) | (_, true) = state(&snaps.borrow_and_update()) {
+                    return;
+                }
+                if snaps.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, settled).await;
+        if state(&self.snapshot()) == (true, false) {
+            // Page.close answered and did nothing (seen under load on a tab
+            // between documents): close the target, which nothing can hold.
+            let _ = self
+                .send_agent(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({ "targetId": target_id }),
+                    timeout,
+                )
+                .await;
+            let gone = async {
+                while state(&snaps.borrow_and_update()).0 {
+                    if snaps.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(timeout, gone).await;
+        }
+        Ok(())
+    }
+
+    /// Every supervised tab's URL and title as Chromium has them now, oldest
+    /// first (one `Target.getTargets` on the browser session: answered by
+    /// the browser process, also while dialogs block pages). `None` when not
+    /// connected or no answer came `within`; a tab Chromium no longer lists
+    /// is left out.
+    pub async fn live_tabs(&self, within: Duration) -> Option<Vec<LivePage>> {
+        let conn = self.connection()?;
+        let ours: Vec<(String, String)> = self
+            .snapshot()
+            .tabs
+            .iter()
+            .map(|t| (t.target_id.clone(), t.url.to_string()))
+            .collect();
+        let all = conn
+            .send(None, "Target.getTargets", json!({}), within)
+            .await
+            .ok()?;
+        let infos: Vec<TargetInfo> = all
+            .get("targetInfos")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())?;
+        Some(live_pages(ours, &infos))
+    }
+
+    /// The page's URL and title as Chromium has them now
+    /// (`Target.getTargetInfo` on the browser session: answered by the
+    /// browser process, also while a dialog blocks the page). `None` when
+    /// not connected, no page is attached, or no answer came `within`.
+    /// Never waits on the event loop. [`Supervisor::snapshot`]'s `url` and
+    /// `title` are the last ones events told (the title is refreshed after
+    /// each load; Chromium sends no event when a script changes it).
+    pub async fn live_page(&self, within: Duration) -> Option<LivePage> {
+        let conn = self.connection()?;
+        let snap = self.snapshot();
+        let target_id = snap.frame_tree.top.as_ref()?.frame_id.clone();
+        let info = conn
+            .send(
+                None,
+                "Target.getTargetInfo",
+                json!({ "targetId": target_id }),
+                within,
+            )
+            .await
+            .ok()?;
+        let field = |k: &str| {
+            info.pointer(&format!("/targetInfo/{k}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        Some(LivePage {
+            target_id,
+            url: live_or_known(&field("url")?, &snap.url).to_owned(),
+            title: field("title").unwrap_or_default(),
+        })
+    }
+
+    /// Whether the top frame shows the document of `loader`, fully loaded
+    /// (`Page.getFrameTree` and `document.readyState`; a short deadline).
+    pub(super) async fn loaded(
+        &self,
+        conn: &Connection,
+        session: &SessionId,
+        loader: &str,
+    ) -> bool {
+        let quick = Duration::from_secs(2);
+        let tree = conn
+            .send(Some(session), "Page.getFrameTree", json!({}), quick)
+            .await;
+        let ours = tree
+            .ok()
+            .and_then(|t| t.pointer("/frameTree/frame/loaderId").cloned())
+            .is_some_and(|l| l.as_str() == Some(loader));
+        if !ours {
+            return false;
+        }
+        let state = conn
+            .send(
+                Some(session),
+                "Runtime.evaluate",
+                json!({"expression": "document.readyState", "returnByValue": true}),
+                quick,
+            )
+            .await;
+        state
+            .ok()
+            .and_then(|v| v.pointer("/result/value").cloned())
+            .is_some_and(|v| v == "complete")
+    }
+
+    /// Navigates the page (`Page.navigate`) and waits for its document's
+    /// load (`Page.lifecycleEvent{name:"load"}` with the navigation's
+    /// `loaderId`, or the page found loaded when asked), at most `timeout`.
+    /// Returns promptly with the pending dialogs when a new one opens first
+    /// (during load, or a `beforeunload` of the page being left); dialogs
+    /// already pending when it starts do not count — this navigation
+    /// releases them. A navigation error (`errorText`) is a
+    /// [`CommandError::Protocol`] with code 0.
+    pub async fn navigate(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<NavigateOutcome, CdpCallError> {
+        let deadline = crate::cdp::connection::deadline_after(timeout);
+        let current: Option<String> = self
+            .snapshot()
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.clone());
+        let here = |d: &PendingDialog| d.target_id.is_none() || d.target_id == current;
+        // A beforeunload Chromium will not answer (a newer dialog of the
+        // page took the answers, or it showed before a reconnect) holds the
+        // top frame, which then answers no navigation of its own: release
+        // the page through the core (it navigates an OOPIF, or closes the
+        // tab when there is none), then navigate the tab current by then.
+        let stuck = |s: &Snapshot| {
+            s.pending_dialogs
+                .iter()
+                .any(|d| here(d) && !d.answerable && d.dialog_type.as_str() == "beforeunload")
+        };
+        let released = stuck(&self.snapshot());
+        if released {
+            let (tx, rx) = oneshot::channel();
+            self.request(Request::ReleaseUnanswerable { reply: tx })?;
+            let _ = rx.await;
+            let mut snaps = self.subscribe();
+            let no_tab = |s: &Snapshot| !s.tabs.iter().any(|t| t.current);
+            let released = async {
+                loop {
+                    let free = {
+                        let s = snaps.borrow_and_update();
+                        !stuck(&s) && !no_tab(&s)
+                    };
+                    if free || snaps.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            if tokio::time::timeout_at(deadline, released).await.is_err() {
+                return Ok(NavigateOutcome::DialogPending(
+                    self.snapshot().pending_dialogs.clone(),
+                ));
+            }
+        }
+        let snap = self.snapshot();
+        // A beforeunload that can be answered is the page asking whether it
+        // may be left: a navigation does not release it but queues behind
+        // it. A dialog in another tab sharing this renderer (a same-site
+        // popup's) blocks the navigation too, and navigating does not
+        // release it.
+        if snap.pending_dialogs.iter().any(|d| {
+            (here(d) && d.dialog_type.as_str() == "beforeunload")
+                || (!here(d) && snap.blocks_call_on(d, None))
+        }) {
+            return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
+        }
+        let mut notices = self.notices();
+        // A navigation is how a crashed tab is reloaded.
+        let (conn, session) = self.route(None, None, true).await?;
+        // Before sending: a dialog it opens (a beforeunload, an alert while
+        // loading, an HTTP challenge) is new to both races below, however
+        // soon it shows. Chromium does not answer `Page.navigate` while a
+        // challenge of its document waits.
+        let mut before = self.dialogs_before();
+        before.loads = true;
+        let mut tries = if released { 2 } else { 1 };
+        let v = loop {
+            tries -= 1;
+            let reply = self.send_agent(
+                Target::Session(session.clone()),
+                "Page.navigate",
+                json!({"url": url}),
+                timeout,
+            );
+            let sent = self.race_dialogs_since(before.clone(), reply, false);
+            let v = match tokio::time::timeout_at(deadline, sent).await {
+                Err(_) => return Ok(NavigateOutcome::LoadTimeout),
+                Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
+                Ok(Ok(r)) => r?,
+            };
+            // Right after a release, the navigation the beforeunload held
+            // is cancelled and can take ours with it (net::ERR_ABORTED,
+            // seen on Chromium 156): once more.
+            let aborted = v.get("errorText").and_then(Value::as_str) == Some("net::ERR_ABORTED");
+            if !(aborted && tries > 0) {
+                break v;
+            }
+        };
+        if let Some(err) = v
+            .get("errorText")
+            .and_then(Value::as_str)
+            .filter(|e| !e.is_empty())
+        {
+            return Err(CdpCallError::Command(CommandError::Protocol {
+                method: "Page.navigate".into(),
+                code: 0,
+                message: format!("navigation to {url} failed: {err}"),
+                data: None,
+            }));
+        }
+        // A same-document navigation has no load event.
+        let Some(loader) = v.get("loaderId").and_then(Value::as_str).map(str::to_owned) else {
+            return Ok(NavigateOutcome::Loaded);
+        };
+        tracing::debug!(%loader, url = %redact_url(url), "Page.navigate committed a navigation; waiting for its load");
+        let load = async {
+            loop {
+                // The load event names our document's loader; the page being
+                // left may still finish loading (once its dialog is
+                // released), and a load whose commit our events missed (a
+                // new tab's first navigation, a page attached while
+                // blocked) is found by asking every LOAD_CHECK_INTERVAL.
+                let heard = tokio::select! {
+                    n = notices.recv() => match n {
+                        Ok(Notice::PageLoaded { loader_id, .. })
+                            if loader_id.as_deref() == Some(loader.as_str()) => Heard::Ours,
+                        Ok(Notice::PageLoaded { .. }) => Heard::Check,
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Heard::Nothing,
+                        Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                    },
+                    _ = tokio::time::sleep(LOAD_CHECK_INTERVAL) => Heard::Check,
+                };
+                match heard {
+                    Heard::Ours => return,
+                    Heard::Check if self.loaded(&conn, &session, &loader).await => {
+                        // Chromium said so directly, and its events of the
+                        // commit came before that reply. Under load the
+                        // snapshot lagged: loaded, with the old url in it.
+                        self.caught_up().await;
+                        return;
+                    }
+                    Heard::Check | Heard::Nothing => {}
+                }
+            }
+        };
+        Ok(
+            match tokio::time::timeout_at(deadline, self.race_dialogs_since(before, load, false))
+                .await
+            {
+                Err(_) => NavigateOutcome::LoadTimeout,
+                Ok(Err(d)) => NavigateOutcome::DialogPending(d),
+                Ok(Ok(())) => NavigateOutcome::Loaded,
+            },
+        )
+    }
+}
+
+/// Each of `ours` (target id, URL as last known) that Chromium lists in
+/// `infos`, with its URL and title there ([`Supervisor::live_tabs`]).
+pub(super) fn live_pages(ours: Vec<(String, String)>, infos: &[TargetInfo]) -> Vec<LivePage> {
+    ours.into_iter()
+        .filter_map(|(id, known)| {
+            let t = infos.iter().find(|t| t.target_id.0 == id)?;
+            Some(LivePage {
+                url: live_or_known(&t.url, &known).to_owned(),
+                title: t.title.clone(),
+                target_id: id,
+            })
+        })
+        .collect()
+}
+
+/// The URL Chromium reports now, or the last known one while it reports
+/// none: a tab between two documents can answer `""` (seen on a page
+/// navigating every 20 ms: 3 snapshots in 60 said `url: ""`).
+pub(super) fn live_or_known<'a>(live: &'a str, known: &'a str) -> &'a str {
+    if live.is_empty() { known } else { live }
+}
