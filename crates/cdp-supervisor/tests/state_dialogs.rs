@@ -749,6 +749,62 @@ fn regression_28_1_a_dialog_closed_during_a_drop_is_closed_remote_not_released()
     assert!(!h.snap().page_blocked);
 }
 
+/// Soak (seed 4242): the agent accepted a popup's confirm, the socket was cut
+/// before Chromium's reply, and the page received `true`; after the
+/// reconnect the re-check found the dialog closed and recorded it
+/// `remote`, with no answer. The answer in flight at the drop closed it:
+/// `recent_dialogs` says what the page received.
+#[test]
+fn regression_soak_an_answer_in_flight_at_a_drop_is_what_closed_the_dialog() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "prompt", "name?", "def");
+    h.drain();
+    h.answer(DialogAction::Accept, Some("typed"), Some("d-1"), 7)
+        .unwrap();
+    assert_eq!(answers(&h.sends()).len(), 1);
+    h.st.connection_lost();
+    h.answer_reply("S1", "d-1", Err(lost()));
+    let done = answer_done(&h.drain());
+    assert!(
+        matches!(done.as_slice(), [(7, Err(_))]),
+        "the agent is told it may or may not have landed: {done:?}"
+    );
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    assert!(h.pending_ids().is_empty());
+    let r = &h.recent()[0];
+    assert_eq!(r.closed_by, ClosedBy::Agent);
+    assert_eq!(r.accepted, Some(true));
+    assert_eq!(r.user_input.as_deref(), Some("typed"));
+}
+
+/// The other half: the answer in flight at the drop never arrived (the
+/// renderer stays silent after the reconnect), so the dialog stays pending
+/// and a later close says nothing of that answer.
+#[test]
+fn regression_soak_an_answer_lost_at_a_drop_is_forgotten_when_the_dialog_is_still_open() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.drain();
+    h.answer(DialogAction::Accept, None, Some("d-1"), 7)
+        .unwrap();
+    h.st.connection_lost();
+    h.answer_reply("S1", "d-1", Err(lost()));
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert_eq!(h.pending_ids(), ["d-1"], "still open");
+    h.closed("S1b", "T1", false, "");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    assert_eq!(h.recent()[0].accepted, Some(false));
+}
+
 /// Issue 28, defect 1, the other half: a dialog still open after the drop
 /// (its renderer stays silent) keeps its watchdog, which acts once the
 /// re-check has said so.

@@ -249,7 +249,10 @@ class Site:
                 self.send_header("cache-control", "no-store")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a page that navigated or crashed meanwhile: not ours to report
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -556,6 +559,9 @@ class Dialog:
     fate: str = ""  # what the agent decided: answer, watchdog, ask_user
     answered: dict | None = None  # our successful browser_dialog: {action, text}
     human: dict | None = None  # what the human said through elicitation
+    # An answer whose reply the socket cut took ("may or may not have reached
+    # the page"): {by: agent|user, action, text}; recent_dialogs tells.
+    maybe: dict | None = None
     age_flagged: bool = False
 
 
@@ -786,6 +792,12 @@ class Agent:
             if is_error:
                 self.book.count("dialog_answer_refused")
                 self.book.event(self.name, f"browser_dialog {args} refused: {text[:160]!r}")
+                if "may or may not have reached the page" in text:
+                    if d.fate == "ask_user":
+                        h = self.last_human or {}
+                        d.maybe = {"by": "user", "action": h.get("action"), "text": h.get("text")}
+                    else:
+                        d.maybe = {"by": "agent", "action": args["action"], "text": args.get("prompt_text")}
                 if "browser_navigate" in text:
                     await self.navigate()
                 continue
@@ -1001,14 +1013,18 @@ class Agent:
                 v(f"dialog {d.id}: our browser_dialog {d.answered} succeeded, yet it closed as {c}")
             if d.human is not None and (c.closed_by != "user" or c.accepted != (d.human.get("action") == "accept")):
                 v(f"dialog {d.id}: the human said {d.human} through ask_user, yet it closed as {c}")
-            if c.closed_by == "agent" and d.answered is None:
+            # An answer the socket cut took is true either way: it landed
+            # (closed by us, as we answered) or not (closed some other way).
+            landed = d.maybe is not None and c.closed_by == d.maybe["by"] \
+                and c.accepted == (d.maybe["action"] == "accept")
+            if c.closed_by == "agent" and d.answered is None and not landed:
                 # Closed by a navigation (or tab close) of ours: one must have run while it was open.
                 ours = any(a - 0.5 <= c.closed_at and b + 0.5 >= d.opened_at for a, b in self.nav_spans)
                 # (What the page received is checked against `accepted` below.)
                 if not ours:
                     v(f"dialog {d.id} closed_by agent accepted={c.accepted}, but no answer of ours succeeded for it"
                       " and no navigation of ours ran while it was open")
-            if c.closed_by == "user" and d.human is None:
+            if c.closed_by == "user" and d.human is None and not landed:
                 v(f"dialog {d.id} closed_by user, but no ask_user of ours succeeded for it")
         with site.lock:
             opened = {t: o for t, o in site.opened.items() if o["s"] == self.name}

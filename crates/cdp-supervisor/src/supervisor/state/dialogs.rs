@@ -113,6 +113,11 @@ struct Dialog {
     /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
     /// on it meanwhile.
     carried: bool,
+    /// Our answer was in flight when the connection dropped: Chromium may
+    /// have applied it. When the re-check finds the dialog closed, that
+    /// answer closed it (what the page received); when it finds it open,
+    /// the answer never arrived and this is forgotten.
+    answer_at_drop: Option<Answering>,
     /// Still open after a reconnect: shown to a client that is gone. For a
     /// beforeunload nothing but closing its tab frees the page (CDP facts:
     /// the navigation of an OOPIF that frees one otherwise gets no reply).
@@ -374,6 +379,7 @@ impl State {
             file_input: chooser.and_then(|c| c.backend_node_id),
             number: self.dialogs.next - 1,
             carried: false,
+            answer_at_drop: None,
             orphaned: false,
         });
         match action {
@@ -916,17 +922,22 @@ impl State {
             self.answer_replied_after_close(id, &result);
             return;
         };
-        let Some(Answering {
+        let Some(answering) = d.answering.take() else {
+            return;
+        };
+        if d.carried && result.as_ref().is_err_and(ReplyError::is_lost) {
+            // In flight at the drop (the connection was lost first): it may
+            // have landed, which the re-check tells.
+            d.answer_at_drop = Some(answering.clone());
+        }
+        let Answering {
             by,
             ticket,
             accept,
             prompt_text,
             landed_elsewhere,
             ..
-        }) = d.answering.take()
-        else {
-            return;
-        };
+        } = answering;
         if d.auth_request.is_some() && result.is_err() {
             // The challenged request is gone (its frame navigated, or the
             // connection went with it): nothing is left to answer.
@@ -1294,6 +1305,7 @@ impl State {
             return;
         };
         d.carried = false;
+        let at_drop = d.answer_at_drop.take();
         if !closed && d.view.dialog_type != DialogType::FileChooser {
             // Still open, but Chromium answers `-32602` for a dialog it
             // showed before this session existed (CDP facts): only
@@ -1301,7 +1313,19 @@ impl State {
             Arc::make_mut(&mut d.view).answerable = false;
             d.orphaned = true;
         }
-        if closed {
+        if let (true, Some(a)) = (closed, at_drop) {
+            // Closed while we were away, and our answer was on the wire at
+            // the drop: it reached Chromium (an answer that did not would
+            // have left the renderer blocked and this re-check silent).
+            let user_input = if a.accept { a.prompt_text } else { None };
+            self.close_dialog(
+                id,
+                CloseCause::Answered(a.by),
+                Some(a.accept),
+                user_input,
+                now,
+            );
+        } else if closed {
             let answering = d.answering.as_ref().map(|a| a.by);
             let cause = CloseCause::ClosedEvent {
                 answering,
