@@ -543,9 +543,10 @@ async fn a_lying_outline_reply_is_outlined_once_per_node_and_returns() {
         "Runtime.callFunctionOn",
         Reply::result(json!({"result": {"type": "object", "value": {"nodes": nodes, "owners": [], "cut": false}}})),
     );
+    let page = cdp_supervisor::supervisor::act::Page::new(sup.clone());
     let outline = tokio::time::timeout(
         Duration::from_secs(20),
-        sup.page_outline(&cdp_supervisor::supervisor::page::OutlineMode::Default),
+        page.outline(&cdp_supervisor::supervisor::act::OutlineMode::Default),
     )
     .await
     .expect("the outline returns")
@@ -553,7 +554,7 @@ async fn a_lying_outline_reply_is_outlined_once_per_node_and_returns() {
     let mut all = outline.text.clone();
     let mut cursor = outline.cursor.clone();
     while let Some(c) = cursor {
-        let part = sup.page_outline_more(&c).expect("the next part");
+        let part = page.outline_more(&c).expect("the next part");
         all.push('\n');
         all.push_str(&part.text);
         cursor = part.cursor;
