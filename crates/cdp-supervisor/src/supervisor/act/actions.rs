@@ -60,87 +60,9 @@ impl Page {
             "the click on {r} would be lost (nothing was clicked)"
         ))
         .await?;
-        let _ = act_read(
-            &conn,
-            &node.session,
-            "DOM.scrollIntoViewIfNeeded",
-            json!({"backendNodeId": node.backend_node_id}),
-        )
-        .await;
-        for o in &node.owners {
-            let _ = act_read(
-                &conn,
-                &o.session,
-                "DOM.scrollIntoViewIfNeeded",
-                json!({"backendNodeId": o.backend_node_id}),
-            )
-            .await;
-        }
+        scroll_into_view(&conn, &node).await;
         let (cx, cy) = self.centre(&conn, &node, r).await?;
-        // Hit-test in document coordinates on the element's own session.
-        let scroll = act_read(&conn, &node.session, "Page.getLayoutMetrics", json!({}))
-            .await
-            .ok();
-        let sx = scroll
-            .as_ref()
-            .and_then(|m| m.pointer("/cssLayoutViewport/pageX"))
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-        let sy = scroll
-            .as_ref()
-            .and_then(|m| m.pointer("/cssLayoutViewport/pageY"))
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-        let hit = act_read(
-            &conn,
-            &node.session,
-            "DOM.getNodeForLocation",
-            json!({"x": (cx + sx).round() as i64, "y": (cy + sy).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
-        )
-        .await
-        .map_err(|e| ActError::Element(format!("ref {r}: the point to click could not be hit-tested ({e}); nothing was clicked")))?;
-        if let Some(hit_id) = hit
-            .get("backendNodeId")
-            .and_then(Value::as_i64)
-            .filter(|h| *h != node.backend_node_id)
-        {
-            let hit_obj = act_read(
-                &conn,
-                &node.session,
-                "DOM.resolveNode",
-                // In the world `object` lives in: objects of two worlds
-                // cannot meet in one call.
-                json!({"backendNodeId": hit_id, "executionContextId": node.world}),
-            )
-            .await
-            .ok()
-            .and_then(|v| {
-                v.pointer("/object/objectId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-            let verdict = match hit_obj {
-                Some(h) => call_on(
-                    &conn,
-                    &node.session,
-                    &object,
-                    "function(h){const e=h.nodeType===1?h:h.parentElement;const host=h.getRootNode&&h.getRootNode().host;const inside=this===h||this.contains(h)||(!!host&&this.contains(host));const what=e?(e.getAttribute('role')||e.tagName.toLowerCase())+(e.id?'#'+e.id:''):'#text';return {inside, what}}",
-                    json!([{"objectId": h}]),
-                )
-                .await
-                .unwrap_or(Value::Null),
-                None => Value::Null,
-            };
-            if verdict.get("inside") != Some(&json!(true)) {
-                let what = verdict
-                    .get("what")
-                    .and_then(Value::as_str)
-                    .unwrap_or("another element");
-                return Err(ActError::Element(format!(
-                    "ref {r} is covered by <{what}> at its centre ({cx:.0}, {cy:.0} in its frame): a click there would hit that instead; nothing was clicked (close or scroll away what covers it, then browser_snapshot again)"
-                )));
-            }
-        }
+        not_covered(&conn, &node, &object, (cx, cy), r).await?;
         let (x, y) = self.offset_to_top(&conn, &node, (cx, cy), r).await?;
         let (_, page) = self.supervisor.route(None, None, false).await?;
         if self.supervisor.snapshot().tabs.len() > 1 {
@@ -149,6 +71,20 @@ impl Page {
             // opened is in front: the tab clicked in comes to the front.
             let _ = act_read(&conn, &page, "Page.bringToFront", json!({})).await;
         }
+        self.dispatch_click(page, (x, y), button, click_count, r)
+            .await
+    }
+
+    /// Moves the mouse to (`x`, `y`) on the page session and clicks there
+    /// `click_count` times with `button`; a dialog it opens interrupts it.
+    async fn dispatch_click(
+        &self,
+        page: SessionId,
+        (x, y): (f64, f64),
+        button: &str,
+        click_count: u32,
+        r: &str,
+    ) -> Result<CallOutcome, ActError> {
         let keep = ACTION_TIMEOUT.saturating_add(self.supervisor.dialog_timeout());
         let me = self.supervisor.clone();
         let button = button.to_owned();
@@ -409,6 +345,104 @@ impl Page {
             .interruptible("browser_select_option", work, ACTION_TIMEOUT)
             .await?)
     }
+}
+
+/// Scrolls the element into view, and each OOPIF iframe holding it in its
+/// parent: best effort (a box read after says whether it worked).
+async fn scroll_into_view(conn: &Connection, node: &NodeRef) {
+    let _ = act_read(
+        conn,
+        &node.session,
+        "DOM.scrollIntoViewIfNeeded",
+        json!({"backendNodeId": node.backend_node_id}),
+    )
+    .await;
+    for o in &node.owners {
+        let _ = act_read(
+            conn,
+            &o.session,
+            "DOM.scrollIntoViewIfNeeded",
+            json!({"backendNodeId": o.backend_node_id}),
+        )
+        .await;
+    }
+}
+
+/// Checks that a click at the element's centre (`cx`, `cy`, in its
+/// frame's viewport) hits it (or something inside it), hit-testing in
+/// document coordinates on the element's own session; an element covered
+/// there is refused, naming what covers it.
+async fn not_covered(
+    conn: &Connection,
+    node: &NodeRef,
+    object: &str,
+    (cx, cy): (f64, f64),
+    r: &str,
+) -> Result<(), ActError> {
+    let scroll = act_read(conn, &node.session, "Page.getLayoutMetrics", json!({}))
+        .await
+        .ok();
+    let sx = scroll
+        .as_ref()
+        .and_then(|m| m.pointer("/cssLayoutViewport/pageX"))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let sy = scroll
+        .as_ref()
+        .and_then(|m| m.pointer("/cssLayoutViewport/pageY"))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let hit = act_read(
+        conn,
+        &node.session,
+        "DOM.getNodeForLocation",
+        json!({"x": (cx + sx).round() as i64, "y": (cy + sy).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
+    )
+    .await
+    .map_err(|e| ActError::Element(format!("ref {r}: the point to click could not be hit-tested ({e}); nothing was clicked")))?;
+    if let Some(hit_id) = hit
+        .get("backendNodeId")
+        .and_then(Value::as_i64)
+        .filter(|h| *h != node.backend_node_id)
+    {
+        let hit_obj = act_read(
+            conn,
+            &node.session,
+            "DOM.resolveNode",
+            // In the world `object` lives in: objects of two worlds
+            // cannot meet in one call.
+            json!({"backendNodeId": hit_id, "executionContextId": node.world}),
+        )
+        .await
+        .ok()
+        .and_then(|v| {
+            v.pointer("/object/objectId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+        let verdict = match hit_obj {
+            Some(h) => call_on(
+                conn,
+                &node.session,
+                object,
+                "function(h){const e=h.nodeType===1?h:h.parentElement;const host=h.getRootNode&&h.getRootNode().host;const inside=this===h||this.contains(h)||(!!host&&this.contains(host));const what=e?(e.getAttribute('role')||e.tagName.toLowerCase())+(e.id?'#'+e.id:''):'#text';return {inside, what}}",
+                json!([{"objectId": h}]),
+            )
+            .await
+            .unwrap_or(Value::Null),
+            None => Value::Null,
+        };
+        if verdict.get("inside") != Some(&json!(true)) {
+            let what = verdict
+                .get("what")
+                .and_then(Value::as_str)
+                .unwrap_or("another element");
+            return Err(ActError::Element(format!(
+                "ref {r} is covered by <{what}> at its centre ({cx:.0}, {cy:.0} in its frame): a click there would hit that instead; nothing was clicked (close or scroll away what covers it, then browser_snapshot again)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn quad(model: &Value, at: &str) -> Option<Vec<f64>> {

@@ -89,34 +89,7 @@ impl Page {
             .as_ref()
             .map(|t| t.frame_id.clone())
             .unwrap_or_default();
-        let node = {
-            let tables = self.refs();
-            let t = tables.tabs.get(&tab);
-            match t.and_then(|t| t.nodes.get(r)) {
-                Some(n) => n.clone(),
-                None => {
-                    let number = r
-                        .rsplit_once('e')
-                        .and_then(|(p, n)| (p.is_empty() || p.starts_with('f')).then_some(n))
-                        .and_then(|n| n.parse::<u64>().ok());
-                    let older = match (t, number) {
-                        (Some(t), Some(n)) => n < t.first_of_last,
-                        _ => false,
-                    };
-                    return Err(ActError::Stale(if older {
-                        format!(
-                            "ref {r} is from an older browser_snapshot of this tab (refs last until the next snapshot): {STALE_HINT}"
-                        )
-                    } else if t.is_none() {
-                        format!(
-                            "ref {r} is unknown: no browser_snapshot has listed this tab's page yet; {STALE_HINT}"
-                        )
-                    } else {
-                        format!("ref {r} is unknown (refs look like e12 or f1e34): {STALE_HINT}")
-                    }));
-                }
-            }
-        };
+        let node = self.node_of(&tab, r)?;
         let attached = snap
             .frame_tree
             .top
@@ -147,45 +120,7 @@ impl Page {
                 remedy(&snap, &frames, &node.frame_id)
             )));
         }
-        // The element the walker kept in its world: gone with its document.
-        let found = act_read(
-            &conn,
-            &node.session,
-            "Runtime.callFunctionOn",
-            json!({"functionDeclaration": "function(g,k){const s=globalThis.__cdpSupervisor;return s&&s.gen===g?s.els[k]||null:null}",
-                   "executionContextId": node.world,
-                   "arguments": [{"value": node.walk_no}, {"value": node.key}]}),
-        )
-        .await;
-        let object = match found {
-            Ok(v) => v
-                .pointer("/result/objectId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            Err(e) if no_answer(&e) => {
-                return Err(ActError::Element(format!(
-                    "the frame of ref {r} does not answer ({e}): a dialog may block it (see pending_dialogs); nothing was done"
-                )));
-            }
-            Err(_) => None,
-        };
-        let backend = match &object {
-            Some(o) => act_read(
-                &conn,
-                &node.session,
-                "DOM.describeNode",
-                json!({"objectId": o}),
-            )
-            .await
-            .ok()
-            .and_then(|v| v.pointer("/node/backendNodeId").and_then(Value::as_i64)),
-            None => None,
-        };
-        let (Some(object), Some(backend)) = (object, backend) else {
-            return Err(ActError::Stale(format!(
-                "ref {r} no longer exists: its document navigated or the element was removed since the snapshot: {STALE_HINT}"
-            )));
-        };
+        let (object, backend) = find_element(&conn, &node, r).await?;
         let mut node = node;
         node.backend_node_id = backend;
         let connected = call_on(
@@ -203,6 +138,83 @@ impl Page {
         }
         Ok((conn, node, object))
     }
+
+    /// The node `r` names in tab `tab`'s last outline; a ref of an older
+    /// outline, of none, or malformed is refused, saying which.
+    fn node_of(&self, tab: &str, r: &str) -> Result<NodeRef, ActError> {
+        let tables = self.refs();
+        let t = tables.tabs.get(tab);
+        if let Some(n) = t.and_then(|t| t.nodes.get(r)) {
+            return Ok(n.clone());
+        }
+        let number = r
+            .rsplit_once('e')
+            .and_then(|(p, n)| (p.is_empty() || p.starts_with('f')).then_some(n))
+            .and_then(|n| n.parse::<u64>().ok());
+        let older = match (t, number) {
+            (Some(t), Some(n)) => n < t.first_of_last,
+            _ => false,
+        };
+        Err(ActError::Stale(if older {
+            format!(
+                "ref {r} is from an older browser_snapshot of this tab (refs last until the next snapshot): {STALE_HINT}"
+            )
+        } else if t.is_none() {
+            format!(
+                "ref {r} is unknown: no browser_snapshot has listed this tab's page yet; {STALE_HINT}"
+            )
+        } else {
+            format!("ref {r} is unknown (refs look like e12 or f1e34): {STALE_HINT}")
+        }))
+    }
+}
+
+/// The element the walker kept in its world for `node` (gone with its
+/// document): its `objectId` there and its backend node id.
+async fn find_element(
+    conn: &Connection,
+    node: &NodeRef,
+    r: &str,
+) -> Result<(String, i64), ActError> {
+    let found = act_read(
+        conn,
+        &node.session,
+        "Runtime.callFunctionOn",
+        json!({"functionDeclaration": "function(g,k){const s=globalThis.__cdpSupervisor;return s&&s.gen===g?s.els[k]||null:null}",
+               "executionContextId": node.world,
+               "arguments": [{"value": node.walk_no}, {"value": node.key}]}),
+    )
+    .await;
+    let object = match found {
+        Ok(v) => v
+            .pointer("/result/objectId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        Err(e) if no_answer(&e) => {
+            return Err(ActError::Element(format!(
+                "the frame of ref {r} does not answer ({e}): a dialog may block it (see pending_dialogs); nothing was done"
+            )));
+        }
+        Err(_) => None,
+    };
+    let backend = match &object {
+        Some(o) => act_read(
+            conn,
+            &node.session,
+            "DOM.describeNode",
+            json!({"objectId": o}),
+        )
+        .await
+        .ok()
+        .and_then(|v| v.pointer("/node/backendNodeId").and_then(Value::as_i64)),
+        None => None,
+    };
+    let (Some(object), Some(backend)) = (object, backend) else {
+        return Err(ActError::Stale(format!(
+            "ref {r} no longer exists: its document navigated or the element was removed since the snapshot: {STALE_HINT}"
+        )));
+    };
+    Ok((object, backend))
 }
 
 #[cfg(test)]

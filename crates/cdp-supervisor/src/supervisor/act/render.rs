@@ -89,221 +89,335 @@ pub(super) type Rendered = (Vec<String>, BTreeMap<String, String>, Vec<(String, 
 /// outline; `next` is the tab's next ref number. Pure: the unit of the line
 /// format and of what the default outline leaves out.
 pub(super) fn render(docs: &[Doc], next: &mut u64, full_text: bool) -> Rendered {
-    enum Item {
-        Doc(usize, usize),
-        Node(usize, usize, usize, usize),
-    }
-    let mut under: HashMap<(usize, i64), Vec<usize>> = HashMap::new();
-    for (i, d) in docs.iter().enumerate() {
-        if let Some(o) = d.owner {
-            under.entry(o).or_default().push(i);
+    let mut r = Renderer::new(docs, next, full_text);
+    while let Some(item) = r.next_item() {
+        match item {
+            Item::Doc { doc, depth } => r.doc(doc, depth),
+            Item::Node {
+                doc,
+                node,
+                depth,
+                ctx,
+            } => r.node(doc, node, depth, ctx),
         }
     }
-    let mut frame_refs = BTreeMap::new();
-    let mut refs = Vec::new();
-    let mut prefixes: HashMap<usize, String> = HashMap::new();
-    let mut placed: HashSet<usize> = HashSet::new();
-    // Names of the rendered nodes, for name-repeating text: each stack
-    // item holds the index of the node it is shown under.
-    let mut names: Vec<String> = vec![String::new()];
-    let mut stack = vec![Item::Doc(0, 0)];
-    let mut pending_unplaced: Vec<usize> = Vec::new();
-    let mut lines: Vec<String> = Vec::new();
-    // Whether each line is a StaticText one, and its form on a large page
-    // when that differs.
-    let mut is_text: Vec<bool> = Vec::new();
-    let mut compact: Vec<Option<String>> = Vec::new();
-    // Text lines left out as prose.
-    let mut prose = 0;
-    // Each node is walked once, whatever the documents say.
-    let mut walked: Vec<Vec<bool>> = docs
-        .iter()
-        .map(|d| vec![false; d.tree.as_ref().map_or(0, Vec::len)])
-        .collect();
-    loop {
-        let Some(item) = stack.pop() else {
-            // Frames whose owner was not found (or not shown) come last,
-            // unless their parent could not be read.
-            if pending_unplaced.is_empty() {
-                pending_unplaced = (1..docs.len())
-                    .filter(|i| !placed.contains(i) && !docs[*i].skipped)
-                    .filter(|i| {
-                        docs[*i]
-                            .owner
-                            .is_none_or(|(p, _)| placed.contains(&p) && docs[p].tree.is_ok())
-                    })
-                    .rev()
-                    .collect();
-                if pending_unplaced.is_empty() {
-                    break;
-                }
+    r.finish()
+}
+
+/// What is left to render, depth first.
+enum Item {
+    /// A document, at this depth.
+    Doc { doc: usize, depth: usize },
+    /// One node of a document, at this depth, shown under the node `ctx`
+    /// (its index in [`Renderer::names`]).
+    Node {
+        doc: usize,
+        node: usize,
+        depth: usize,
+        ctx: usize,
+    },
+}
+
+/// One line as rendered, before a large page is made shorter.
+struct Line {
+    text: String,
+    /// A StaticText line (left out of a large page's default outline).
+    is_text: bool,
+    /// Its form on a large page, when that differs (a heading).
+    compact: Option<String>,
+}
+
+/// [`render`]'s state while it walks the documents.
+struct Renderer<'a> {
+    docs: &'a [Doc],
+    next: &'a mut u64,
+    full_text: bool,
+    /// The documents shown under each iframe element: (document, key) → documents.
+    under: HashMap<(usize, i64), Vec<usize>>,
+    stack: Vec<Item>,
+    /// Documents already shown (each once, whatever the owners say).
+    placed: HashSet<usize>,
+    /// Frames whose iframe element was not found, still to be shown last.
+    unplaced: Vec<usize>,
+    /// Each node is walked once, whatever the documents say.
+    walked: Vec<Vec<bool>>,
+    /// Names of the rendered nodes, for name-repeating text.
+    names: Vec<String>,
+    /// Each frame's ref prefix (`f<K>`; the top document's is empty).
+    prefixes: HashMap<usize, String>,
+    frame_refs: BTreeMap<String, String>,
+    refs: Vec<(String, RefAt)>,
+    lines: Vec<Line>,
+    /// Text lines left out as prose.
+    prose: usize,
+}
+
+impl<'a> Renderer<'a> {
+    fn new(docs: &'a [Doc], next: &'a mut u64, full_text: bool) -> Renderer<'a> {
+        let mut under: HashMap<(usize, i64), Vec<usize>> = HashMap::new();
+        for (i, d) in docs.iter().enumerate() {
+            if let Some(o) = d.owner {
+                under.entry(o).or_default().push(i);
             }
-            let i = pending_unplaced.pop().expect("not empty");
-            is_text.push(false);
-            compact.push(None);
-            lines.push(format!(
-                "- Iframe {} [its iframe element was not found]",
-                quote(&docs[i].url)
-            ));
-            stack.push(Item::Doc(i, 1));
-            continue;
-        };
-        match item {
-            Item::Doc(d, depth) => {
-                if !placed.insert(d) {
-                    continue;
-                }
-                match &docs[d].tree {
-                    Err(line) => {
-                        is_text.push(false);
-                        compact.push(None);
-                        lines.push(format!("{}- {line}", indent(depth)));
-                    }
-                    Ok(nodes) if !nodes.is_empty() => {
-                        if docs[d].cut {
-                            // Said first: the end of a cut page is missing.
-                            is_text.push(false);
-                            compact.push(None);
-                            lines.push(format!(
-                                "{}- [this document is too large to outline whole: the outline stops after {WALK_MAX_NODES} nodes or {} s of reading]",
-                                indent(depth),
-                                WALK_BUDGET.as_secs_f64()
-                            ));
-                        }
-                        stack.push(Item::Node(d, 0, depth, 0));
-                    }
-                    Ok(_) => {}
-                }
-            }
-            Item::Node(d, i, depth, ctx) => {
-                let Ok(nodes) = &docs[d].tree else { continue };
-                if std::mem::replace(&mut walked[d][i], true) {
-                    continue;
-                }
-                let n = &nodes[i];
-                let push_children = |stack: &mut Vec<Item>, depth: usize, ctx: usize| {
-                    for &c in n.children.iter().rev() {
-                        if c < nodes.len() {
-                            stack.push(Item::Node(d, c, depth, ctx));
-                        }
-                    }
-                };
-                let wrapper = (WRAPPER_ROLES.contains(&n.role.as_str()) && n.name.is_empty())
-                    || CONTENT_ROLES.contains(&n.role.as_str());
-                if wrapper || n.role.is_empty() {
-                    push_children(&mut stack, depth, ctx);
-                    continue;
-                }
-                if n.role == "heading" && names[ctx] == n.name {
-                    // A closed disclosure's heading, said on its line.
-                    push_children(&mut stack, depth, ctx);
-                    continue;
-                }
-                if n.role == "StaticText" || n.role == "image" {
-                    // Text (or an image's alt) that only repeats the name
-                    // of the node it is shown under (a button's label)
-                    // says nothing new.
-                    let t = n.name.trim();
-                    if t.is_empty() || names[ctx].contains(t) {
-                        continue;
-                    }
-                    // Prose, and text inside it, only in the reading mode.
-                    let short = t.chars().count() <= SHORT_TEXT_CHARS;
-                    if n.role == "StaticText" && !full_text && !short {
-                        prose += 1;
-                        continue;
-                    }
-                }
-                let mut line = format!("{}- {}", indent(depth), n.role);
-                if !n.name.is_empty() {
-                    line.push(' ');
-                    // The reading mode gives whole paragraphs.
-                    let max = if full_text && n.role == "StaticText" {
-                        TEXT_MAX_CHARS
-                    } else {
-                        NAME_MAX_CHARS
-                    };
-                    line.push_str(&quote_within(&n.name, max));
-                }
-                states(n, &mut line, false);
-                // On a large page a heading says less (see below).
-                let mut short = (n.role == "heading").then(|| {
-                    let mut l = format!(
-                        "{}- heading {}",
+        }
+        Renderer {
+            docs,
+            next,
+            full_text,
+            under,
+            stack: vec![Item::Doc { doc: 0, depth: 0 }],
+            placed: HashSet::new(),
+            unplaced: Vec::new(),
+            walked: docs
+                .iter()
+                .map(|d| vec![false; d.tree.as_ref().map_or(0, Vec::len)])
+                .collect(),
+            names: vec![String::new()],
+            prefixes: HashMap::new(),
+            frame_refs: BTreeMap::new(),
+            refs: Vec::new(),
+            lines: Vec::new(),
+            prose: 0,
+        }
+    }
+
+    /// The next item; when the tree is done, the frames whose owner was
+    /// not found (or not shown) come last, each under a line saying so,
+    /// unless their parent could not be read.
+    fn next_item(&mut self) -> Option<Item> {
+        if let Some(item) = self.stack.pop() {
+            return Some(item);
+        }
+        let docs = self.docs;
+        if self.unplaced.is_empty() {
+            let placed = &self.placed;
+            self.unplaced = (1..docs.len())
+                .filter(|i| !placed.contains(i) && !docs[*i].skipped)
+                .filter(|i| {
+                    docs[*i]
+                        .owner
+                        .is_none_or(|(p, _)| placed.contains(&p) && docs[p].tree.is_ok())
+                })
+                .rev()
+                .collect();
+        }
+        let i = self.unplaced.pop()?;
+        self.push_plain(format!(
+            "- Iframe {} [its iframe element was not found]",
+            quote(&docs[i].url)
+        ));
+        Some(Item::Doc { doc: i, depth: 1 })
+    }
+
+    fn push_plain(&mut self, text: String) {
+        self.lines.push(Line {
+            text,
+            is_text: false,
+            compact: None,
+        });
+    }
+
+    /// A document: its root node, or the line said in its place.
+    fn doc(&mut self, d: usize, depth: usize) {
+        if !self.placed.insert(d) {
+            return;
+        }
+        let doc = &self.docs[d];
+        match &doc.tree {
+            Err(line) => self.push_plain(format!("{}- {line}", indent(depth))),
+            Ok(nodes) if !nodes.is_empty() => {
+                if doc.cut {
+                    // Said first: the end of a cut page is missing.
+                    self.push_plain(format!(
+                        "{}- [this document is too large to outline whole: the outline stops after {WALK_MAX_NODES} nodes or {} s of reading]",
                         indent(depth),
-                        quote_within(&n.name, LARGE_PAGE_HEADING_CHARS)
-                    );
-                    states(n, &mut l, true);
-                    l
-                });
-                if let Some(key) = n
-                    .key
-                    .filter(|_| ACTIONABLE_ROLES.contains(&n.role.as_str()))
-                {
-                    let k = prefixes.keys().filter(|&&p| p != 0).count() + 1;
-                    let prefix = prefixes
-                        .entry(d)
-                        .or_insert_with(|| {
-                            if d == 0 {
-                                String::new()
-                            } else {
-                                format!("f{k}")
-                            }
-                        })
-                        .clone();
-                    if d != 0 && !frame_refs.contains_key(&prefix) {
-                        frame_refs.insert(prefix.clone(), docs[d].frame_id.clone());
-                    }
-                    *next += 1;
-                    let r = format!("{prefix}e{}", *next);
-                    line.push_str(&format!(" [ref={r}]"));
-                    if let Some(l) = &mut short {
-                        l.push_str(&format!(" [ref={r}]"));
-                    }
-                    refs.push((r, RefAt { doc: d, key }));
+                        WALK_BUDGET.as_secs_f64()
+                    ));
                 }
-                is_text.push(n.role == "StaticText");
-                compact.push(short);
-                lines.push(line);
-                // A document's name is its title: text under it is content.
-                let shown_name = if n.role == "RootWebArea" {
+                self.stack.push(Item::Node {
+                    doc: d,
+                    node: 0,
+                    depth,
+                    ctx: 0,
+                });
+            }
+            Ok(_) => {}
+        }
+    }
+
+    /// One node: its line (unless it is left out or passed through to its
+    /// children), then the frames under it if it is an iframe, then its children.
+    fn node(&mut self, d: usize, i: usize, depth: usize, ctx: usize) {
+        let docs = self.docs;
+        let Ok(nodes) = &docs[d].tree else { return };
+        if std::mem::replace(&mut self.walked[d][i], true) {
+            return;
+        }
+        let n = &nodes[i];
+        if self.passes_through(n, ctx) {
+            self.push_children(d, n, depth, ctx);
+            return;
+        }
+        if self.left_out(n, ctx) {
+            return;
+        }
+        let (mut text, mut compact) = self.line_of(n, depth);
+        if let Some(key) = n
+            .key
+            .filter(|_| ACTIONABLE_ROLES.contains(&n.role.as_str()))
+        {
+            let r = format!(" [ref={}]", self.new_ref(d, key));
+            text.push_str(&r);
+            if let Some(l) = &mut compact {
+                l.push_str(&r);
+            }
+        }
+        self.lines.push(Line {
+            text,
+            is_text: n.role == "StaticText",
+            compact,
+        });
+        // A document's name is its title: text under it is content.
+        let shown_name = if n.role == "RootWebArea" {
+            String::new()
+        } else {
+            n.name.clone()
+        };
+        self.names.push(shown_name);
+        let me = self.names.len() - 1;
+        if let Some(frames) = n
+            .key
+            .filter(|_| n.role == "Iframe")
+            .and_then(|k| self.under.get(&(d, k)))
+        {
+            for f in frames.iter().rev() {
+                self.stack.push(Item::Doc {
+                    doc: *f,
+                    depth: depth + 1,
+                });
+            }
+        }
+        self.push_children(d, n, depth + 1, me);
+    }
+
+    fn push_children(&mut self, d: usize, n: &AxNode, depth: usize, ctx: usize) {
+        let len = self.docs[d].tree.as_ref().map_or(0, Vec::len);
+        for &c in n.children.iter().rev() {
+            if c < len {
+                self.stack.push(Item::Node {
+                    doc: d,
+                    node: c,
+                    depth,
+                    ctx,
+                });
+            }
+        }
+    }
+
+    /// Whether the node's line says nothing its children do not: a wrapper,
+    /// a content role, no role, or a closed disclosure's heading (said on
+    /// the line it is shown under).
+    fn passes_through(&self, n: &AxNode, ctx: usize) -> bool {
+        let wrapper = (WRAPPER_ROLES.contains(&n.role.as_str()) && n.name.is_empty())
+            || CONTENT_ROLES.contains(&n.role.as_str());
+        wrapper || n.role.is_empty() || (n.role == "heading" && self.names[ctx] == n.name)
+    }
+
+    /// Whether a text (or an image's alt) is left out with what is under
+    /// it: it only repeats the name of the node it is shown under (a
+    /// button's label) so says nothing new, or it is prose outside the
+    /// reading mode (counted).
+    fn left_out(&mut self, n: &AxNode, ctx: usize) -> bool {
+        if n.role != "StaticText" && n.role != "image" {
+            return false;
+        }
+        let t = n.name.trim();
+        if t.is_empty() || self.names[ctx].contains(t) {
+            return true;
+        }
+        let short = t.chars().count() <= SHORT_TEXT_CHARS;
+        if n.role == "StaticText" && !self.full_text && !short {
+            self.prose += 1;
+            return true;
+        }
+        false
+    }
+
+    /// The node's line, and a heading's shorter form for a large page.
+    fn line_of(&self, n: &AxNode, depth: usize) -> (String, Option<String>) {
+        let mut line = format!("{}- {}", indent(depth), n.role);
+        if !n.name.is_empty() {
+            line.push(' ');
+            // The reading mode gives whole paragraphs.
+            let max = if self.full_text && n.role == "StaticText" {
+                TEXT_MAX_CHARS
+            } else {
+                NAME_MAX_CHARS
+            };
+            line.push_str(&quote_within(&n.name, max));
+        }
+        states(n, &mut line, false);
+        let compact = (n.role == "heading").then(|| {
+            let mut l = format!(
+                "{}- heading {}",
+                indent(depth),
+                quote_within(&n.name, LARGE_PAGE_HEADING_CHARS)
+            );
+            states(n, &mut l, true);
+            l
+        });
+        (line, compact)
+    }
+
+    /// A new ref for the element `key` of document `d`: the tab's next
+    /// number, after its frame's prefix (`f<K>`, numbered in the order
+    /// frames get their first ref; none for the top document).
+    fn new_ref(&mut self, d: usize, key: i64) -> String {
+        let k = self.prefixes.keys().filter(|&&p| p != 0).count() + 1;
+        let prefix = self
+            .prefixes
+            .entry(d)
+            .or_insert_with(|| {
+                if d == 0 {
                     String::new()
                 } else {
-                    n.name.clone()
-                };
-                names.push(shown_name);
-                let me = names.len() - 1;
-                if let Some(frames) = n
-                    .key
-                    .filter(|_| n.role == "Iframe")
-                    .and_then(|k| under.get(&(d, k)))
-                {
-                    for f in frames.iter().rev() {
-                        stack.push(Item::Doc(*f, depth + 1));
-                    }
+                    format!("f{k}")
                 }
-                push_children(&mut stack, depth + 1, me);
-            }
+            })
+            .clone();
+        if d != 0 && !self.frame_refs.contains_key(&prefix) {
+            self.frame_refs
+                .insert(prefix.clone(), self.docs[d].frame_id.clone());
         }
+        *self.next += 1;
+        let r = format!("{prefix}e{}", *self.next);
+        self.refs.push((r.clone(), RefAt { doc: d, key }));
+        r
     }
-    let texts = is_text.iter().filter(|t| **t).count();
-    if !full_text && lines.len() - texts > TEXT_PAGE_MAX_LINES {
-        let texts = texts + prose;
-        // A large page: what to act on and navigate by, headings without
-        // their level and cut shorter, and a line saying how to read the rest.
-        let mut kept = vec![format!(
-            "- [a large page: {texts} lines of text left out and headings shortened; browser_snapshot with full_text: true gives them whole, find: \"…\" searches them]"
-        )];
-        kept.extend(
-            lines
-                .into_iter()
-                .zip(is_text.into_iter().zip(compact))
-                .filter(|(_, (t, _))| !t)
-                .map(|(l, (_, c))| c.unwrap_or(l)),
-        );
-        lines = kept;
+
+    /// The lines; on a large page (default outline), what to act on and
+    /// navigate by only, headings without their level and cut shorter,
+    /// after a line saying how to read the rest.
+    fn finish(self) -> Rendered {
+        let texts = self.lines.iter().filter(|l| l.is_text).count();
+        let large = !self.full_text && self.lines.len() - texts > TEXT_PAGE_MAX_LINES;
+        let lines = if large {
+            let left_out = texts + self.prose;
+            std::iter::once(format!(
+                "- [a large page: {left_out} lines of text left out and headings shortened; browser_snapshot with full_text: true gives them whole, find: \"…\" searches them]"
+            ))
+            .chain(
+                self.lines
+                    .into_iter()
+                    .filter(|l| !l.is_text)
+                    .map(|l| l.compact.unwrap_or(l.text)),
+            )
+            .collect()
+        } else {
+            self.lines.into_iter().map(|l| l.text).collect()
+        };
+        (lines, self.frame_refs, self.refs)
     }
-    (lines, frame_refs, refs)
 }
 
 /// The lines of `lines` whose role or name holds `needle`

@@ -171,43 +171,18 @@ fn context_gone(e: &str) -> bool {
 /// is made again), its child frames' iframe elements resolved into that
 /// world, then the walker over its document.
 pub(super) async fn walk_frame(r: FrameRead) -> FrameWalk {
-    let mut owners = Vec::new();
-    for (i, child) in &r.children {
-        let backend = read(
-            &r.conn,
-            &r.host,
-            "DOM.getFrameOwner",
-            json!({"frameId": child}),
-        )
-        .await
-        .ok()
-        .and_then(|v| v.get("backendNodeId").and_then(Value::as_i64));
-        if let Some(b) = backend {
-            owners.push((*i, b));
-        }
-    }
-    if let Some(ctx) = r.world.filter(|_| r.busy) {
-        // Its last walk is still running (a page whose first layout takes
-        // long): one more would only queue behind it, so ask first.
-        let probe = read(
-            &r.conn,
-            &r.host,
-            "Runtime.evaluate",
-            json!({"expression": "0", "contextId": ctx, "returnByValue": true}),
-        )
-        .await;
-        if let Err(e) = probe
-            && no_answer(&e)
-        {
-            return FrameWalk {
-                walk: Err(format!(
-                    "the page is still busy with the previous read ({e}); call browser_snapshot again in a while"
-                )),
-                world: Some(ctx),
-                owners,
-                busy: true,
-            };
-        }
+    let owners = frame_owners(&r).await;
+    if let Some(ctx) = r.world.filter(|_| r.busy)
+        && let Err(e) = answers(&r, ctx).await
+    {
+        return FrameWalk {
+            walk: Err(format!(
+                "the page is still busy with the previous read ({e}); call browser_snapshot again in a while"
+            )),
+            world: Some(ctx),
+            owners,
+            busy: true,
+        };
     }
     let mut world = r.world;
     for attempt in 0..2 {
@@ -225,49 +200,7 @@ pub(super) async fn walk_frame(r: FrameRead) -> FrameWalk {
                 }
             },
         };
-        // The iframe elements as objects of this world: the walker tells
-        // which of its lines each one is.
-        let mut args = vec![
-            json!({"value": r.walk_no}),
-            json!({"value": WALK_MAX_NODES}),
-            json!({"value": WALK_BUDGET.as_millis() as u64}),
-            json!({"value": ACTIONABLE_ROLES}),
-        ];
-        let mut gone = false;
-        for (_, b) in &owners {
-            match read(
-                &r.conn,
-                &r.host,
-                "DOM.resolveNode",
-                json!({"backendNodeId": b, "executionContextId": ctx}),
-            )
-            .await
-            {
-                Ok(v) => match v.pointer("/object/objectId").and_then(Value::as_str) {
-                    Some(o) => args.push(json!({"objectId": o})),
-                    None => args.push(json!({"value": null})),
-                },
-                Err(e) if context_gone(&e) => {
-                    gone = true;
-                    break;
-                }
-                Err(_) => args.push(json!({"value": null})),
-            }
-        }
-        let reply = if gone {
-            Err("Cannot find context".to_owned())
-        } else {
-            read_within(
-                &r.conn,
-                &r.host,
-                "Runtime.callFunctionOn",
-                json!({"functionDeclaration": WALKER, "executionContextId": ctx,
-                       "arguments": args, "returnByValue": true}),
-                TREE_READ_TIMEOUT,
-            )
-            .await
-        };
-        match reply {
+        match run_walker(&r, ctx, &owners).await {
             Err(e) if context_gone(&e) && attempt == 0 => world = None,
             Err(e) => {
                 return FrameWalk {
@@ -278,19 +211,8 @@ pub(super) async fn walk_frame(r: FrameRead) -> FrameWalk {
                 };
             }
             Ok(v) => {
-                let walk = match v.get("exceptionDetails") {
-                    Some(ex) => Err(format!(
-                        "the page's document threw: {}",
-                        ex.pointer("/exception/description")
-                            .and_then(Value::as_str)
-                            .unwrap_or("an exception")
-                    )),
-                    None => Ok(parse_walk(
-                        v.pointer("/result/value").unwrap_or(&Value::Null),
-                    )),
-                };
                 return FrameWalk {
-                    walk,
+                    walk: walk_of(&v),
                     world: Some(ctx),
                     owners,
                     busy: false,
@@ -303,5 +225,111 @@ pub(super) async fn walk_frame(r: FrameRead) -> FrameWalk {
         world: None,
         owners,
         busy: false,
+    }
+}
+
+/// Each child frame's iframe element in this document (`DOM.getFrameOwner`):
+/// (the child's index, its backend node id), for those found.
+async fn frame_owners(r: &FrameRead) -> Vec<(usize, i64)> {
+    let mut owners = Vec::new();
+    for (i, child) in &r.children {
+        let backend = read(
+            &r.conn,
+            &r.host,
+            "DOM.getFrameOwner",
+            json!({"frameId": child}),
+        )
+        .await
+        .ok()
+        .and_then(|v| v.get("backendNodeId").and_then(Value::as_i64));
+        if let Some(b) = backend {
+            owners.push((*i, b));
+        }
+    }
+    owners
+}
+
+/// Whether world `ctx` answers at once. Asked when the frame's last walk is
+/// still running (a page whose first layout takes long): one more walk
+/// would only queue behind it. The error when it did not answer in time.
+async fn answers(r: &FrameRead, ctx: i64) -> Result<(), String> {
+    let probe = read(
+        &r.conn,
+        &r.host,
+        "Runtime.evaluate",
+        json!({"expression": "0", "contextId": ctx, "returnByValue": true}),
+    )
+    .await;
+    match probe {
+        Err(e) if no_answer(&e) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The walker run in world `ctx`; its reply.
+async fn run_walker(r: &FrameRead, ctx: i64, owners: &[(usize, i64)]) -> Result<Value, String> {
+    let mut args = vec![
+        json!({"value": r.walk_no}),
+        json!({"value": WALK_MAX_NODES}),
+        json!({"value": WALK_BUDGET.as_millis() as u64}),
+        json!({"value": ACTIONABLE_ROLES}),
+    ];
+    args.extend(owner_objects(r, ctx, owners).await?);
+    read_within(
+        &r.conn,
+        &r.host,
+        "Runtime.callFunctionOn",
+        json!({"functionDeclaration": WALKER, "executionContextId": ctx,
+               "arguments": args, "returnByValue": true}),
+        TREE_READ_TIMEOUT,
+    )
+    .await
+}
+
+/// The iframe elements as objects of world `ctx` (null for one that
+/// cannot be resolved): the walker tells which of its lines each one is.
+/// An error saying the context is gone when it is.
+async fn owner_objects(
+    r: &FrameRead,
+    ctx: i64,
+    owners: &[(usize, i64)],
+) -> Result<Vec<Value>, String> {
+    let mut objects = Vec::with_capacity(owners.len());
+    for (_, b) in owners {
+        let resolved = read(
+            &r.conn,
+            &r.host,
+            "DOM.resolveNode",
+            json!({"backendNodeId": b, "executionContextId": ctx}),
+        )
+        .await;
+        let object = match resolved {
+            Ok(v) => v
+                .pointer("/object/objectId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            Err(e) if context_gone(&e) => return Err("Cannot find context".to_owned()),
+            Err(_) => None,
+        };
+        objects.push(match object {
+            Some(o) => json!({"objectId": o}),
+            None => json!({"value": null}),
+        });
+    }
+    Ok(objects)
+}
+
+/// The walker's reply as a walk, or what the page threw.
+fn walk_of(v: &Value) -> Result<Walk, String> {
+    match v.get("exceptionDetails") {
+        Some(ex) => Err(format!(
+            "the page's document threw: {}",
+            ex.pointer("/exception/description")
+                .and_then(Value::as_str)
+                .unwrap_or("an exception")
+        )),
+        None => Ok(parse_walk(
+            v.pointer("/result/value").unwrap_or(&Value::Null),
+        )),
     }
 }
