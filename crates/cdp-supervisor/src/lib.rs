@@ -24,8 +24,11 @@
 //!   Its contract with the core: every command the core emits gets exactly
 //!   one reply back — Chromium's, or a "lost" error when it could not be sent
 //!   or the connection dropped — so the core never waits on the driver to remember.
+//! - [`supervisor::act`] — the page above the driver: the outline with refs
+//!   and the actions on them; it owns the ref tables (the driver knows
+//!   nothing of refs).
 //! - [`supervisor::wording`] — what the agent reads for the core's errors.
-//! - [`supervisor::registry`] — one supervisor per task id.
+//! - [`supervisor::registry`] — one supervisor per task id, with its page layer.
 //! - [`tools`] — the agent surface (JSON in, JSON out) the MCP server and CLI wrap.
 //! - [`browser`] — finding and launching local Chromium.
 //!

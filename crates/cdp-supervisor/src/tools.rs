@@ -14,12 +14,12 @@ use crate::cdp::endpoint::CdpHeaders;
 use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
+use crate::supervisor::act::{ACTION_TIMEOUT, OutlineMode, Page, READ_TIMEOUT};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
-use crate::supervisor::page::{ACTION_TIMEOUT, OutlineMode, READ_TIMEOUT};
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
 use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
@@ -663,6 +663,13 @@ impl AgentSession {
         self.supervisor().await.map(Some)
     }
 
+    /// The page layer of `s`, this task's supervisor: the registry's, so
+    /// that a ref of one call's outline is found by the next call (of this
+    /// session or another session of the task).
+    fn page(&self, s: &Supervisor) -> Page {
+        self.registry.page(&self.task_id, s)
+    }
+
     /// The running supervisor, if any. Never waits, never starts one.
     pub fn current_supervisor(&self) -> Option<Supervisor> {
         self.registry.get(&self.task_id)
@@ -847,7 +854,7 @@ impl AgentSession {
     ///
     /// `page` asks for the outline ([`PageRequest`]): with it come `page`,
     /// `page_truncated`, `page_cursor` (when cut) and `frame_refs`
-    /// ([`Supervisor::page_outline`], [`Supervisor::page_outline_more`]).
+    /// ([`Page::outline`], [`Page::outline_more`]).
     ///
     /// # Errors
     /// Attaching to the configured endpoint failed; a `page_cursor` that
@@ -883,17 +890,19 @@ impl AgentSession {
         let outline = match &page {
             PageRequest::Omit => None,
             PageRequest::Continue(cursor) => Some(
-                s.page_outline_more(cursor)
+                self.page(&s)
+                    .outline_more(cursor)
                     .map_err(|e| ToolError::new(format!("browser_snapshot: {e}")))?,
             ),
             PageRequest::Read(mode) => {
-                let mut outline = s.page_outline(mode).await;
+                let p = self.page(&s);
+                let mut outline = p.outline(mode).await;
                 if let Some(o) = &outline
-                    && !s.outline_agrees(o).await
+                    && !p.outline_agrees(o).await
                 {
                     // A dialog opened or closed while it was read: once
                     // more, so that it agrees with the dialogs shown beside it.
-                    outline = s.page_outline(mode).await;
+                    outline = p.outline(mode).await;
                 }
                 outline
             }
@@ -936,11 +945,12 @@ impl AgentSession {
         let tool = action.tool();
         let before = tab_ids(&s);
         let navigation = s.action_navigation_mark();
+        let page = self.page(&s);
         let outcome = match action {
-            Action::Click { r, button, count } => s.click(&r, &button, count).await,
-            Action::Type { r, text, submit } => s.type_text(&r, &text, submit).await,
-            Action::Key(k) => s.press_key(&k).await,
-            Action::Select { r, values } => s.select_option(&r, values).await,
+            Action::Click { r, button, count } => page.click(&r, &button, count).await,
+            Action::Type { r, text, submit } => page.type_text(&r, &text, submit).await,
+            Action::Key(k) => page.press_key(&k).await,
+            Action::Select { r, values } => page.select_option(&r, values).await,
         }
         .map_err(|e| ToolError::new(format!("{tool}: {e}")))?;
         match outcome {

@@ -543,9 +543,10 @@ async fn a_lying_outline_reply_is_outlined_once_per_node_and_returns() {
         "Runtime.callFunctionOn",
         Reply::result(json!({"result": {"type": "object", "value": {"nodes": nodes, "owners": [], "cut": false}}})),
     );
+    let page = cdp_supervisor::supervisor::act::Page::new(sup.clone());
     let outline = tokio::time::timeout(
         Duration::from_secs(20),
-        sup.page_outline(&cdp_supervisor::supervisor::page::OutlineMode::Default),
+        page.outline(&cdp_supervisor::supervisor::act::OutlineMode::Default),
     )
     .await
     .expect("the outline returns")
@@ -553,7 +554,7 @@ async fn a_lying_outline_reply_is_outlined_once_per_node_and_returns() {
     let mut all = outline.text.clone();
     let mut cursor = outline.cursor.clone();
     while let Some(c) = cursor {
-        let part = sup.page_outline_more(&c).expect("the next part");
+        let part = page.outline_more(&c).expect("the next part");
         all.push('\n');
         all.push_str(&part.text);
         cursor = part.cursor;
@@ -561,5 +562,40 @@ async fn a_lying_outline_reply_is_outlined_once_per_node_and_returns() {
     assert_eq!(all.matches("button \"Go\"").count(), 1, "{}", &all[..500]);
     assert!(!all.contains("Own parent") && !all.contains("Parent after it"));
     assert_eq!(all.matches("- link \"l").count(), 50_000);
+    sup.stop().await;
+}
+
+/// Issue 28 (the act module): the refs of an outline, and the parts of it
+/// not yet given, are the supervisor's, not one session's: another
+/// session of the same task continues it (the registry keeps one page
+/// layer per supervisor), and a page layer of its own does not.
+#[tokio::test]
+async fn sessions_of_one_task_share_the_outline_and_its_refs() {
+    use cdp_supervisor::supervisor::act::{OutlineMode, Page};
+    let mock = MockCdp::start().await;
+    let (registry, sup) = registered_on(&mock).await;
+    mock.on(
+        "Page.createIsolatedWorld",
+        Reply::result(json!({"executionContextId": 7})),
+    );
+    let mut nodes = vec![json!([-1, "RootWebArea", "Big", "", 0, -1])];
+    nodes.extend((0..3_000).map(|i| json!([0, "button", format!("b{i}"), "", 0, i])));
+    mock.on(
+        "Runtime.callFunctionOn",
+        Reply::result(json!({"result": {"type": "object", "value": {"nodes": nodes, "owners": [], "cut": false}}})),
+    );
+    let one = registry.page("task", &sup);
+    let outline =
+        tokio::time::timeout(Duration::from_secs(20), one.outline(&OutlineMode::FullText))
+            .await
+            .expect("the outline returns")
+            .expect("an outline");
+    let cursor = outline.cursor.expect("given in parts");
+    let two = registry.page("task", &sup);
+    let part = two
+        .outline_more(&cursor)
+        .expect("the other session continues it");
+    assert!(part.text.contains("[ref=e3000]"), "{}", part.text);
+    assert!(Page::new(sup.clone()).outline_more(&cursor).is_err());
     sup.stop().await;
 }

@@ -3,7 +3,7 @@
 use super::CliError;
 use super::render;
 use crate::config::Config;
-use crate::supervisor::page::OutlineMode;
+use crate::supervisor::act::OutlineMode;
 use crate::supervisor::registry::Registry;
 use crate::supervisor::state::Notice;
 use crate::tools::{AgentSession, PageRequest};

@@ -1,4 +1,5 @@
-//! One supervisor per task id.
+//! One supervisor per task id, with its page layer ([`Page`]: the refs of
+//! its outlines, shared by every session of the task).
 //!
 //! [`Registry::get_or_start`] is idempotent and safe under concurrent calls:
 //! calls for the same task wait for one start and share its supervisor;
@@ -22,6 +23,7 @@
 use crate::browser::LaunchOptions;
 use crate::browser::provider::BrowserProvider;
 use crate::cdp::endpoint::redact_url;
+use crate::supervisor::act::Page;
 use crate::supervisor::driver::{StartError, Supervisor, SupervisorOptions};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,7 +61,14 @@ impl Endpoint {
 struct Entry {
     key: String,
     target: Option<String>,
-    supervisor: Supervisor,
+    /// The supervisor, and the refs of its outlines.
+    page: Page,
+}
+
+impl Entry {
+    fn supervisor(&self) -> &Supervisor {
+        self.page.supervisor()
+    }
 }
 
 /// One task's place in the registry. `changing` serializes starts, rebinds
@@ -184,9 +193,9 @@ impl Registry {
             if let Some(e) = &old
                 && e.key == endpoint.key()
                 && e.target == opts.target_id
-                && e.supervisor.is_running()
+                && e.supervisor().is_running()
             {
-                return Ok(e.supervisor.clone());
+                return Ok(e.supervisor().clone());
             }
             if old.is_some() {
                 tracing::info!(task_id, "rebinding to {}", endpoint.describe());
@@ -211,11 +220,11 @@ impl Registry {
             let replaced = slot.replace(Some(Entry {
                 key: endpoint.key(),
                 target,
-                supervisor: supervisor.clone(),
+                page: Page::new(supervisor.clone()),
             }));
             self.watch_exit(task_id, &slot, &supervisor);
             if let Some(old) = replaced {
-                old.supervisor.stop().await;
+                old.supervisor().stop().await;
             }
             return Ok(supervisor);
         }
@@ -232,7 +241,7 @@ impl Registry {
             exited.cancelled().await;
             let Some(slot) = slot.upgrade() else { return };
             let _changing = slot.changing.lock().await;
-            let mine = slot.current().is_some_and(|e| e.supervisor.id() == id);
+            let mine = slot.current().is_some_and(|e| e.supervisor().id() == id);
             if mine {
                 slot.replace(None);
                 registry.remove_if_empty(&task_id, &slot);
@@ -261,8 +270,20 @@ impl Registry {
     pub fn get(&self, task_id: &str) -> Option<Supervisor> {
         self.existing_slot(task_id)?
             .current()
-            .map(|e| e.supervisor)
+            .map(|e| e.supervisor().clone())
             .filter(Supervisor::is_running)
+    }
+
+    /// The page layer of `task_id`'s running supervisor `supervisor`: the
+    /// one registered with it, so that its refs are those of every session
+    /// of the task; a fresh one (no refs) for a supervisor no longer
+    /// registered (replaced or stopped meanwhile). Never waits.
+    pub fn page(&self, task_id: &str, supervisor: &Supervisor) -> Page {
+        self.existing_slot(task_id)
+            .and_then(|s| s.current())
+            .map(|e| e.page)
+            .filter(|p| p.supervisor().id() == supervisor.id())
+            .unwrap_or_else(|| Page::new(supervisor.clone()))
     }
 
     /// Whether a supervisor for `task_id` is being started (or rebound) now.
@@ -281,7 +302,7 @@ impl Registry {
         let changing = slot.changing.lock().await;
         let old = slot.replace(None);
         if let Some(e) = &old {
-            e.supervisor.stop().await;
+            e.supervisor().stop().await;
         }
         drop(changing);
         self.remove_if_empty(task_id, &slot);

@@ -19,9 +19,9 @@ use super::{
     WAIT_DEFAULT_TIMEOUT_S, WAIT_EVENTS, WAIT_MAX_TIMEOUT_S, cdp_params, check_cdp_url,
     check_created_tab, check_method, check_navigation, seconds, wait_event,
 };
+use crate::supervisor::act::OutlineMode;
 use crate::supervisor::credentials::Secret;
 use crate::supervisor::origins::NavigationPolicy;
-use crate::supervisor::page::OutlineMode;
 use crate::supervisor::state::{DialogAction, Login};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;

@@ -171,7 +171,6 @@ impl Supervisor {
                 dialog_timeout,
                 max_tabs,
                 checks_documents,
-                refs: Mutex::new(Default::default()),
             }),
         })
     }

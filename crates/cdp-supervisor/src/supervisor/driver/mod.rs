@@ -421,8 +421,6 @@ struct Shared {
     max_tabs: usize,
     /// The navigation policy checks documents in the browser (`Fetch`).
     checks_documents: bool,
-    /// Per tab, the refs of its last page outline ([`crate::supervisor::page`]).
-    refs: Mutex<crate::supervisor::page::RefTables>,
 }
 
 type LiveConnection = Arc<Mutex<Option<Connection>>>;
@@ -563,16 +561,6 @@ impl Supervisor {
     /// How long an interrupted command may wait for its dialog to be answered.
     pub(crate) fn dialog_timeout(&self) -> Duration {
         self.shared.dialog_timeout
-    }
-
-    /// Per tab, the refs of its last page outline.
-    pub(crate) fn ref_tables(
-        &self,
-    ) -> std::sync::MutexGuard<'_, crate::supervisor::page::RefTables> {
-        self.shared
-            .refs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// What happened, by kind and sequence number (`browser_wait`,
