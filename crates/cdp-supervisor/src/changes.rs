@@ -55,96 +55,16 @@ impl Seen {
     /// downloads, blocked_navigations}`, each key only when non-empty; `None` when
     /// nothing changed — and what is seen after it.
     pub fn diff(&self, snap: &Snapshot, told: &Told) -> (Option<Value>, Seen) {
-        let mut out = Map::new();
         let mut seen = Seen {
             blocked_at: self.blocked_at,
             ..Seen::default()
         };
-        let summary = |d: &crate::supervisor::snapshot::PendingDialog| {
-            let mut v = json!({"id": d.id, "type": d.dialog_type, "message": ellipsize(&d.message, MESSAGE_MAX_CHARS)});
-            if let Some(t) = &d.target_id {
-                v["target_id"] = json!(t);
-            }
-            v
-        };
-        let mut opened = Vec::new();
-        for d in &snap.pending_dialogs {
-            seen.dialogs.insert(d.id.clone());
-            if !self.dialogs.contains(&d.id) {
-                opened.push(summary(d));
-            }
-        }
-        let mut closed = Vec::new();
-        for c in &snap.recent_dialogs {
-            let d = &c.dialog;
-            seen.dialogs.insert(d.id.clone());
-            seen.closed.insert(d.id.clone());
-            if !self.dialogs.contains(&d.id) {
-                // Opened and closed between two results (a policy's answer).
-                opened.push(summary(d));
-            }
-            if !self.closed.contains(&d.id) {
-                let mut v = json!({"id": d.id, "type": d.dialog_type, "closed_by": c.closed_by});
-                if let Some(a) = c.accepted {
-                    v["accepted"] = json!(a);
-                }
-                closed.push(v);
-            }
-        }
-        // A dialog both pending before and now gone from every list (past
-        // the last 20) is not reported: the snapshot keeps no trace of it.
-        let mut tabs_opened = Vec::new();
-        for t in &snap.tabs {
-            seen.tabs.insert(t.target_id.clone(), t.url.to_string());
-            if t.current {
-                seen.current = Some((t.target_id.clone(), t.url.to_string()));
-            }
-            if !self.tabs.contains_key(&t.target_id) && !told.tabs_opened.contains(&t.target_id) {
-                let mut v = json!({"target_id": t.target_id, "url": t.url.as_str()});
-                if let Some(o) = &t.opener_target_id {
-                    v["opener_target_id"] = json!(o);
-                }
-                tabs_opened.push(v);
-            }
-        }
-        let tabs_closed: Vec<Value> = self
-            .tabs
-            .iter()
-            .filter(|(id, _)| !seen.tabs.contains_key(*id))
-            .map(|(id, url)| json!({"target_id": id, "url": url}))
-            .collect();
-        let mut blocked = Vec::new();
-        for b in &snap.blocked_navigations {
-            if b.at > self.blocked_at {
-                blocked.push(json!({"url": b.url, "rule": b.rule}));
-                seen.blocked_at = seen.blocked_at.max(b.at);
-            }
-        }
-        // A download is told when it begins and again when it ends.
-        let mut downloads = Vec::new();
-        for d in &snap.downloads {
-            seen.downloads.insert(d.id.clone(), d.state);
-            let told_already = self.downloads.get(&d.id) == Some(&d.state)
-                || (d.state == DownloadState::InProgress && told.downloads_started.contains(&d.id));
-            if !told_already {
-                let mut v = json!({"id": d.id, "suggested_filename": d.suggested_filename, "state": d.state, "received_bytes": d.received_bytes});
-                if let Some(p) = &d.path {
-                    v["path"] = json!(p);
-                }
-                if let Some(n) = &d.note {
-                    v["note"] = json!(n);
-                }
-                downloads.push(v);
-            }
-        }
-        let navigated = match (&self.current, &seen.current) {
-            (Some((was_tab, was)), Some((tab, now)))
-                if was_tab == tab && was != now && !now.is_empty() && !told.navigated =>
-            {
-                Some(now.clone())
-            }
-            _ => None,
-        };
+        let (opened, closed) = self.dialog_changes(snap, &mut seen);
+        let (tabs_opened, tabs_closed) = self.tab_changes(snap, told, &mut seen);
+        let blocked = self.blocked_since(snap, &mut seen);
+        let downloads = self.download_changes(snap, told, &mut seen);
+        let navigated = self.navigated_to(&seen, told);
+        let mut out = Map::new();
         let mut put = |k: &str, v: Vec<Value>| {
             if !v.is_empty() {
                 out.insert(k.into(), Value::Array(v));
@@ -161,6 +81,127 @@ impl Seen {
         }
         ((!out.is_empty()).then_some(Value::Object(out)), seen)
     }
+
+    /// Dialogs opened and closed since: every dialog the snapshot lists,
+    /// pending or recent, is seen. A dialog both pending before and now gone
+    /// from every list (past the last 20) is not reported: the snapshot
+    /// keeps no trace of it.
+    fn dialog_changes(&self, snap: &Snapshot, seen: &mut Seen) -> (Vec<Value>, Vec<Value>) {
+        let mut opened = Vec::new();
+        for d in &snap.pending_dialogs {
+            seen.dialogs.insert(d.id.clone());
+            if !self.dialogs.contains(&d.id) {
+                opened.push(dialog_summary(d));
+            }
+        }
+        let mut closed = Vec::new();
+        for c in &snap.recent_dialogs {
+            let d = &c.dialog;
+            seen.dialogs.insert(d.id.clone());
+            seen.closed.insert(d.id.clone());
+            if !self.dialogs.contains(&d.id) {
+                // Opened and closed between two results (a policy's answer).
+                opened.push(dialog_summary(d));
+            }
+            if !self.closed.contains(&d.id) {
+                let mut v = json!({"id": d.id, "type": d.dialog_type, "closed_by": c.closed_by});
+                if let Some(a) = c.accepted {
+                    v["accepted"] = json!(a);
+                }
+                closed.push(v);
+            }
+        }
+        (opened, closed)
+    }
+
+    /// Tabs opened (unless the result itself says so) and closed since; the
+    /// tabs and the current one are seen.
+    fn tab_changes(
+        &self,
+        snap: &Snapshot,
+        told: &Told,
+        seen: &mut Seen,
+    ) -> (Vec<Value>, Vec<Value>) {
+        let mut opened = Vec::new();
+        for t in &snap.tabs {
+            seen.tabs.insert(t.target_id.clone(), t.url.to_string());
+            if t.current {
+                seen.current = Some((t.target_id.clone(), t.url.to_string()));
+            }
+            if !self.tabs.contains_key(&t.target_id) && !told.tabs_opened.contains(&t.target_id) {
+                let mut v = json!({"target_id": t.target_id, "url": t.url.as_str()});
+                if let Some(o) = &t.opener_target_id {
+                    v["opener_target_id"] = json!(o);
+                }
+                opened.push(v);
+            }
+        }
+        let closed = self
+            .tabs
+            .iter()
+            .filter(|(id, _)| !seen.tabs.contains_key(*id))
+            .map(|(id, url)| json!({"target_id": id, "url": url}))
+            .collect();
+        (opened, closed)
+    }
+
+    /// Navigations blocked after the newest one reported.
+    fn blocked_since(&self, snap: &Snapshot, seen: &mut Seen) -> Vec<Value> {
+        let mut blocked = Vec::new();
+        for b in &snap.blocked_navigations {
+            if b.at > self.blocked_at {
+                blocked.push(json!({"url": b.url, "rule": b.rule}));
+                seen.blocked_at = seen.blocked_at.max(b.at);
+            }
+        }
+        blocked
+    }
+
+    /// Downloads not reported in their present state. A download is told
+    /// when it begins and again when it ends (its start may be the result's
+    /// own `downloads_started`).
+    fn download_changes(&self, snap: &Snapshot, told: &Told, seen: &mut Seen) -> Vec<Value> {
+        let mut downloads = Vec::new();
+        for d in &snap.downloads {
+            seen.downloads.insert(d.id.clone(), d.state);
+            let told_already = self.downloads.get(&d.id) == Some(&d.state)
+                || (d.state == DownloadState::InProgress && told.downloads_started.contains(&d.id));
+            if !told_already {
+                let mut v = json!({"id": d.id, "suggested_filename": d.suggested_filename, "state": d.state, "received_bytes": d.received_bytes});
+                if let Some(p) = &d.path {
+                    v["path"] = json!(p);
+                }
+                if let Some(n) = &d.note {
+                    v["note"] = json!(n);
+                }
+                downloads.push(v);
+            }
+        }
+        downloads
+    }
+
+    /// Where the current tab went, when it is the same tab at a new,
+    /// non-empty URL and the result does not say so itself.
+    fn navigated_to(&self, seen: &Seen, told: &Told) -> Option<String> {
+        match (&self.current, &seen.current) {
+            (Some((was_tab, was)), Some((tab, now)))
+                if was_tab == tab && was != now && !now.is_empty() && !told.navigated =>
+            {
+                Some(now.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A dialog as a change names it: id, type, its message cut to
+/// [`MESSAGE_MAX_CHARS`], and its tab when known.
+fn dialog_summary(d: &crate::supervisor::snapshot::PendingDialog) -> Value {
+    let mut v = json!({"id": d.id, "type": d.dialog_type, "message": ellipsize(&d.message, MESSAGE_MAX_CHARS)});
+    if let Some(t) = &d.target_id {
+        v["target_id"] = json!(t);
+    }
+    v
 }
 
 #[cfg(test)]

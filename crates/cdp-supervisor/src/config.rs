@@ -490,32 +490,8 @@ impl Config {
     /// [`ConfigError::Yaml`] (with an empty `path`) for a parse error or a
     /// non-mapping document; otherwise as [`Config::set`].
     pub fn merge_yaml(&mut self, text: &str) -> Result<(), ConfigError> {
-        let yaml_error = |message: String| ConfigError::Yaml {
-            path: PathBuf::new(),
-            message,
-        };
-        if text.trim().is_empty() {
+        let Some(top) = yaml_mapping(text)? else {
             return Ok(());
-        }
-        let doc: Value = serde_saphyr::from_str(text).map_err(|e| {
-            yaml_error(
-                e.to_string()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )
-        })?;
-        let top = match doc {
-            Value::Null => return Ok(()),
-            Value::Object(top) => top,
-            other => {
-                return Err(yaml_error(format!(
-                    "the document must be a mapping with a `browser:` section, not {}",
-                    one_line(&compact(&other))
-                )));
-            }
         };
         for (section, body) in top {
             if section != "browser" {
@@ -527,89 +503,50 @@ impl Config {
                 other => return Err(bad_value("browser", &compact(&other), "a mapping of keys")),
             };
             for (name, value) in body {
-                let key = format!("browser.{name}");
-                if key == "browser.downloads" {
-                    self.merge_downloads(value)?;
-                    continue;
-                }
-                if !KEYS.contains(&key.as_str()) {
-                    return Err(unknown_key(&key));
-                }
-                match value {
-                    Value::Null => self.reset(&key),
-                    Value::Object(map) if key == "browser.dialog_policy" => {
-                        let mut pairs = Vec::new();
-                        for (t, v) in &map {
-                            let v = scalar_text(v).ok_or_else(|| {
-                                bad_value(&format!("{key}.{t}"), &compact(v), DialogPolicy::ALLOWED)
-                            })?;
-                            pairs.push((t.clone(), v));
-                        }
-                        self.browser.dialog_policy = DialogPolicies::from_pairs(
-                            pairs.iter().map(|(t, v)| (t.as_str(), v.as_str())),
-                        )
-                        .map_err(|e| policy_error(&compact(&Value::Object(map.clone())), e))?;
-                    }
-                    Value::Object(map) if key == "browser.credentials" => {
-                        self.browser.credentials = credentials_from_map(&map)?;
-                    }
-                    Value::Object(map) if key == "browser.cdp_headers" => {
-                        self.browser.cdp_headers = headers_from_map(&map)?;
-                    }
-                    Value::Object(map) if key == "browser.selenium_capabilities" => {
-                        self.browser.selenium_capabilities = map;
-                    }
-                    Value::Array(items) if key == "browser.provider_command" => {
-                        self.browser.provider_command = items
-                            .iter()
-                            .map(|item| {
-                                scalar_text(item)
-                                    .ok_or_else(|| bad_value(&key, &compact(item), COMMAND_ALLOWED))
-                            })
-                            .collect::<Result<_, _>>()?;
-                    }
-                    Value::Array(items) if key == "browser.chromium_args" => {
-                        self.browser.chromium_args = items
-                            .iter()
-                            .map(|item| {
-                                scalar_text(item)
-                                    .ok_or_else(|| bad_value(&key, &compact(item), ARGS_ALLOWED))
-                            })
-                            .collect::<Result<_, _>>()?;
-                    }
-                    Value::Array(items) if is_origin_list(&key) => {
-                        let list = items
-                            .iter()
-                            .map(|item| {
-                                scalar_text(item)
-                                    .ok_or_else(|| bad_value(&key, &compact(item), ORIGIN_ALLOWED))
-                            })
-                            .collect::<Result<Vec<_>, _>>()?;
-                        self.set_origins(&key, list)?;
-                    }
-                    other => match scalar_text(&other) {
-                        Some(text) => self.set(&key, &text)?,
-                        None => {
-                            let allowed = match key.as_str() {
-                                "browser.chromium_args" => ARGS_ALLOWED,
-                                "browser.cdp_headers" => HEADERS_ALLOWED,
-                                "browser.credentials" => CREDENTIALS_ALLOWED,
-                                "browser.provider_command" => COMMAND_ALLOWED,
-                                "browser.selenium_capabilities" => CAPABILITIES_ALLOWED,
-                                k if is_origin_list(k) => ORIGIN_ALLOWED,
-                                _ => "a single value",
-                            };
-                            // Header values are secrets: never quoted back.
-                            let shown = if key == "browser.cdp_headers" {
-                                "(not shown)".to_owned()
-                            } else {
-                                compact(&other)
-                            };
-                            return Err(bad_value(&key, &shown, allowed));
-                        }
-                    },
-                }
+                self.merge_key(&format!("browser.{name}"), value)?;
             }
+        }
+        Ok(())
+    }
+
+    /// One key of the `browser:` section as YAML gave it: `null` resets it;
+    /// the keys that take a mapping or a list take them here; any other
+    /// scalar goes through [`Config::set`], as the environment's text would.
+    fn merge_key(&mut self, key: &str, value: Value) -> Result<(), ConfigError> {
+        if key == "browser.downloads" {
+            return self.merge_downloads(value);
+        }
+        if !KEYS.contains(&key) {
+            return Err(unknown_key(key));
+        }
+        match value {
+            Value::Null => self.reset(key),
+            Value::Object(map) if key == "browser.dialog_policy" => {
+                self.browser.dialog_policy = policy_from_map(key, &map)?;
+            }
+            Value::Object(map) if key == "browser.credentials" => {
+                self.browser.credentials = credentials_from_map(&map)?;
+            }
+            Value::Object(map) if key == "browser.cdp_headers" => {
+                self.browser.cdp_headers = headers_from_map(&map)?;
+            }
+            Value::Object(map) if key == "browser.selenium_capabilities" => {
+                self.browser.selenium_capabilities = map;
+            }
+            Value::Array(items) if key == "browser.provider_command" => {
+                self.browser.provider_command = scalar_list(key, &items, COMMAND_ALLOWED)?;
+            }
+            Value::Array(items) if key == "browser.chromium_args" => {
+                self.browser.chromium_args = scalar_list(key, &items, ARGS_ALLOWED)?;
+            }
+            Value::Array(items) if is_origin_list(key) => {
+                let list = scalar_list(key, &items, ORIGIN_ALLOWED)?;
+                self.set_origins(key, list)?;
+            }
+            other => match scalar_text(&other) {
+                Some(text) => self.set(key, &text)?,
+                None => return Err(not_a_single_value(key, &other)),
+            },
         }
         Ok(())
     }
@@ -626,66 +563,32 @@ impl Config {
     /// is unchanged on error.
     pub fn set(&mut self, key_path: &str, value: &str) -> Result<(), ConfigError> {
         let b = &mut self.browser;
+        let bad = |allowed: &str| bad_value(key_path, value, allowed);
         match key_path {
-            "browser.cdp_url" => {
-                let ok = value.is_empty()
-                    || url::Url::parse(value)
-                        .is_ok_and(|u| matches!(u.scheme(), "ws" | "wss" | "http" | "https"));
-                if !ok {
-                    return Err(bad_value(key_path, value, CDP_URL_ALLOWED));
-                }
-                b.cdp_url = value.to_owned();
-            }
+            "browser.cdp_url" => b.cdp_url = cdp_url(value).ok_or_else(|| bad(CDP_URL_ALLOWED))?,
             "browser.cdp_headers" => {
-                let map = match serde_saphyr::from_str::<Value>(value.trim()) {
-                    Ok(Value::Object(map)) => map,
-                    Ok(Value::Null) => serde_json::Map::new(),
-                    _ => return Err(bad_value(key_path, "(not shown)", HEADERS_ALLOWED)),
-                };
+                let map = text_mapping(value)
+                    .ok_or_else(|| bad_value(key_path, "(not shown)", HEADERS_ALLOWED))?;
                 b.cdp_headers = headers_from_map(&map)?;
             }
-            "browser.downloads.dir" => {
-                let dir = value.trim();
-                if std::path::Path::new(dir).is_file() {
-                    return Err(bad_value(
-                        key_path,
-                        dir,
-                        "a directory (created when missing), not a file; empty: a temporary directory per task",
-                    ));
-                }
-                b.downloads_dir = dir.to_owned();
-            }
+            "browser.downloads.dir" => b.downloads_dir = downloads_dir(key_path, value)?,
             "browser.downloads.max_bytes" => {
-                b.downloads_max_bytes = value
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| (1..=DOWNLOAD_MAX_BYTES_MAX).contains(n))
-                    .ok_or_else(|| bad_value(key_path, value, MAX_BYTES_ALLOWED))?;
+                b.downloads_max_bytes = number_in(value, 1..=DOWNLOAD_MAX_BYTES_MAX)
+                    .ok_or_else(|| bad(MAX_BYTES_ALLOWED))?;
             }
             "browser.credentials" => {
-                let map = match serde_saphyr::from_str::<Value>(value.trim()) {
-                    Ok(Value::Object(map)) => map,
-                    Ok(Value::Null) => serde_json::Map::new(),
-                    _ => return Err(bad_value(key_path, value, CREDENTIALS_ALLOWED)),
-                };
+                let map = text_mapping(value).ok_or_else(|| bad(CREDENTIALS_ALLOWED))?;
                 b.credentials = credentials_from_map(&map)?;
             }
             "browser.provider_command" => {
-                b.provider_command =
-                    parse_args(value).ok_or_else(|| bad_value(key_path, value, COMMAND_ALLOWED))?;
+                b.provider_command = parse_args(value).ok_or_else(|| bad(COMMAND_ALLOWED))?;
             }
             "browser.selenium_capabilities" => {
-                b.selenium_capabilities = match serde_saphyr::from_str::<Value>(value.trim()) {
-                    Ok(Value::Object(map)) => map,
-                    Ok(Value::Null) => serde_json::Map::new(),
-                    _ => return Err(bad_value(key_path, value, CAPABILITIES_ALLOWED)),
-                };
+                b.selenium_capabilities =
+                    text_mapping(value).ok_or_else(|| bad(CAPABILITIES_ALLOWED))?;
             }
             "browser.cloud_provider" => {
-                b.cloud_provider = value
-                    .parse()
-                    .map_err(|()| bad_value(key_path, value, CloudProvider::ALLOWED))?;
+                b.cloud_provider = value.parse().map_err(|()| bad(CloudProvider::ALLOWED))?;
             }
             "browser.dialog_policy" => {
                 b.dialog_policy = value.parse().map_err(|e| policy_error(value, e))?;
@@ -696,33 +599,23 @@ impl Config {
                     .parse::<f64>()
                     .ok()
                     .filter(|s| s.is_finite() && *s > 0.0 && *s <= DIALOG_TIMEOUT_MAX_S)
-                    .ok_or_else(|| bad_value(key_path, value, TIMEOUT_ALLOWED))?;
+                    .ok_or_else(|| bad(TIMEOUT_ALLOWED))?;
             }
             "browser.chromium_path" => b.chromium_path = value.to_owned(),
             "browser.chromium_args" => {
-                b.chromium_args =
-                    parse_args(value).ok_or_else(|| bad_value(key_path, value, ARGS_ALLOWED))?;
+                b.chromium_args = parse_args(value).ok_or_else(|| bad(ARGS_ALLOWED))?;
             }
             "browser.target_id" => b.target_id = value.to_owned(),
             "browser.max_tabs" => {
-                b.max_tabs = value
-                    .trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_TABS_MAX).contains(n))
-                    .ok_or_else(|| bad_value(key_path, value, MAX_TABS_ALLOWED))?;
+                b.max_tabs =
+                    number_in(value, 1..=MAX_TABS_MAX).ok_or_else(|| bad(MAX_TABS_ALLOWED))?;
             }
             "browser.allowed_origins" | "browser.blocked_origins" => {
-                let list =
-                    parse_list(value).ok_or_else(|| bad_value(key_path, value, ORIGIN_ALLOWED))?;
+                let list = parse_list(value).ok_or_else(|| bad(ORIGIN_ALLOWED))?;
                 self.set_origins(key_path, list)?;
             }
             "browser.allow_file_urls" => {
-                b.allow_file_urls = match value.trim() {
-                    "true" | "1" => true,
-                    "false" | "0" | "" => false,
-                    _ => return Err(bad_value(key_path, value, BOOL_ALLOWED)),
-                };
+                b.allow_file_urls = flag(value).ok_or_else(|| bad(BOOL_ALLOWED))?;
             }
             _ => return Err(unknown_key(key_path)),
         }
@@ -982,6 +875,131 @@ fn compact(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// The top-level mapping of a YAML config document; `None` for an empty
+/// (or `null`) document, which changes nothing. A parse error is one line.
+fn yaml_mapping(text: &str) -> Result<Option<serde_json::Map<String, Value>>, ConfigError> {
+    let yaml_error = |message: String| ConfigError::Yaml {
+        path: PathBuf::new(),
+        message,
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let doc: Value = serde_saphyr::from_str(text).map_err(|e| {
+        yaml_error(
+            e.to_string()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    })?;
+    match doc {
+        Value::Null => Ok(None),
+        Value::Object(top) => Ok(Some(top)),
+        other => Err(yaml_error(format!(
+            "the document must be a mapping with a `browser:` section, not {}",
+            one_line(&compact(&other))
+        ))),
+    }
+}
+
+/// `browser.dialog_policy` given as a mapping of dialog type to policy.
+fn policy_from_map(
+    key: &str,
+    map: &serde_json::Map<String, Value>,
+) -> Result<DialogPolicies, ConfigError> {
+    let mut pairs = Vec::new();
+    for (t, v) in map {
+        let v = scalar_text(v)
+            .ok_or_else(|| bad_value(&format!("{key}.{t}"), &compact(v), DialogPolicy::ALLOWED))?;
+        pairs.push((t.clone(), v));
+    }
+    DialogPolicies::from_pairs(pairs.iter().map(|(t, v)| (t.as_str(), v.as_str())))
+        .map_err(|e| policy_error(&compact(&Value::Object(map.clone())), e))
+}
+
+/// A YAML list of `key` as text, each item a scalar (`allowed` says what
+/// the key takes when one is not).
+fn scalar_list(key: &str, items: &[Value], allowed: &str) -> Result<Vec<String>, ConfigError> {
+    items
+        .iter()
+        .map(|item| scalar_text(item).ok_or_else(|| bad_value(key, &compact(item), allowed)))
+        .collect()
+}
+
+/// `browser.cdp_url`: empty (none), or a URL the CDP endpoint can have
+/// (`ws`, `wss`, `http`, `https`).
+fn cdp_url(value: &str) -> Option<String> {
+    let ok = value.is_empty()
+        || url::Url::parse(value)
+            .is_ok_and(|u| matches!(u.scheme(), "ws" | "wss" | "http" | "https"));
+    ok.then(|| value.to_owned())
+}
+
+/// A YAML/JSON mapping given as text (the environment's form of a mapping
+/// key); `null` is an empty one. `None` for anything else.
+fn text_mapping(value: &str) -> Option<serde_json::Map<String, Value>> {
+    match serde_saphyr::from_str::<Value>(value.trim()) {
+        Ok(Value::Object(map)) => Some(map),
+        Ok(Value::Null) => Some(serde_json::Map::new()),
+        _ => None,
+    }
+}
+
+/// `browser.downloads.dir`: a directory (created when missing, at start), not
+/// an existing file; empty for a temporary directory per task.
+fn downloads_dir(key_path: &str, value: &str) -> Result<String, ConfigError> {
+    let dir = value.trim();
+    if std::path::Path::new(dir).is_file() {
+        return Err(bad_value(
+            key_path,
+            dir,
+            "a directory (created when missing), not a file; empty: a temporary directory per task",
+        ));
+    }
+    Ok(dir.to_owned())
+}
+
+/// A whole number within `range`, surrounding whitespace allowed.
+fn number_in<T>(value: &str, range: std::ops::RangeInclusive<T>) -> Option<T>
+where
+    T: std::str::FromStr + PartialOrd,
+{
+    value.trim().parse::<T>().ok().filter(|n| range.contains(n))
+}
+
+/// A boolean as the environment gives it: `true`/`1`, `false`/`0`/empty.
+fn flag(value: &str) -> Option<bool> {
+    match value.trim() {
+        "true" | "1" => Some(true),
+        "false" | "0" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// The error for a mapping or list given to `key`, which takes neither
+/// (or not in that form): what it takes instead. Header values are
+/// secrets: never quoted back.
+fn not_a_single_value(key: &str, value: &Value) -> ConfigError {
+    let allowed = match key {
+        "browser.chromium_args" => ARGS_ALLOWED,
+        "browser.cdp_headers" => HEADERS_ALLOWED,
+        "browser.credentials" => CREDENTIALS_ALLOWED,
+        "browser.provider_command" => COMMAND_ALLOWED,
+        "browser.selenium_capabilities" => CAPABILITIES_ALLOWED,
+        k if is_origin_list(k) => ORIGIN_ALLOWED,
+        _ => "a single value",
+    };
+    let shown = if key == "browser.cdp_headers" {
+        "(not shown)".to_owned()
+    } else {
+        compact(value)
+    };
+    bad_value(key, &shown, allowed)
 }
 
 #[cfg(test)]

@@ -1090,11 +1090,42 @@ fn refuse(status: StatusCode, why: &str) -> Response {
     response
 }
 
+/// Every HTTP request to the MCP endpoint passes here before rmcp sees it:
+/// refused unless it is for this server from a loopback page with the token
+/// ([`refusal`]), its body read up to [`MAX_BODY_BYTES`]; then a session's
+/// request is counted as activity ([`in_session`]) and a new session is
+/// admitted only under `--max-sessions` ([`new_session`]).
 async fn guard_request(
     State(guard): State<Arc<RequestGuard>>,
     request: Request,
     next: Next,
 ) -> Response {
+    if let Some(refused) = refusal(&guard, &request) {
+        return refused;
+    }
+    let Some(request) = bounded_body(request).await else {
+        return too_big();
+    };
+    if let Some(id) = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+    {
+        return in_session(&guard, &id, request, next).await;
+    }
+    // A POST without a session id is an `initialize`: it creates a session.
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    new_session(&guard, request, next).await
+}
+
+/// Why a request is refused before its body is read, as the response to
+/// send, or `None`: a Host (or absolute URI) that is not this server (DNS
+/// rebinding), an Origin that is not loopback (a web page), a missing or
+/// wrong bearer token, a declared body over [`MAX_BODY_BYTES`].
+fn refusal(guard: &RequestGuard, request: &Request) -> Option<Response> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -1103,73 +1134,79 @@ async fn guard_request(
         .or_else(|| request.uri().authority().map(|a| a.to_string()));
     if !host.as_deref().is_some_and(|h| guard.host_ok(h)) {
         tracing::warn!(host = ?host, "refused an MCP request: Host is not this server");
-        return refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             "forbidden: the Host header does not name this server",
-        );
+        ));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if !origin_ok(origin) {
             tracing::warn!(origin, "refused an MCP request: Origin is not loopback");
-            return refuse(
+            return Some(refuse(
                 StatusCode::FORBIDDEN,
                 "forbidden: requests from a non-loopback Origin are refused",
-            );
+            ));
         }
     }
     if !guard.token_ok(headers) {
         tracing::warn!("refused an MCP request: missing or wrong bearer token");
-        return refuse(
+        return Some(refuse(
             StatusCode::UNAUTHORIZED,
             "unauthorized: send Authorization: Bearer <token>",
-        );
+        ));
     }
-    let too_big = || {
-        refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("payload too large: a request body may have at most {MAX_BODY_BYTES} bytes"),
-        )
-    };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         tracing::warn!(bytes = declared, "refused an MCP request: body too large");
-        return too_big();
+        return Some(too_big());
     }
-    // Bodies without a length (chunked) are read up to the bound, no further.
+    None
+}
+
+/// The request with its body read into memory, or `None` when the body is
+/// over [`MAX_BODY_BYTES`] or unreadable. Bodies without a length (chunked)
+/// are read up to the bound, no further.
+async fn bounded_body(request: Request) -> Option<Request> {
     let (parts, body) = request.into_parts();
-    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(bytes) => bytes,
+    match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => Some(Request::from_parts(parts, axum::body::Body::from(bytes))),
         Err(e) => {
             tracing::warn!("refused an MCP request: body too large or unreadable: {e}");
-            return too_big();
+            None
         }
-    };
-    let request = Request::from_parts(parts, axum::body::Body::from(body));
-    if let Some(id) = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-    {
-        let in_flight = guard.idle.begin(&id);
-        let delete = request.method() == axum::http::Method::DELETE;
-        let mut response = next.run(request).await;
-        // rmcp answers a session's DELETE with 202; the MCP Python SDK
-        // expects 200 or 204 and logs every other status as a failed
-        // termination. The session is gone either way: say 204.
-        if delete && response.status() == StatusCode::ACCEPTED {
-            *response.status_mut() = StatusCode::NO_CONTENT;
-        }
-        return holding(response, in_flight);
     }
-    // A POST without a session id is an `initialize`: it creates a session.
-    if request.method() != axum::http::Method::POST {
-        return next.run(request).await;
+}
+
+fn too_big() -> Response {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("payload too large: a request body may have at most {MAX_BODY_BYTES} bytes"),
+    )
+}
+
+/// A request of session `id`: in flight (the session is not idle) until
+/// its response's body ends.
+async fn in_session(guard: &RequestGuard, id: &str, request: Request, next: Next) -> Response {
+    let in_flight = guard.idle.begin(id);
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    // rmcp answers a session's DELETE with 202; the MCP Python SDK
+    // expects 200 or 204 and logs every other status as a failed
+    // termination. The session is gone either way: say 204.
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
     }
+    holding(response, in_flight)
+}
+
+/// An `initialize`: refused when `--max-sessions` are open, else run one at
+/// a time (two concurrent ones cannot both take the last place), and the
+/// session it creates starts in flight like any of its requests.
+async fn new_session(guard: &RequestGuard, request: Request, next: Next) -> Response {
     let one_at_a_time = guard.creating.lock().await;
     let live = guard.sessions.sessions.read().await.len();
     if live >= guard.max_sessions {

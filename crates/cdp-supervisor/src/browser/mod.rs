@@ -199,6 +199,40 @@ pub struct LocalChromium {
 
 type StderrTail = Arc<Mutex<VecDeque<String>>>;
 
+/// The command line of a headless Chromium on `about:blank` with its own
+/// user-data-dir, stderr piped (where it says its DevTools URL), killed
+/// when dropped, and tied to us so that it never outlives the supervisor.
+fn chromium_command(exe: &Path, user_data_path: &Path, extra_args: &[String]) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args(BASE_ARGS)
+        .arg(format!("--user-data-dir={}", user_data_path.display()))
+        .args(extra_args)
+        .arg("about:blank")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    // Its own process group, so that one signal reaches the renderers,
+    // zygotes and utilities Chromium forks, not just the browser process.
+    #[cfg(unix)]
+    cmd.process_group(0);
+    // If we die without a chance to clean up (SIGKILL), Chromium dies
+    // too: no browser outlives its supervisor. (The signal is tied to
+    // the spawning thread; tokio's worker threads live as long as the
+    // runtime that owns the supervisor.)
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 impl LocalChromium {
     /// Launches headless Chromium with a fresh user-data-dir on `about:blank`
     /// and waits (up to `opts.timeout`) for its browser WebSocket URL, read
@@ -218,33 +252,7 @@ impl LocalChromium {
             .map_err(LaunchError::UserDataDir)?;
         let user_data_path = dir.path().to_path_buf();
 
-        let mut cmd = Command::new(&exe);
-        cmd.args(BASE_ARGS)
-            .arg(format!("--user-data-dir={}", user_data_path.display()))
-            .args(&opts.extra_args)
-            .arg("about:blank")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        // Its own process group, so that one signal reaches the renderers,
-        // zygotes and utilities Chromium forks, not just the browser process.
-        #[cfg(unix)]
-        cmd.process_group(0);
-        // If we die without a chance to clean up (SIGKILL), Chromium dies
-        // too: no browser outlives its supervisor. (The signal is tied to
-        // the spawning thread; tokio's worker threads live as long as the
-        // runtime that owns the supervisor.)
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        let mut cmd = chromium_command(&exe, &user_data_path, &opts.extra_args);
         let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
             path: exe.clone(),
             source,
@@ -253,7 +261,7 @@ impl LocalChromium {
         tracing::debug!(?exe, ?pid, dir = %user_data_path.display(), "launched Chromium");
 
         let tail: StderrTail = Arc::default();
-        let (url_tx, mut url_rx) = oneshot::channel();
+        let (url_tx, url_rx) = oneshot::channel();
         let stderr = child.stderr.take().expect("stderr is piped");
         let stderr_task = tokio::spawn(drain_stderr(stderr, tail.clone(), url_tx));
 
@@ -266,42 +274,10 @@ impl LocalChromium {
             user_data_path,
             stderr_task,
         };
-
-        let deadline = crate::cdp::connection::deadline_after(opts.timeout);
-        let mut stderr_open = true;
-        let ws_url = loop {
-            if let Some(url) = read_active_port(&chromium.user_data_path) {
-                break url;
-            }
-            let child = chromium
-                .child
-                .as_mut()
-                .expect("child is set until shutdown");
-            if let Ok(Some(status)) = child.try_wait() {
-                // Let the reader reach EOF so the error quotes the last lines.
-                let task = std::mem::replace(&mut chromium.stderr_task, tokio::spawn(async {}));
-                let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
-                return Err(LaunchError::Exited {
-                    status: status.to_string(),
-                    stderr: tail_text(&tail),
-                });
-            }
-            tokio::select! {
-                url = &mut url_rx, if stderr_open => match url {
-                    Ok(url) => break url,
-                    // Stderr closed without the line: keep polling the file.
-                    Err(_) => stderr_open = false,
-                },
-                _ = tokio::time::sleep(POLL_INTERVAL) => {}
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(LaunchError::Timeout {
-                    timeout: opts.timeout,
-                    stderr: tail_text(&tail),
-                });
-                // `chromium` drops here: group killed, dir removed.
-            }
-        };
+        // On an error `chromium` drops here: group killed, dir removed.
+        let ws_url = chromium
+            .wait_for_endpoint(url_rx, &tail, opts.timeout)
+            .await?;
         chromium.port = url::Url::parse(&ws_url)
             .ok()
             .and_then(|u| u.port())
@@ -309,6 +285,49 @@ impl LocalChromium {
         chromium.ws_url = ws_url;
         tracing::debug!(ws_url = %chromium.ws_url, "Chromium DevTools ready");
         Ok(chromium)
+    }
+
+    /// Waits up to `timeout` for the browser WebSocket URL of the Chromium
+    /// just spawned: from its stderr line (`url_rx`) or its
+    /// `DevToolsActivePort` file, whichever comes first. Fails with the last
+    /// stderr lines (`tail`) when it exits first or the time runs out.
+    async fn wait_for_endpoint(
+        &mut self,
+        mut url_rx: oneshot::Receiver<String>,
+        tail: &StderrTail,
+        timeout: Duration,
+    ) -> Result<String, LaunchError> {
+        let deadline = crate::cdp::connection::deadline_after(timeout);
+        let mut stderr_open = true;
+        loop {
+            if let Some(url) = read_active_port(&self.user_data_path) {
+                return Ok(url);
+            }
+            let child = self.child.as_mut().expect("child is set until shutdown");
+            if let Ok(Some(status)) = child.try_wait() {
+                // Let the reader reach EOF so the error quotes the last lines.
+                let task = std::mem::replace(&mut self.stderr_task, tokio::spawn(async {}));
+                let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+                return Err(LaunchError::Exited {
+                    status: status.to_string(),
+                    stderr: tail_text(tail),
+                });
+            }
+            tokio::select! {
+                url = &mut url_rx, if stderr_open => match url {
+                    Ok(url) => return Ok(url),
+                    // Stderr closed without the line: keep polling the file.
+                    Err(_) => stderr_open = false,
+                },
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(LaunchError::Timeout {
+                    timeout,
+                    stderr: tail_text(tail),
+                });
+            }
+        }
     }
 
     /// The browser-level WebSocket URL,

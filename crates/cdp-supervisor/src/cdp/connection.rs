@@ -655,133 +655,27 @@ impl Connection {
         ws_url: &str,
         headers: &CdpHeaders,
     ) -> Result<(Connection, EventStream), ConnectError> {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
         let redacted = redact_url(ws_url);
-        let bad_url = |reason: String| ConnectError::BadUrl {
-            url: redacted.clone(),
-            reason,
-        };
-        let mut url = url::Url::parse(ws_url.trim()).map_err(|e| bad_url(e.to_string()))?;
-        let basic = (!url.username().is_empty()).then(|| {
-            use base64::Engine;
-            let decode = |s: &str| percent_decode(s);
-            let pair = format!(
-                "{}:{}",
-                decode(url.username()),
-                decode(url.password().unwrap_or(""))
-            );
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(pair)
-            )
-        });
-        let _ = url.set_username("");
-        let _ = url.set_password(None);
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| bad_url(e.to_string()))?;
-        let bad_header = |name: &str| {
-            bad_url(format!(
-                "browser.cdp_headers: {name:?} is not a valid HTTP header (name or value)"
-            ))
-        };
-        for (name, value) in headers.iter() {
-            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
-            let v = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
-            request.headers_mut().insert(n, v);
-        }
-        if let Some(basic) = basic.filter(|_| !headers.has("authorization")) {
-            let v = HeaderValue::from_str(&basic).map_err(|_| bad_header("Authorization"))?;
-            request.headers_mut().insert("authorization", v);
-        }
-        let config = WebSocketConfig::default()
-            // Allocated per connection, whether idle or not (tungstenite's
-            // default is 128 KiB), and the most one read takes: small, as
-            // the socket below buffers reads under load (`LoadBuffered`).
-            .read_buffer_size(READ_BUFFER_SIZE)
-            .max_message_size(Some(MAX_MESSAGE_SIZE))
-            .max_frame_size(Some(MAX_MESSAGE_SIZE));
-        let handshake = async {
-            use tokio_tungstenite::tungstenite::Error as WsError;
-            let port = url.port_or_known_default().ok_or_else(|| {
-                WsError::Url(tokio_tungstenite::tungstenite::error::UrlError::UnsupportedUrlScheme)
-            })?;
-            let tcp = match url.host() {
-                Some(url::Host::Domain(domain)) => {
-                    tokio::net::TcpStream::connect((domain, port)).await
-                }
-                Some(url::Host::Ipv4(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
-                Some(url::Host::Ipv6(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
-                None => {
-                    return Err(WsError::Url(
-                        tokio_tungstenite::tungstenite::error::UrlError::NoHostName,
-                    ));
-                }
-            }?;
-            tcp.set_nodelay(true)?;
-            if url.scheme() == "wss" {
-                // TLS sits above the socket: its records hide the head's end.
-                return tokio_tungstenite::client_async_tls_with_config(
-                    request,
-                    LoadBuffered::new(tcp),
-                    Some(config),
-                    None,
-                )
-                .await;
-            }
-            let (socket, response) = tokio_tungstenite::client_async_tls_with_config(
-                request,
-                LoadBuffered::until_head_end(tcp),
-                Some(config),
-                None,
-            )
-            .await?;
-            // The handshake read nothing past the response's head, so its
-            // 4 KiB buffer holds nothing: the WebSocket starts afresh on a
-            // READ_BUFFER_SIZE one.
-            let socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
-                socket.into_inner(),
-                tokio_tungstenite::tungstenite::protocol::Role::Client,
-                Some(config),
-            )
-            .await;
-            Ok((socket, response))
-        };
-        let (socket, _) = match tokio::time::timeout(CONNECT_TIMEOUT, handshake).await {
+        let (url, request) = handshake_request(ws_url, headers, &redacted)?;
+        let socket = match tokio::time::timeout(CONNECT_TIMEOUT, open_socket(&url, request)).await {
             Err(_) => {
                 return Err(ConnectError::Timeout {
                     url: redacted,
                     after: CONNECT_TIMEOUT,
                 });
             }
-            Ok(Err(e)) => {
-                use tokio_tungstenite::tungstenite::Error as WsError;
-                // tungstenite's messages do not include the URL, so they carry no secret.
-                return Err(match e {
-                    WsError::Url(reason) => ConnectError::BadUrl {
-                        url: redacted,
-                        reason: reason.to_string(),
-                    },
-                    WsError::Http(response) => ConnectError::Unreachable {
-                        url: redacted,
-                        reason: format!(
-                            "the WebSocket handshake got HTTP {}{}",
-                            response.status(),
-                            auth_hint(response.status().as_u16())
-                        ),
-                    },
-                    other => ConnectError::Unreachable {
-                        url: redacted,
-                        reason: headers.scrub(&other.to_string()),
-                    },
-                });
-            }
-            Ok(Ok(ok)) => ok,
+            Ok(Err(e)) => return Err(handshake_error(e, redacted, headers)),
+            Ok(Ok(socket)) => socket,
         };
         tracing::debug!(url = %redacted, "CDP connection open");
+        Ok(Connection::start(socket, is_grid_session_path(url.path())))
+    }
 
+    /// Wraps an open socket: the shared state its two tasks and every
+    /// handle use, the writer and reader tasks, and — on a Selenium Grid
+    /// session's endpoint (`grid_session`) — the keep-alive the Grid needs
+    /// to keep the session ([`GRID_KEEP_ALIVE_EVERY`]).
+    fn start(socket: Socket, grid_session: bool) -> (Connection, EventStream) {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let counts = Arc::new(Counts::default());
         let shared = Arc::new(Shared {
@@ -803,10 +697,10 @@ impl Connection {
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, shared.clone()));
         tokio::spawn(read_loop(stream, shared.clone()));
-        if is_grid_session_path(url.path()) {
+        if grid_session {
             tokio::spawn(grid_keep_alive(Arc::downgrade(&shared)));
         }
-        Ok((
+        (
             Connection {
                 owner: Arc::new(Owner {
                     shared: shared.clone(),
@@ -817,7 +711,7 @@ impl Connection {
                 counts,
                 burst: Vec::new().into_iter(),
             },
-        ))
+        )
     }
 
     /// Queues a command at once (the order of calls is the order on the
@@ -958,6 +852,157 @@ type Socket = tokio_tungstenite::WebSocketStream<
 >;
 type Sink = futures_util::stream::SplitSink<Socket, Message>;
 type Stream = futures_util::stream::SplitStream<Socket>;
+
+/// The WebSocket handshake request for `ws_url`: its URL without userinfo
+/// (the credentials must not reach logs or the wire in the clear), plus
+/// `headers` and, unless `headers` has its own, the userinfo as
+/// `Authorization: Basic`. Errors name `redacted`, never a header value.
+fn handshake_request(
+    ws_url: &str,
+    headers: &CdpHeaders,
+    redacted: &str,
+) -> Result<(url::Url, HandshakeRequest), ConnectError> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+    let bad_url = |reason: String| ConnectError::BadUrl {
+        url: redacted.to_owned(),
+        reason,
+    };
+    let mut url = url::Url::parse(ws_url.trim()).map_err(|e| bad_url(e.to_string()))?;
+    let basic = basic_authorization(&url);
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| bad_url(e.to_string()))?;
+    let bad_header = |name: &str| {
+        bad_url(format!(
+            "browser.cdp_headers: {name:?} is not a valid HTTP header (name or value)"
+        ))
+    };
+    for (name, value) in headers.iter() {
+        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
+        let v = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
+        request.headers_mut().insert(n, v);
+    }
+    if let Some(basic) = basic.filter(|_| !headers.has("authorization")) {
+        let v = HeaderValue::from_str(&basic).map_err(|_| bad_header("Authorization"))?;
+        request.headers_mut().insert("authorization", v);
+    }
+    Ok((url, request))
+}
+
+/// The `Authorization: Basic …` value of `url`'s userinfo (its `%XX`
+/// escapes decoded), or `None` when the URL names no user.
+fn basic_authorization(url: &url::Url) -> Option<String> {
+    (!url.username().is_empty()).then(|| {
+        use base64::Engine;
+        let decode = |s: &str| percent_decode(s);
+        let pair = format!(
+            "{}:{}",
+            decode(url.username()),
+            decode(url.password().unwrap_or(""))
+        );
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    })
+}
+
+/// The WebSocket handshake request type (an `http::Request<()>`).
+type HandshakeRequest = tokio_tungstenite::tungstenite::handshake::client::Request;
+
+/// Settings of every connection's WebSocket.
+fn socket_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        // Allocated per connection, whether idle or not (tungstenite's
+        // default is 128 KiB), and the most one read takes: small, as
+        // the socket below buffers reads under load (`LoadBuffered`).
+        .read_buffer_size(READ_BUFFER_SIZE)
+        .max_message_size(Some(MAX_MESSAGE_SIZE))
+        .max_frame_size(Some(MAX_MESSAGE_SIZE))
+}
+
+/// TCP connect to `url`'s host (no Nagle delay: CDP frames are small and
+/// each waits for an answer) and the WebSocket handshake of `request` on it, TLS for
+/// `wss`. The caller puts the deadline on the whole.
+async fn open_socket(
+    url: &url::Url,
+    request: HandshakeRequest,
+) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    use tokio_tungstenite::tungstenite::error::UrlError;
+    let config = socket_config();
+    let port = url
+        .port_or_known_default()
+        .ok_or(WsError::Url(UrlError::UnsupportedUrlScheme))?;
+    let tcp = match url.host() {
+        Some(url::Host::Domain(domain)) => tokio::net::TcpStream::connect((domain, port)).await,
+        Some(url::Host::Ipv4(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
+        Some(url::Host::Ipv6(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
+        None => return Err(WsError::Url(UrlError::NoHostName)),
+    }?;
+    tcp.set_nodelay(true)?;
+    if url.scheme() == "wss" {
+        // TLS sits above the socket: its records hide the head's end.
+        let (socket, _) = tokio_tungstenite::client_async_tls_with_config(
+            request,
+            LoadBuffered::new(tcp),
+            Some(config),
+            None,
+        )
+        .await?;
+        return Ok(socket);
+    }
+    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(
+        request,
+        LoadBuffered::until_head_end(tcp),
+        Some(config),
+        None,
+    )
+    .await?;
+    // The handshake read nothing past the response's head, so its
+    // 4 KiB buffer holds nothing: the WebSocket starts afresh on a
+    // READ_BUFFER_SIZE one.
+    Ok(tokio_tungstenite::WebSocketStream::from_raw_socket(
+        socket.into_inner(),
+        tokio_tungstenite::tungstenite::protocol::Role::Client,
+        Some(config),
+    )
+    .await)
+}
+
+/// A failed handshake as the [`ConnectError`] a user can act on: a URL
+/// tungstenite cannot use, or an unreachable endpoint with the HTTP status
+/// (and a hint on credentials) or the socket's error, header values scrubbed.
+fn handshake_error(
+    e: tokio_tungstenite::tungstenite::Error,
+    redacted: String,
+    headers: &CdpHeaders,
+) -> ConnectError {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    // tungstenite's messages do not include the URL, so they carry no secret.
+    match e {
+        WsError::Url(reason) => ConnectError::BadUrl {
+            url: redacted,
+            reason: reason.to_string(),
+        },
+        WsError::Http(response) => ConnectError::Unreachable {
+            url: redacted,
+            reason: format!(
+                "the WebSocket handshake got HTTP {}{}",
+                response.status(),
+                auth_hint(response.status().as_u16())
+            ),
+        },
+        other => ConnectError::Unreachable {
+            url: redacted,
+            reason: headers.scrub(&other.to_string()),
+        },
+    }
+}
 
 /// Whether `path` is a Selenium Grid session's CDP endpoint (`se:cdp`,
 /// `/session/<id>/se/cdp`, after a sub-path if the Grid has one).

@@ -6,6 +6,10 @@ use super::run::spawn_owned;
 use super::*;
 
 impl Supervisor {
+    /// Starts a supervisor: attaches under the attach deadline
+    /// ([`connect_and_pick`]), builds the driver around the core
+    /// ([`new_driver`]), spawns its task, and waits — within what is left of
+    /// the deadline — for the tab's frame tree before handing out the handle.
     pub(super) async fn start_inner(
         cdp_url: &str,
         opts: SupervisorOptions,
@@ -16,129 +20,21 @@ impl Supervisor {
         let policy = opts.policy;
         let command_timeout = opts.command_timeout;
         let deadline = opts.attach_timeout;
-        let attach = async {
-            let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
-            let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
-            conn.set_event_filter(Event::handled);
-            let (target, session) = if is_page_level(&ws) {
-                // What the endpoint refused; a target_id that names no
-                // tab is the caller's mistake, said as it is.
-                let page_level = |e: StartError| match e {
-                    StartError::NoSuchTarget { .. } | StartError::NotAPage { .. } => e,
-                    e => StartError::PageLevel {
-                        url: shown_url.clone(),
-                        reason: e.to_string(),
-                    },
-                };
-                tracing::warn!(url = %shown_url, "{PAGE_LEVEL_NOTE}");
-                // Its own tab, whatever else the browser has.
-                let own = match &opts.target_id {
-                    Some(t) => t.clone(),
-                    None => own_target(&conn, opts.command_timeout)
-                        .await
-                        .map_err(page_level)?,
-                };
-                pick_and_attach(&conn, Some(&own), &[], None, opts.command_timeout)
-                    .await
-                    .map_err(page_level)?
-            } else {
-                let http = http_of(&ws);
-                pick_and_attach(
-                    &conn,
-                    opts.target_id.as_deref(),
-                    &[],
-                    http.as_deref().map(|h| (h, &opts.cdp_headers)),
-                    opts.command_timeout,
-                )
-                .await?
-            };
-            Ok::<_, StartError>((ws, conn, events, target, session))
-        };
-        let (ws, conn, events, target, session) = tokio::time::timeout(deadline, attach)
+        let attached = tokio::time::timeout(deadline, connect_and_pick(cdp_url, &opts, &shown_url))
             .await
             .map_err(|_| StartError::Timeout {
-            url: shown_url.clone(),
-            after: deadline,
-        })??;
-
-        // A Chromium we launched downloads into a directory of ours, gone
-        // with this supervisor; a remote one's disk is not ours to name.
-        let downloads_dir = (local.is_some() && opts.downloads.dir.is_none())
-            .then(|| {
-                tempfile::Builder::new()
-                    .prefix("cdp-supervisor-downloads-")
-                    .tempdir()
-                    .inspect_err(|e| {
-                        tracing::warn!(
-                            "no download directory: {e}; downloads go where Chromium puts them"
-                        )
-                    })
-                    .ok()
-            })
-            .flatten();
-        if let Some(dir) = &opts.downloads.dir
-            && let Err(e) = std::fs::create_dir_all(dir)
-        {
-            tracing::warn!("cannot create the download directory {dir}: {e}");
-        }
-        let mut downloads = opts.downloads.clone();
-        if let Some(d) = &downloads_dir {
-            downloads.dir = Some(d.path().to_string_lossy().into_owned());
-        }
-        let mut state = Tabs::new(state::Options {
-            policy: opts.policy,
-            dialog_timeout: opts.dialog_timeout,
-            dialog_bridge: opts.dialog_bridge,
-            max_tabs: opts.max_tabs,
-            navigation: opts.navigation.clone(),
-            credentials: opts.credentials.clone(),
-            downloads,
-            ..Default::default()
-        });
-        state.attach_page(
-            target.target_id,
-            session,
-            &target.url,
-            &target.title,
-            Now::system(),
-        );
-        let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
-        let notice_tx = Arc::new(NoticeHub::default());
-        let (req_tx, req_rx) = mpsc::unbounded_channel();
-        let (tree_tx, tree_rx) = oneshot::channel();
-        let cancel = CancellationToken::new();
-        let exited = CancellationToken::new();
-        let live: LiveConnection = Arc::new(Mutex::new(Some(conn.clone())));
+                url: shown_url.clone(),
+                after: deadline,
+            })??;
         let dialog_timeout = opts.dialog_timeout;
         let max_tabs = opts.max_tabs;
         let checks_documents = opts.navigation.document_pattern().is_some();
-        let happened = Arc::new(EventLog::default());
-        let mut driver = Driver {
-            live: live.clone(),
-            happened: happened.clone(),
-            state,
-            opts: Box::new(opts),
-            ws_url: ws,
-            conn: Some(conn),
-            events: Some(events),
-            inflight: HashMap::new(),
-            tickets: HashMap::new(),
-            calls: HashMap::new(),
-            next_ticket: 1,
-            snapshot: snap_tx,
-            notices: notice_tx.clone(),
-            requests: req_rx,
-            connection_owed: None,
-            tree_pending: 0,
-            tree_done: Some(tree_tx),
-            catching_up: Vec::new(),
-            reconnect: None,
-            failures: 0,
-            shown_url: shown_url.clone(),
-            local: local.map(Box::new),
-            event_session: SessionId(String::new()),
-            _downloads_dir: downloads_dir,
-        };
+        let cancel = CancellationToken::new();
+        let exited = CancellationToken::new();
+        let (mut driver, ends) = new_driver(attached, opts, shown_url.clone(), local);
+        let notices = driver.notices.clone();
+        let live = driver.live.clone();
+        let happened = driver.happened.clone();
         driver.flush();
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
@@ -150,13 +46,13 @@ impl Supervisor {
         // sent so far has replied; a blocked page may never answer, so the
         // rest of the attach deadline bounds the wait.
         let left = deadline.saturating_sub(started.elapsed());
-        let _ = tokio::time::timeout(left, tree_rx).await;
+        let _ = tokio::time::timeout(left, ends.tree_done).await;
         guard.disarm();
         Ok(Supervisor {
             shared: Arc::new(Shared {
-                requests: req_tx,
-                snapshot: snap_rx,
-                notices: notice_tx,
+                requests: ends.requests,
+                snapshot: ends.snapshot,
+                notices,
                 cancel,
                 exited,
                 task: Mutex::new(Some(task)),
@@ -174,6 +70,171 @@ impl Supervisor {
             }),
         })
     }
+}
+
+/// Resolves `cdp_url` to a WebSocket URL, connects, and attaches to the
+/// tab to supervise: a page-level socket's own tab ([`attach_own_tab`]),
+/// else [`pick_and_attach`]'s choice. Returns the WebSocket URL, the
+/// connection and its events, the tab and our session on it. The caller
+/// bounds the whole with the attach deadline.
+async fn connect_and_pick(
+    cdp_url: &str,
+    opts: &SupervisorOptions,
+    shown_url: &str,
+) -> Result<Attached, StartError> {
+    let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
+    let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
+    conn.set_event_filter(Event::handled);
+    let (target, session) = if is_page_level(&ws) {
+        attach_own_tab(&conn, opts, shown_url).await?
+    } else {
+        let http = http_of(&ws);
+        pick_and_attach(
+            &conn,
+            opts.target_id.as_deref(),
+            &[],
+            http.as_deref().map(|h| (h, &opts.cdp_headers)),
+            opts.command_timeout,
+        )
+        .await?
+    };
+    Ok((ws, conn, events, target, session))
+}
+
+/// On a page-level socket (one tab's, [`PAGE_LEVEL_NOTE`]): attaches to its
+/// own tab, whatever else the browser has — `opts.target_id` if given, else
+/// the socket's target. What the endpoint refuses becomes
+/// [`StartError::PageLevel`] (use the browser-level URL); a `target_id`
+/// that names no tab is the caller's mistake, said as it is.
+async fn attach_own_tab(
+    conn: &Connection,
+    opts: &SupervisorOptions,
+    shown_url: &str,
+) -> Result<(TargetInfo, SessionId), StartError> {
+    let page_level = |e: StartError| match e {
+        StartError::NoSuchTarget { .. } | StartError::NotAPage { .. } => e,
+        e => StartError::PageLevel {
+            url: shown_url.to_owned(),
+            reason: e.to_string(),
+        },
+    };
+    tracing::warn!(url = %shown_url, "{PAGE_LEVEL_NOTE}");
+    let own = match &opts.target_id {
+        Some(t) => t.clone(),
+        None => own_target(conn, opts.command_timeout)
+            .await
+            .map_err(page_level)?,
+    };
+    pick_and_attach(conn, Some(&own), &[], None, opts.command_timeout)
+        .await
+        .map_err(page_level)
+}
+
+/// The ends of the driver's channels that the [`Supervisor`] handle keeps
+/// (and the frame tree's, which the start waits on).
+struct HandleEnds {
+    requests: mpsc::UnboundedSender<Box<Request>>,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
+    tree_done: oneshot::Receiver<()>,
+}
+
+/// The driver of a supervisor just attached: the core with its first tab
+/// ([`Tabs::attach_page`]) and the first snapshot published, the
+/// connection, and the channels to the handle, whose ends it returns.
+fn new_driver(
+    attached: Attached,
+    opts: SupervisorOptions,
+    shown_url: String,
+    local: Option<LocalChromium>,
+) -> (Driver, HandleEnds) {
+    let (downloads_dir, downloads) = download_dir(&opts.downloads, local.is_some());
+    let mut state = Tabs::new(state::Options {
+        policy: opts.policy,
+        dialog_timeout: opts.dialog_timeout,
+        dialog_bridge: opts.dialog_bridge,
+        max_tabs: opts.max_tabs,
+        navigation: opts.navigation.clone(),
+        credentials: opts.credentials.clone(),
+        downloads,
+        ..Default::default()
+    });
+    let (ws, conn, events, target, session) = attached;
+    state.attach_page(
+        target.target_id,
+        session,
+        &target.url,
+        &target.title,
+        Now::system(),
+    );
+    let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
+    let (req_tx, req_rx) = mpsc::unbounded_channel();
+    let (tree_tx, tree_rx) = oneshot::channel();
+    let driver = Driver {
+        live: Arc::new(Mutex::new(Some(conn.clone()))),
+        happened: Arc::new(EventLog::default()),
+        state,
+        opts: Box::new(opts),
+        ws_url: ws,
+        conn: Some(conn),
+        events: Some(events),
+        inflight: HashMap::new(),
+        tickets: HashMap::new(),
+        calls: HashMap::new(),
+        next_ticket: 1,
+        snapshot: snap_tx,
+        notices: Arc::new(NoticeHub::default()),
+        requests: req_rx,
+        connection_owed: None,
+        tree_pending: 0,
+        tree_done: Some(tree_tx),
+        catching_up: Vec::new(),
+        reconnect: None,
+        failures: 0,
+        shown_url,
+        local: local.map(Box::new),
+        event_session: SessionId(String::new()),
+        _downloads_dir: downloads_dir,
+    };
+    let ends = HandleEnds {
+        requests: req_tx,
+        snapshot: snap_rx,
+        tree_done: tree_rx,
+    };
+    (driver, ends)
+}
+
+/// Where downloads go, and the temporary directory that must live as long
+/// as the driver when it is one of ours. A Chromium we `launched` downloads
+/// into a directory of ours, gone with this supervisor, unless the config
+/// names one; a remote one's disk is not ours to name. A configured
+/// directory is created if missing (a warning if it cannot be).
+fn download_dir(
+    configured: &state::downloads::DownloadOptions,
+    launched: bool,
+) -> (Option<tempfile::TempDir>, state::downloads::DownloadOptions) {
+    let downloads_dir = (launched && configured.dir.is_none())
+        .then(|| {
+            tempfile::Builder::new()
+                .prefix("cdp-supervisor-downloads-")
+                .tempdir()
+                .inspect_err(|e| {
+                    tracing::warn!(
+                        "no download directory: {e}; downloads go where Chromium puts them"
+                    )
+                })
+                .ok()
+        })
+        .flatten();
+    if let Some(dir) = &configured.dir
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        tracing::warn!("cannot create the download directory {dir}: {e}");
+    }
+    let mut downloads = configured.clone();
+    if let Some(d) = &downloads_dir {
+        downloads.dir = Some(d.path().to_string_lossy().into_owned());
+    }
+    (downloads_dir, downloads)
 }
 
 /// `ws://host:port/devtools/…` → `http://host:port`.
@@ -233,8 +294,26 @@ pub(super) async fn pick_and_attach(
     front: Option<(&str, &CdpHeaders)>,
     timeout: Duration,
 ) -> Result<(TargetInfo, SessionId), StartError> {
-    // Target.targetInfoChanged carries the page title. Both go out at
-    // once: one round trip to the browser, not two, before the attach.
+    let infos = discover_targets(conn, timeout).await?;
+    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
+    let target = match target_id {
+        Some(want) => named_page(want, &infos, &pages)?,
+        None => match default_page(prefer, &pages, front).await {
+            Some(t) => t.clone(),
+            None => new_blank_page(conn, timeout).await?,
+        },
+    };
+    let session = attach_flatten(conn, &target.target_id, timeout).await?;
+    Ok((target, session))
+}
+
+/// Turns on target discovery (`Target.targetInfoChanged` carries the page
+/// title) and lists the browser's targets. Both go out at once: one round
+/// trip to the browser, not two, before the attach.
+async fn discover_targets(
+    conn: &Connection,
+    timeout: Duration,
+) -> Result<Vec<TargetInfo>, StartError> {
     let discover = conn.send(
         None,
         "Target.setDiscoverTargets",
@@ -244,70 +323,78 @@ pub(super) async fn pick_and_attach(
     let targets = conn.send(None, "Target.getTargets", json!({}), timeout);
     discover.await?;
     let targets = targets.await?;
-    let infos: Vec<TargetInfo> = targets
+    Ok(targets
         .get("targetInfos")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    let pages: Vec<&TargetInfo> = infos.iter().filter(|t| t.target_type == "page").collect();
-    let target = match target_id {
-        Some(want) => {
-            let listed = || {
-                pages
-                    .iter()
-                    .map(|t| format!("{} ({})", t.target_id, t.url))
-                    .collect()
-            };
-            match infos.iter().find(|t| t.target_id.0 == want) {
-                Some(t) if t.target_type == "page" => t.clone(),
-                Some(t) => {
-                    return Err(StartError::NotAPage {
-                        target_id: want.to_owned(),
-                        target_type: t.target_type.clone(),
-                        pages: listed(),
-                    });
-                }
-                None => {
-                    return Err(StartError::NoSuchTarget {
-                        target_id: want.to_owned(),
-                        pages: listed(),
-                    });
-                }
-            }
-        }
-        None => match default_page(prefer, &pages, front).await {
-            Some(t) => t.clone(),
-            None => {
-                let created = conn
-                    .send(
-                        None,
-                        "Target.createTarget",
-                        json!({"url": "about:blank"}),
-                        timeout,
-                    )
-                    .await?;
-                TargetInfo {
-                    target_id: TargetId(
-                        created
-                            .get("targetId")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                    target_type: "page".into(),
-                    title: String::new(),
-                    url: "about:blank".into(),
-                    attached: false,
-                    parent_frame_id: None,
-                    opener_id: None,
-                }
-            }
-        },
+        .unwrap_or_default())
+}
+
+/// The target `want` names, when it is a page; else why not, listing the
+/// page targets there are so the caller can pick one.
+fn named_page(
+    want: &str,
+    infos: &[TargetInfo],
+    pages: &[&TargetInfo],
+) -> Result<TargetInfo, StartError> {
+    let listed = || {
+        pages
+            .iter()
+            .map(|t| format!("{} ({})", t.target_id, t.url))
+            .collect()
     };
+    match infos.iter().find(|t| t.target_id.0 == want) {
+        Some(t) if t.target_type == "page" => Ok(t.clone()),
+        Some(t) => Err(StartError::NotAPage {
+            target_id: want.to_owned(),
+            target_type: t.target_type.clone(),
+            pages: listed(),
+        }),
+        None => Err(StartError::NoSuchTarget {
+            target_id: want.to_owned(),
+            pages: listed(),
+        }),
+    }
+}
+
+/// Opens a new `about:blank` tab (the browser has no page to supervise).
+async fn new_blank_page(conn: &Connection, timeout: Duration) -> Result<TargetInfo, StartError> {
+    let created = conn
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": "about:blank"}),
+            timeout,
+        )
+        .await?;
+    Ok(TargetInfo {
+        target_id: TargetId(
+            created
+                .get("targetId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        target_type: "page".into(),
+        title: String::new(),
+        url: "about:blank".into(),
+        attached: false,
+        parent_frame_id: None,
+        opener_id: None,
+    })
+}
+
+/// Attaches to `target_id` with a flatten session (its commands and events
+/// share the browser's socket) and returns the session id.
+async fn attach_flatten(
+    conn: &Connection,
+    target_id: &TargetId,
+    timeout: Duration,
+) -> Result<SessionId, StartError> {
     let attached = conn
         .send(
             None,
             "Target.attachToTarget",
-            json!({"targetId": target.target_id.0, "flatten": true}),
+            json!({"targetId": target_id.0, "flatten": true}),
             timeout,
         )
         .await?;
@@ -321,7 +408,7 @@ pub(super) async fn pick_and_attach(
             message: "the reply has no sessionId".into(),
             data: None,
         })?;
-    Ok((target, session))
+    Ok(session)
 }
 
 /// With no `target_id`: the first of `prefer` that exists, else the only

@@ -124,15 +124,13 @@ impl Driver {
         self.conn = conn;
     }
 
+    /// The loop: until cancelled or given up, waits for the next input —
+    /// a request, a timer, a burst of events, a reconnect's outcome — hands
+    /// it to the core, then flushes what the core asked for. On the way out
+    /// ([`Driver::wind_down`]) everyone still waiting gets an answer.
     pub(super) async fn run(mut self, cancel: CancellationToken) {
         loop {
-            let timeout = if self.conn.is_some() {
-                self.state.poll_timeout()
-            } else {
-                // Without a connection nothing can be answered: deadlines
-                // keep their time and fire as soon as we are back.
-                None
-            };
+            let timeout = self.next_deadline();
             // Requests and timers before events: a flood of events must not
             // starve an answer or a watchdog (bug class 16). Each turn takes
             // at most EVENT_BURST events, then looks at the rest again.
@@ -143,9 +141,7 @@ impl Driver {
                 // The Chromium we launched is dead: its endpoint will never
                 // come back, so there is nothing to wait for.
                 _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
-                    if self.local.as_mut().is_some_and(|l| l.has_exited()) {
-                        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
-                        self.connection_owed = Some(ConnectionStatus::Closed);
+                    if self.local_exited() {
                         break;
                     }
                 }
@@ -153,54 +149,102 @@ impl Driver {
                     self.sync_watched();
                     self.state.handle_timeout(Now::system());
                 }
-                ev = next_event(&mut self.events) => {
-                    let mut next = ev;
-                    // One clock read per burst (a burst takes well under a
-                    // millisecond); drain it before publishing once.
-                    let now = Now::system();
-                    for handled in 1..=EVENT_BURST {
-                        if !self.on_incoming(next, now) || handled == EVENT_BURST {
-                            // (Taking one more here would lose it: the
-                            // rest waits on the stream for the next turn.)
-                            break;
-                        }
-                        match self.events.as_mut().map(|e| e.try_recv()) {
-                            Some(Ok(inc)) => next = Some(inc),
-                            _ => break,
-                        }
-                    }
-                }
+                ev = next_event(&mut self.events) => self.on_burst(ev),
                 r = poll_slot(&mut self.reconnect) => {
-                    self.reconnect = None;
-                    match r {
-                        Ok((ws, conn, events, target, session)) => {
-                            tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
-                            self.ws_url = ws;
-                            self.failures = 0;
-                            self.set_conn(Some(conn));
-                            self.events = Some(events);
-                            self.state.attach_page(target.target_id, session, &target.url, &target.title, Now::system());
-                            self.connection_owed = Some(ConnectionStatus::Connected);
-                        }
-                        Err(e) => {
-                            self.failures += 1;
-                            if self.failures >= self.opts.max_reconnect_failures {
-                                tracing::warn!(
-                                    endpoint = %self.shown_url,
-                                    failures = self.failures,
-                                    "giving up: the CDP endpoint did not come back ({e})"
-                                );
-                                self.connection_owed = Some(ConnectionStatus::Closed);
-                                break;
-                            }
-                            self.schedule_reconnect();
-                        }
+                    if !self.on_reconnected(r) {
+                        break;
                     }
                 }
             }
             self.flush();
             self.release_caught_up();
         }
+        self.wind_down().await;
+    }
+
+    /// When the core's next timer fires. Without a connection nothing can
+    /// be answered: deadlines keep their time and fire as soon as we are back.
+    fn next_deadline(&self) -> Option<Instant> {
+        if self.conn.is_some() {
+            self.state.poll_timeout()
+        } else {
+            None
+        }
+    }
+
+    /// Whether the Chromium we launched has exited (while reconnecting to
+    /// it): then its endpoint will never come back, and the loop gives up.
+    fn local_exited(&mut self) -> bool {
+        if !self.local.as_mut().is_some_and(|l| l.has_exited()) {
+            return false;
+        }
+        tracing::warn!(endpoint = %self.shown_url, "giving up: the Chromium we launched has exited");
+        self.connection_owed = Some(ConnectionStatus::Closed);
+        true
+    }
+
+    /// Handles `first` and then every message the stream already holds, up
+    /// to [`EVENT_BURST`], so that a burst is published once.
+    fn on_burst(&mut self, first: Option<Incoming>) {
+        let mut next = first;
+        // One clock read per burst (a burst takes well under a
+        // millisecond); drain it before publishing once.
+        let now = Now::system();
+        for handled in 1..=EVENT_BURST {
+            if !self.on_incoming(next, now) || handled == EVENT_BURST {
+                // (Taking one more here would lose it: the
+                // rest waits on the stream for the next turn.)
+                break;
+            }
+            match self.events.as_mut().map(|e| e.try_recv()) {
+                Some(Ok(inc)) => next = Some(inc),
+                _ => break,
+            }
+        }
+    }
+
+    /// Takes a reconnect's outcome: back on the new connection with the
+    /// tab re-attached, or one more failure — another try after its
+    /// backoff, or `false` (give up) after `max_reconnect_failures`.
+    fn on_reconnected(&mut self, r: Result<Attached, StartError>) -> bool {
+        self.reconnect = None;
+        match r {
+            Ok((ws, conn, events, target, session)) => {
+                tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
+                self.ws_url = ws;
+                self.failures = 0;
+                self.set_conn(Some(conn));
+                self.events = Some(events);
+                self.state.attach_page(
+                    target.target_id,
+                    session,
+                    &target.url,
+                    &target.title,
+                    Now::system(),
+                );
+                self.connection_owed = Some(ConnectionStatus::Connected);
+                true
+            }
+            Err(e) => {
+                self.failures += 1;
+                if self.failures >= self.opts.max_reconnect_failures {
+                    tracing::warn!(
+                        endpoint = %self.shown_url,
+                        failures = self.failures,
+                        "giving up: the CDP endpoint did not come back ({e})"
+                    );
+                    self.connection_owed = Some(ConnectionStatus::Closed);
+                    return false;
+                }
+                self.schedule_reconnect();
+                true
+            }
+        }
+    }
+
+    /// The end of the loop: the last snapshot says closed, and every call
+    /// and dialog answer still waiting hears that the supervisor stopped.
+    async fn wind_down(&mut self) {
         self.set_conn(None);
         self.events = None;
         self.publish(ConnectionStatus::Closed);
@@ -505,41 +549,7 @@ impl Driver {
         let mut deliver = Vec::with_capacity(self.state.outputs_waiting());
         while let Some(out) = self.state.poll_output() {
             match out {
-                Output::Send(cmd) => {
-                    let Some(conn) = &self.conn else {
-                        // Not sent: its one reply is this error (the driver
-                        // contract); the core decides what to do again.
-                        let e = ReplyError::Lost {
-                            reason: "not connected; reconnecting".into(),
-                        };
-                        self.state.on_reply(
-                            &cmd.target,
-                            cmd.tab,
-                            cmd.purpose,
-                            Err(e),
-                            Now::system(),
-                        );
-                        continue;
-                    };
-                    if counts_for_tree(&cmd.method) {
-                        self.tree_pending += 1;
-                    }
-                    let id = conn.send_in_order(
-                        cmd.target.session(),
-                        &cmd.method,
-                        cmd.params,
-                        cmd.timeout.unwrap_or(self.opts.command_timeout),
-                    );
-                    self.inflight.insert(
-                        id,
-                        Inflight {
-                            target: cmd.target,
-                            purpose: cmd.purpose,
-                            method: cmd.method,
-                            tab: cmd.tab,
-                        },
-                    );
-                }
+                Output::Send(cmd) => self.send_command(*cmd),
                 // Before the publish: the snapshot that says completed
                 // shows the file under its own name.
                 Output::SaveDownload { id, from, name } => {
@@ -557,20 +567,79 @@ impl Driver {
             ConnectionStatus::Reconnecting
         };
         self.publish(status);
-        // After the publish, like the notices: the attach it ends returns to
-        // a caller who reads the snapshot at once, on another thread. A page
-        // blocked by a dialog answers no getFrameTree: attach is done with
-        // what the target info and auto-attach told us.
+        self.end_attach_wait();
+        if let Some(status) = self.connection_owed.take() {
+            self.announce(connection_notice(status));
+        }
+        let crashed = self.deliver(deliver);
+        // A crashed renderer answers nothing: the calls in flight on its tab
+        // end now, not at their deadlines.
+        for target_id in &crashed {
+            let sessions = self.state.sessions_of(target_id);
+            let reason = RouteError::Crashed {
+                target_id: target_id.clone(),
+            }
+            .to_string();
+            self.fail_inflight(&sessions, &reason);
+        }
+        if !crashed.is_empty() {
+            self.flush();
+        }
+    }
+
+    /// Sends a command of the core, in wire order with the events, and
+    /// keeps it in flight for its reply. Without a connection it is not
+    /// sent: its one reply is "lost" (the driver contract), and the core
+    /// decides what to do again.
+    fn send_command(&mut self, cmd: state::Command) {
+        let Some(conn) = &self.conn else {
+            let e = ReplyError::Lost {
+                reason: "not connected; reconnecting".into(),
+            };
+            self.state
+                .on_reply(&cmd.target, cmd.tab, cmd.purpose, Err(e), Now::system());
+            return;
+        };
+        if counts_for_tree(&cmd.method) {
+            self.tree_pending += 1;
+        }
+        let id = conn.send_in_order(
+            cmd.target.session(),
+            &cmd.method,
+            cmd.params,
+            cmd.timeout.unwrap_or(self.opts.command_timeout),
+        );
+        self.inflight.insert(
+            id,
+            Inflight {
+                target: cmd.target,
+                purpose: cmd.purpose,
+                method: cmd.method,
+                tab: cmd.tab,
+            },
+        );
+    }
+
+    /// Ends the start's wait for the frame tree once every command it
+    /// waits for replied ([`counts_for_tree`]). After the publish, like the
+    /// notices: the attach it ends returns to a caller who reads the
+    /// snapshot at once, on another thread. A page blocked by a dialog
+    /// answers no getFrameTree: attach is done with what the target info
+    /// and auto-attach told us.
+    fn end_attach_wait(&mut self) {
         if (self.tree_pending == 0 || self.state.page_blocked())
             && let Some(tx) = self.tree_done.take()
         {
             let _ = tx.send(());
         }
-        if let Some(status) = self.connection_owed.take() {
-            self.announce(connection_notice(status));
-        }
+    }
+
+    /// Hands out what the core left for after the publish: notices to
+    /// watchers, dialog answers and agent replies to their callers. Returns
+    /// the tabs a notice said crashed.
+    fn deliver(&mut self, outputs: Vec<Output>) -> Vec<String> {
         let mut crashed = Vec::new();
-        for out in deliver {
+        for out in outputs {
             match out {
                 Output::Notice(n) => {
                     if let Notice::TabCrashed { target_id } = &n {
@@ -591,19 +660,7 @@ impl Driver {
                 Output::Send(_) | Output::SaveDownload { .. } => {}
             }
         }
-        // A crashed renderer answers nothing: the calls in flight on its tab
-        // end now, not at their deadlines.
-        for target_id in &crashed {
-            let sessions = self.state.sessions_of(target_id);
-            let reason = RouteError::Crashed {
-                target_id: target_id.clone(),
-            }
-            .to_string();
-            self.fail_inflight(&sessions, &reason);
-        }
-        if !crashed.is_empty() {
-            self.flush();
-        }
+        crashed
     }
 
     pub(super) fn publish(&mut self, status: ConnectionStatus) {

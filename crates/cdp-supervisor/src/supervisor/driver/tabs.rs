@@ -318,53 +318,17 @@ impl Supervisor {
             .iter()
             .find(|t| t.current)
             .map(|t| t.target_id.clone());
-        let here = |d: &PendingDialog| d.target_id.is_none() || d.target_id == current;
-        // A beforeunload Chromium will not answer (a newer dialog of the
-        // page took the answers, or it showed before a reconnect) holds the
-        // top frame, which then answers no navigation of its own: release
-        // the page through the core (it navigates an OOPIF, or closes the
-        // tab when there is none), then navigate the tab current by then.
-        let stuck = |s: &Snapshot| {
-            s.pending_dialogs
-                .iter()
-                .any(|d| here(d) && !d.answerable && d.dialog_type.as_str() == "beforeunload")
-        };
-        let released = stuck(&self.snapshot());
-        if released {
-            let (tx, rx) = oneshot::channel();
-            self.request(Request::ReleaseUnanswerable { reply: tx })?;
-            let _ = rx.await;
-            let mut snaps = self.subscribe();
-            let no_tab = |s: &Snapshot| !s.tabs.iter().any(|t| t.current);
-            let released = async {
-                loop {
-                    let free = {
-                        let s = snaps.borrow_and_update();
-                        !stuck(&s) && !no_tab(&s)
-                    };
-                    if free || snaps.changed().await.is_err() {
-                        return;
-                    }
-                }
-            };
-            if tokio::time::timeout_at(deadline, released).await.is_err() {
-                return Ok(NavigateOutcome::DialogPending(
-                    self.snapshot().pending_dialogs.clone(),
-                ));
-            }
+        let released = stuck_beforeunload(&self.snapshot(), &current);
+        if released && !self.release_unanswerable(&current, deadline).await? {
+            return Ok(NavigateOutcome::DialogPending(
+                self.snapshot().pending_dialogs.clone(),
+            ));
         }
         let snap = self.snapshot();
-        // A beforeunload that can be answered is the page asking whether it
-        // may be left: a navigation does not release it but queues behind
-        // it. A dialog in another tab sharing this renderer (a same-site
-        // popup's) blocks the navigation too, and navigating does not
-        // release it.
-        if snap.pending_dialogs.iter().any(|d| {
-            (here(d) && d.dialog_type.as_str() == "beforeunload")
-                || (!here(d) && snap.blocks_call_on(d, None))
-        }) {
+        if blocks_navigation(&snap, &current) {
             return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
         }
+        // Subscribed before sending: the load event can come before the reply.
         let mut notices = self.notices();
         // A navigation is how a crashed tab is reloaded.
         let (conn, session) = self.route(None, None, true).await?;
@@ -374,28 +338,12 @@ impl Supervisor {
         // challenge of its document waits.
         let mut before = self.dialogs_before();
         before.loads = true;
-        let mut tries = if released { 2 } else { 1 };
-        let v = loop {
-            tries -= 1;
-            let reply = self.send_agent(
-                Target::Session(session.clone()),
-                "Page.navigate",
-                json!({"url": url}),
-                timeout,
-            );
-            let sent = self.race_dialogs_since(before.clone(), reply, false);
-            let v = match tokio::time::timeout_at(deadline, sent).await {
-                Err(_) => return Ok(NavigateOutcome::LoadTimeout),
-                Ok(Err(d)) => return Ok(NavigateOutcome::DialogPending(d)),
-                Ok(Ok(r)) => r?,
-            };
-            // Right after a release, the navigation the beforeunload held
-            // is cancelled and can take ours with it (net::ERR_ABORTED,
-            // seen on Chromium 156): once more.
-            let aborted = v.get("errorText").and_then(Value::as_str) == Some("net::ERR_ABORTED");
-            if !(aborted && tries > 0) {
-                break v;
-            }
+        let v = match self
+            .send_navigate(&session, url, timeout, deadline, &before, released)
+            .await?
+        {
+            Ok(v) => v,
+            Err(outcome) => return Ok(outcome),
         };
         if let Some(err) = v
             .get("errorText")
@@ -414,36 +362,7 @@ impl Supervisor {
             return Ok(NavigateOutcome::Loaded);
         };
         tracing::debug!(%loader, url = %redact_url(url), "Page.navigate committed a navigation; waiting for its load");
-        let load = async {
-            loop {
-                // The load event names our document's loader; the page being
-                // left may still finish loading (once its dialog is
-                // released), and a load whose commit our events missed (a
-                // new tab's first navigation, a page attached while
-                // blocked) is found by asking every LOAD_CHECK_INTERVAL.
-                let heard = tokio::select! {
-                    n = notices.recv() => match n {
-                        Ok(Notice::PageLoaded { loader_id, .. })
-                            if loader_id.as_deref() == Some(loader.as_str()) => Heard::Ours,
-                        Ok(Notice::PageLoaded { .. }) => Heard::Check,
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Heard::Nothing,
-                        Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
-                    },
-                    _ = tokio::time::sleep(LOAD_CHECK_INTERVAL) => Heard::Check,
-                };
-                match heard {
-                    Heard::Ours => return,
-                    Heard::Check if self.loaded(&conn, &session, &loader).await => {
-                        // Chromium said so directly, and its events of the
-                        // commit came before that reply. Under load the
-                        // snapshot lagged: loaded, with the old url in it.
-                        self.caught_up().await;
-                        return;
-                    }
-                    Heard::Check | Heard::Nothing => {}
-                }
-            }
-        };
+        let load = self.wait_for_load(&mut notices, &conn, &session, &loader);
         Ok(
             match tokio::time::timeout_at(deadline, self.race_dialogs_since(before, load, false))
                 .await
@@ -454,6 +373,137 @@ impl Supervisor {
             },
         )
     }
+
+    /// Has the core release a beforeunload Chromium will not answer
+    /// ([`stuck_beforeunload`]): it navigates an OOPIF, or closes the tab
+    /// when there is none. Then waits, until `deadline`, for the page to be
+    /// free with a tab current again, which `navigate` then navigates.
+    /// `false`: still held at the deadline.
+    async fn release_unanswerable(
+        &self,
+        current: &Option<String>,
+        deadline: tokio::time::Instant,
+    ) -> Result<bool, CdpCallError> {
+        let (tx, rx) = oneshot::channel();
+        self.request(Request::ReleaseUnanswerable { reply: tx })?;
+        let _ = rx.await;
+        let mut snaps = self.subscribe();
+        let no_tab = |s: &Snapshot| !s.tabs.iter().any(|t| t.current);
+        let released = async {
+            loop {
+                let free = {
+                    let s = snaps.borrow_and_update();
+                    !stuck_beforeunload(&s, current) && !no_tab(&s)
+                };
+                if free || snaps.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        Ok(tokio::time::timeout_at(deadline, released).await.is_ok())
+    }
+
+    /// Sends `Page.navigate` on `session`, raced against new dialogs
+    /// (`before`), and returns its reply; `Ok(Err(outcome))` when the
+    /// deadline or a dialog ends the navigation first. Right after a
+    /// release (`released`), the navigation the beforeunload held is
+    /// cancelled and can take ours with it (net::ERR_ABORTED, seen on
+    /// Chromium 156): then it is sent once more.
+    async fn send_navigate(
+        &self,
+        session: &SessionId,
+        url: &str,
+        timeout: Duration,
+        deadline: tokio::time::Instant,
+        before: &super::calls::DialogsBefore,
+        released: bool,
+    ) -> Result<Result<Value, NavigateOutcome>, CdpCallError> {
+        let mut tries = if released { 2 } else { 1 };
+        loop {
+            tries -= 1;
+            let reply = self.send_agent(
+                Target::Session(session.clone()),
+                "Page.navigate",
+                json!({"url": url}),
+                timeout,
+            );
+            let sent = self.race_dialogs_since(before.clone(), reply, false);
+            let v = match tokio::time::timeout_at(deadline, sent).await {
+                Err(_) => return Ok(Err(NavigateOutcome::LoadTimeout)),
+                Ok(Err(d)) => return Ok(Err(NavigateOutcome::DialogPending(d))),
+                Ok(Ok(r)) => r?,
+            };
+            let aborted = v.get("errorText").and_then(Value::as_str) == Some("net::ERR_ABORTED");
+            if !(aborted && tries > 0) {
+                return Ok(Ok(v));
+            }
+        }
+    }
+
+    /// Returns once the document of `loader` has loaded. The load event
+    /// names our document's loader; the page being left may still finish
+    /// loading (once its dialog is released), and a load whose commit our
+    /// events missed (a new tab's first navigation, a page attached while
+    /// blocked) is found by asking the page ([`Supervisor::loaded`]) every
+    /// [`LOAD_CHECK_INTERVAL`]. Never returns otherwise: the caller bounds it.
+    async fn wait_for_load(
+        &self,
+        notices: &mut broadcast::Receiver<Notice>,
+        conn: &Connection,
+        session: &SessionId,
+        loader: &str,
+    ) {
+        loop {
+            let heard = tokio::select! {
+                n = notices.recv() => match n {
+                    Ok(Notice::PageLoaded { loader_id, .. })
+                        if loader_id.as_deref() == Some(loader) => Heard::Ours,
+                    Ok(Notice::PageLoaded { .. }) => Heard::Check,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Heard::Nothing,
+                    Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                },
+                _ = tokio::time::sleep(LOAD_CHECK_INTERVAL) => Heard::Check,
+            };
+            match heard {
+                Heard::Ours => return,
+                Heard::Check if self.loaded(conn, session, loader).await => {
+                    // Chromium said so directly, and its events of the
+                    // commit came before that reply. Under load the
+                    // snapshot lagged: loaded, with the old url in it.
+                    self.caught_up().await;
+                    return;
+                }
+                Heard::Check | Heard::Nothing => {}
+            }
+        }
+    }
+}
+
+/// Whether a beforeunload in tab `current` (or in no tab) holds the top
+/// frame and Chromium will not answer it (a newer dialog of the page took
+/// the answers, or it showed before a reconnect): the frame then answers no
+/// navigation of its own, so `navigate` releases it first.
+fn stuck_beforeunload(s: &Snapshot, current: &Option<String>) -> bool {
+    s.pending_dialogs
+        .iter()
+        .any(|d| in_tab(d, current) && !d.answerable && d.dialog_type.as_str() == "beforeunload")
+}
+
+/// Whether a pending dialog keeps a navigation of tab `current` from
+/// happening. A beforeunload that can be answered is the page asking
+/// whether it may be left: a navigation does not release it but queues
+/// behind it. A dialog in another tab sharing this renderer (a same-site
+/// popup's) blocks the navigation too, and navigating does not release it.
+fn blocks_navigation(snap: &Snapshot, current: &Option<String>) -> bool {
+    snap.pending_dialogs.iter().any(|d| {
+        (in_tab(d, current) && d.dialog_type.as_str() == "beforeunload")
+            || (!in_tab(d, current) && snap.blocks_call_on(d, None))
+    })
+}
+
+/// Whether dialog `d` is in tab `current` (a dialog of no known tab counts as its).
+fn in_tab(d: &PendingDialog, current: &Option<String>) -> bool {
+    d.target_id.is_none() || d.target_id == *current
 }
 
 /// Each of `ours` (target id, URL as last known) that Chromium lists in

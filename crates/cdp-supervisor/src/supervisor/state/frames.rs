@@ -899,26 +899,48 @@ impl Frames {
         let Some(top) = self.top_frame() else {
             return view;
         };
-        // The top's entry, shared with the last tree while still true. Its
-        // id is the same: only `reset` sets the top, and it drops the tree.
+        view.top = Some(self.top_entry(top));
+        let mut s = std::mem::take(&mut self.scratch);
+        self.first_in_document_order(&mut s, &mut shown);
+        if shown.len() > FRAME_TREE_MAX_ENTRIES {
+            view.truncated = true;
+            self.cap_shown(&mut s, &mut shown, &mut view.truncated);
+        } else if !view.truncated {
+            // Every frame fits: an OOPIF too deep is the only cut.
+            view.truncated = self
+                .oopifs_under_top()
+                .any(|(_, d)| d > FRAME_TREE_MAX_OOPIF_DEPTH);
+        }
+        self.scratch = s;
+        view.children = Vec::with_capacity(shown.len());
+        for &i in &shown {
+            view.children.extend(self.entry(i, targets));
+        }
+        self.view_slots = shown;
+        view
+    }
+
+    /// The top's entry, shared with the last tree while still true. Its
+    /// id is the same: only `reset` sets the top, and it drops the tree.
+    fn top_entry(&self, top: &Frame) -> Arc<TopFrame> {
         let shown_top = self.view.as_ref().and_then(|(_, v)| v.top.as_ref());
         debug_assert!(shown_top.is_none_or(|t| t.frame_id == top.id.0));
-        view.top = Some(
-            match shown_top.filter(|t| t.url == top.url && t.origin == top.origin) {
-                Some(t) => t.clone(),
-                None => Arc::new(TopFrame {
-                    frame_id: top.id.0.clone(),
-                    url: top.url.clone(),
-                    origin: top.origin.clone(),
-                }),
-            },
-        );
-        let mut s = std::mem::take(&mut self.scratch);
-        // The first frames in document order (depth-first, parents before
-        // children, older siblings first), one more than the cap: that many
-        // say the tree is capped, and the cap fills from these. OOPIFs too
-        // deep are left out (`force_oopifs` says so). A page of one frame
-        // (most of them) walks nothing and keeps no list.
+        match shown_top.filter(|t| t.url == top.url && t.origin == top.origin) {
+            Some(t) => t.clone(),
+            None => Arc::new(TopFrame {
+                frame_id: top.id.0.clone(),
+                url: top.url.clone(),
+                origin: top.origin.clone(),
+            }),
+        }
+    }
+
+    /// Fills `shown` with the first frames in document order (depth-first,
+    /// parents before children, older siblings first), one more than the
+    /// cap: that many say the tree is capped, and the cap fills from these.
+    /// OOPIFs too deep are left out (`force_oopifs` says so). A page of one
+    /// frame (most of them) walks nothing and keeps no list.
+    fn first_in_document_order(&self, s: &mut Scratch, shown: &mut Vec<usize>) {
         s.stack.clear();
         if !self.roots.is_empty() {
             s.stack.push((None, 0, 0));
@@ -942,46 +964,34 @@ impl Frames {
             }
             s.stack.push((Some(c), 0, d));
         }
-        if shown.len() > FRAME_TREE_MAX_ENTRIES {
-            // Capped: the OOPIFs first, then the first frames, listed in
-            // document order.
-            view.truncated = true;
-            s.keep.clear();
-            s.keep.resize(self.slots.len(), false);
-            let mut kept = self.force_oopifs(&mut s, &mut view.truncated);
-            let mut lead = 0;
-            for &c in &shown {
-                if kept == FRAME_TREE_MAX_ENTRIES {
-                    break;
-                }
-                lead += 1;
-                if !s.keep[c] {
-                    s.keep[c] = true;
-                    kept += 1;
-                }
+    }
+
+    /// Cuts `shown` (one frame over the cap) to [`FRAME_TREE_MAX_ENTRIES`]:
+    /// the OOPIFs first, then the first frames, listed in document order —
+    /// the first frames lead, in order; the other OOPIFs (and ancestors)
+    /// kept come after them all in document order.
+    fn cap_shown(&self, s: &mut Scratch, shown: &mut Vec<usize>, truncated: &mut bool) {
+        s.keep.clear();
+        s.keep.resize(self.slots.len(), false);
+        let mut kept = self.force_oopifs(s, truncated);
+        let mut lead = 0;
+        for &c in shown.iter() {
+            if kept == FRAME_TREE_MAX_ENTRIES {
+                break;
             }
-            // The first frames lead, in order; the other OOPIFs (and
-            // ancestors) kept come after them all in document order.
-            shown.truncate(lead);
-            for &f in &s.forced {
-                if !shown[..lead].contains(&f) {
-                    shown.push(f);
-                }
+            lead += 1;
+            if !s.keep[c] {
+                s.keep[c] = true;
+                kept += 1;
             }
-            shown[lead..].sort_unstable_by(|&a, &b| self.doc_order(a, b));
-        } else if !view.truncated {
-            // Every frame fits: an OOPIF too deep is the only cut.
-            view.truncated = self
-                .oopifs_under_top()
-                .any(|(_, d)| d > FRAME_TREE_MAX_OOPIF_DEPTH);
         }
-        self.scratch = s;
-        view.children = Vec::with_capacity(shown.len());
-        for &i in &shown {
-            view.children.extend(self.entry(i, targets));
+        shown.truncate(lead);
+        for &f in &s.forced {
+            if !shown[..lead].contains(&f) {
+                shown.push(f);
+            }
         }
-        self.view_slots = shown;
-        view
+        shown[lead..].sort_unstable_by(|&a, &b| self.doc_order(a, b));
     }
 
     /// Marks the OOPIFs a capped tree shows first, with their ancestors,

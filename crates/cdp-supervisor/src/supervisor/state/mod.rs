@@ -78,7 +78,10 @@ pub use navigations::ActionNavigation;
 pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
 pub use timers::Timer;
 
-use crate::cdp::protocol::{Event, FrameId, FrameTree, SessionId, TargetId};
+use crate::cdp::protocol::{
+    Event, FrameAttached, FrameDetached, FrameId, FrameStoppedLoading, FrameTree, LifecycleEvent,
+    NavigatedWithinDocument, NavigationRequested, SessionId, TargetGone, TargetId,
+};
 use crate::supervisor::policy::DialogPolicy;
 use crate::supervisor::snapshot::{ArcStr, ClosedBy, PendingDialog, Snapshot};
 use serde_json::Value;
@@ -476,6 +479,7 @@ impl State {
         let known = session_id.filter(|_| kind != SessionKind::Unknown);
         let top = kind == SessionKind::Page;
         match event {
+            // What asks the agent (or a policy) for an answer.
             Event::DialogOpening(d) => self.dialog_opened(session_id, d, None, None, None, now),
             Event::FileChooserOpened(c) => self.file_chooser_opened(session_id, c, now),
             Event::FetchAuthRequired(a) => self.auth_required(session_id, a, now),
@@ -483,109 +487,26 @@ impl State {
                 self.on_request_paused(session_id, &params, now)
             }
             Event::DialogClosed(c) => self.on_dialog_closed(session_id, c, now),
-            Event::FrameAttached(a) => {
-                if let Some(s) = known {
-                    self.frames.upsert(
-                        Cow::Owned(a.frame_id),
-                        Some(Cow::Owned(a.parent_frame_id)),
-                        None,
-                        s,
-                        false,
-                        &mut self.out,
-                    );
-                }
-            }
+            // The frame tree, from the sessions we know.
+            Event::FrameAttached(a) => self.on_frame_attached(known, a),
             Event::FrameNavigated(n) => {
                 if let Some(s) = known {
                     let top = Some(&n.frame.id) == self.frames.top();
                     self.on_frame_navigated(s, n.frame, now);
-                    // A top document back from the back-forward cache keeps
-                    // its frames, but Chromium does not announce them again:
-                    // every session is asked for its tree.
                     if top && n.navigation_type.as_deref() == Some("BackForwardCacheRestore") {
-                        for s in self.targets.session_ids() {
-                            self.out.send(
-                                Target::Session(s.clone()),
-                                "Page.getFrameTree",
-                                serde_json::json!({}),
-                                Purpose::FrameTree,
-                            );
-                        }
+                        self.ask_every_frame_tree();
                     }
                 }
             }
-            Event::FrameDetached(d) => {
-                // "swap": the frame moved to another process; its OOPIF target takes it over.
-                if d.reason.as_deref() != Some("swap") && known.is_some() {
-                    // The lineage only when it can matter: a detach flood walks none.
-                    let by = if self.navs.in_progress() {
-                        self.navs.closer(&self.frames.lineage(&d.frame_id))
-                    } else {
-                        None
-                    };
-                    let gone = self.frames.remove_subtree(&d.frame_id, &mut self.out);
-                    self.navs.frames_gone(&gone);
-                    self.close_dialogs_in(&gone, by, now);
-                }
-            }
-            Event::NavigatedWithinDocument(n) => {
-                if known.is_some() {
-                    self.frames.navigated_within_document(&n.frame_id, &n.url);
-                    self.navs.frame_moved(&n.frame_id);
-                }
-            }
-            Event::NavigationRequested(r) => {
-                let blocked = session_id.is_some_and(|s| self.renderer_blocked(s));
-                if known.is_some() && !blocked {
-                    // A `javascript:` URL runs script and loads no document:
-                    // nothing comes of it to wait for.
-                    let script = r.url.as_deref().is_some_and(|u| {
-                        u.get(..11)
-                            .is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
-                    });
-                    let in_frame =
-                        !script && r.disposition.as_deref().is_none_or(|d| d == "currentTab");
-                    self.navs
-                        .requested(session_id, &r.frame_id, r.loader_id, in_frame);
-                }
-            }
-            Event::FrameStoppedLoading(f) => {
-                if known.is_some() && self.navs.frame_stopped(&f.frame_id) {
-                    let at = now.instant.checked_add(navigations::DOWNLOAD_AFTER_STOP);
-                    self.timers.set(Timer::DownloadAfterStop, at);
-                }
-            }
-            Event::LoadEventFired => {
-                if top {
-                    // Chromium sends no targetInfoChanged for a new document
-                    // title: ask for it, and announce the load with it.
-                    let target = self.targets.top_target().map(|t| t.0.clone());
-                    let loader_id = self.frames.top_loader().cloned();
-                    self.out.send(
-                        Target::Browser,
-                        "Target.getTargetInfo",
-                        serde_json::json!({ "targetId": target }),
-                        Purpose::PageLoaded { loader_id },
-                    );
-                }
-            }
-            Event::Lifecycle(l) => {
-                if known.is_some() {
-                    self.navs.lifecycle(&l.frame_id, &l.name);
-                }
-                if top && Some(&l.frame_id) == self.frames.top() {
-                    // A load event for a loader is proof that its document
-                    // loaded, whatever frameNavigated said (or did not say).
-                    if l.name == "load" && self.frames.load_is_news(Some(&l.loader_id)) {
-                        self.out.notice(Notice::PageLoaded {
-                            target_id: self.targets.top_target().map(|t| t.0.clone()),
-                            url: self.frames.top_url().to_string(),
-                            loader_id: Some(l.loader_id.clone()),
-                        });
-                    }
-                    self.frames.set_top_loader(&l.frame_id, l.loader_id);
-                }
-            }
+            Event::FrameDetached(d) => self.on_frame_detached(known, &d, now),
+            Event::NavigatedWithinDocument(n) => self.on_navigated_within_document(known, &n),
+            // Navigations and loads.
+            Event::NavigationRequested(r) => self.on_navigation_requested(session_id, known, r),
+            Event::FrameStoppedLoading(f) => self.on_frame_stopped_loading(known, &f, now),
+            Event::LoadEventFired if top => self.ask_loaded_title(),
+            Event::LoadEventFired => {}
+            Event::Lifecycle(l) => self.on_lifecycle(known, top, l),
+            // Targets and their sessions.
             Event::AttachedToTarget(a) => self.on_attached(session_id, a, now),
             Event::DetachedFromTarget(d) => self.on_session_gone(&d.session_id, now),
             Event::TargetInfoChanged(t) => {
@@ -593,13 +514,7 @@ impl State {
                     self.targets.set_title(&t.target_info.title);
                 }
             }
-            Event::TargetDestroyed(t) | Event::TargetCrashed(t) => {
-                if Some(&t.target_id) == self.targets.top_target()
-                    && let Some(s) = self.targets.top_session().cloned()
-                {
-                    self.on_session_gone(&s, now);
-                }
-            }
+            Event::TargetDestroyed(t) | Event::TargetCrashed(t) => self.on_target_gone(&t, now),
             Event::InspectorDetached => {
                 if let Some(s) = session_id.cloned() {
                     self.on_session_gone(&s, now);
@@ -620,6 +535,152 @@ impl State {
             // Browser-level: the tabs' coordinator keeps the downloads.
             Event::DownloadWillBegin(_) | Event::DownloadProgress(_) => {}
             Event::InspectorTargetCrashed | Event::Unparsed { .. } | Event::Other { .. } => {}
+        }
+    }
+
+    /// A top document back from the back-forward cache keeps its frames,
+    /// but Chromium does not announce them again: every session is asked
+    /// for its tree.
+    fn ask_every_frame_tree(&mut self) {
+        for s in self.targets.session_ids() {
+            self.out.send(
+                Target::Session(s.clone()),
+                "Page.getFrameTree",
+                serde_json::json!({}),
+                Purpose::FrameTree,
+            );
+        }
+    }
+
+    /// A frame of a known session attached: it joins the tree under its parent.
+    fn on_frame_attached(&mut self, known: Option<&SessionId>, a: FrameAttached) {
+        if let Some(s) = known {
+            self.frames.upsert(
+                Cow::Owned(a.frame_id),
+                Some(Cow::Owned(a.parent_frame_id)),
+                None,
+                s,
+                false,
+                &mut self.out,
+            );
+        }
+    }
+
+    /// A frame of a known session left the tree: its subtree goes, with the
+    /// navigations and dialogs in it, the dialogs closed by whatever
+    /// navigation took the frame away when one is in progress. "swap": the
+    /// frame moved to another process; its OOPIF target takes it over.
+    fn on_frame_detached(&mut self, known: Option<&SessionId>, d: &FrameDetached, now: Now) {
+        if d.reason.as_deref() == Some("swap") || known.is_none() {
+            return;
+        }
+        // The lineage only when it can matter: a detach flood walks none.
+        let by = if self.navs.in_progress() {
+            self.navs.closer(&self.frames.lineage(&d.frame_id))
+        } else {
+            None
+        };
+        let gone = self.frames.remove_subtree(&d.frame_id, &mut self.out);
+        self.navs.frames_gone(&gone);
+        self.close_dialogs_in(&gone, by, now);
+    }
+
+    /// A frame of a known session moved within its document (a fragment,
+    /// `history.pushState`): its URL changes, and a followed navigation of
+    /// it has its outcome.
+    fn on_navigated_within_document(
+        &mut self,
+        known: Option<&SessionId>,
+        n: &NavigatedWithinDocument,
+    ) {
+        if known.is_some() {
+            self.frames.navigated_within_document(&n.frame_id, &n.url);
+            self.navs.frame_moved(&n.frame_id);
+        }
+    }
+
+    /// A navigation a renderer asked for, tracked when its session is known
+    /// and its renderer not blocked by a dialog. It is expected to load a
+    /// document in its frame unless it is a `javascript:` URL (it runs
+    /// script and loads nothing to wait for) or opens elsewhere (a new tab
+    /// or window).
+    fn on_navigation_requested(
+        &mut self,
+        session_id: Option<&SessionId>,
+        known: Option<&SessionId>,
+        r: NavigationRequested,
+    ) {
+        let blocked = session_id.is_some_and(|s| self.renderer_blocked(s));
+        if known.is_none() || blocked {
+            return;
+        }
+        let script = r.url.as_deref().is_some_and(|u| {
+            u.get(..11)
+                .is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
+        });
+        let in_frame = !script && r.disposition.as_deref().is_none_or(|d| d == "currentTab");
+        self.navs
+            .requested(session_id, &r.frame_id, r.loader_id, in_frame);
+    }
+
+    /// A frame of a known session stopped loading. A followed navigation of
+    /// it with no document yet may still become a download:
+    /// [`Timer::DownloadAfterStop`] waits [`navigations::DOWNLOAD_AFTER_STOP`]
+    /// for it.
+    fn on_frame_stopped_loading(
+        &mut self,
+        known: Option<&SessionId>,
+        f: &FrameStoppedLoading,
+        now: Now,
+    ) {
+        if known.is_some() && self.navs.frame_stopped(&f.frame_id) {
+            let at = now.instant.checked_add(navigations::DOWNLOAD_AFTER_STOP);
+            self.timers.set(Timer::DownloadAfterStop, at);
+        }
+    }
+
+    /// The top document's load event: Chromium sends no targetInfoChanged
+    /// for a new document title, so ask for it, and announce the load with
+    /// it when the reply comes ([`Purpose::PageLoaded`]).
+    fn ask_loaded_title(&mut self) {
+        let target = self.targets.top_target().map(|t| t.0.clone());
+        let loader_id = self.frames.top_loader().cloned();
+        self.out.send(
+            Target::Browser,
+            "Target.getTargetInfo",
+            serde_json::json!({ "targetId": target }),
+            Purpose::PageLoaded { loader_id },
+        );
+    }
+
+    /// A lifecycle event: the navigations of a known session hear it; on
+    /// the top frame (`top`: on the page's own session), its loader becomes
+    /// the top's, and a `load` of a loader not announced yet is announced —
+    /// a load event for a loader is proof that its document loaded,
+    /// whatever frameNavigated said (or did not say).
+    fn on_lifecycle(&mut self, known: Option<&SessionId>, top: bool, l: LifecycleEvent) {
+        if known.is_some() {
+            self.navs.lifecycle(&l.frame_id, &l.name);
+        }
+        if !(top && Some(&l.frame_id) == self.frames.top()) {
+            return;
+        }
+        if l.name == "load" && self.frames.load_is_news(Some(&l.loader_id)) {
+            self.out.notice(Notice::PageLoaded {
+                target_id: self.targets.top_target().map(|t| t.0.clone()),
+                url: self.frames.top_url().to_string(),
+                loader_id: Some(l.loader_id.clone()),
+            });
+        }
+        self.frames.set_top_loader(&l.frame_id, l.loader_id);
+    }
+
+    /// The page's own target was destroyed or crashed: its session is gone.
+    fn on_target_gone(&mut self, t: &TargetGone, now: Now) {
+        if Some(&t.target_id) == self.targets.top_target()
+            && let Some(s) = self.targets.top_session().cloned()
+        {
+            self.on_session_gone(&s, now);
         }
     }
 
