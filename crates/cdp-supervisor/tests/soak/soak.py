@@ -27,7 +27,8 @@ once with the seed and the recent event log:
              equal to the answer, or closed with a closed_by matching who
              closed it (agent, user, watchdog, remote; never auto_policy)
   pending    no dialog pending longer than dialog_timeout_s + 5 s (plus the
-             time the session's connection was down meanwhile)
+             time the session's connection was down meanwhile, and 1.5 s
+             per reconnect: the re-check before a watchdog acts again)
   calls      every interrupted or timed-out call has one outcome, delivered
              by browser_dialog at most once; every side effect (evaluate,
              click, typed text, payment) ran at most once, and exactly once
@@ -88,6 +89,11 @@ from core import CutProxy  # noqa: E402
 
 DIALOG_TIMEOUT_S = 4  # the server's --dialog-timeout-s: short, so the watchdog works often
 PENDING_MARGIN_S = 5.0  # issue 31: no dialog pending past dialog_timeout_s + 5 s
+# After a reconnect a dialog kept across the drop is re-checked before any
+# watchdog acts on it: its renderer's Page.enable gets this long to answer
+# (PAGE_ENABLE_GRACE in state/mod.rs; DESIGN "Reconnects"). Each outage in a
+# dialog's life adds it to the bound, beside the time the socket was down.
+RECHECK_GRACE_S = 1.5
 IDLE_TIMEOUT_S = 15  # the server's --idle-timeout-s: a vanished client's session ends by then
 VANISHED_GONE_S = IDLE_TIMEOUT_S + 20  # …and its Chromium is gone by then
 OBSERVE_EVERY_S = 0.5  # each session's observer reads browser_snapshot this often
@@ -725,10 +731,14 @@ class Agent:
         self.check_ages(snap.get("pending_dialogs") or [])
 
     def down_during(self, start: float, end: float) -> float:
+        """The time the connection was down between start and end, plus the
+        re-check grace of each reconnect in that span."""
         total = 0.0
         spans = list(self.outages) + ([[self.down_since, now()]] if self.down_since is not None else [])
         for a, b in spans:
             total += max(0.0, min(b, end) - max(a, start))
+            if start <= b <= end:
+                total += RECHECK_GRACE_S
         return total
 
     def check_ages(self, pending: list) -> None:
