@@ -930,34 +930,18 @@ impl State {
             // have landed, which the re-check tells.
             d.answer_at_drop = Some(answering.clone());
         }
-        let Answering {
-            by,
-            ticket,
-            accept,
-            prompt_text,
-            landed_elsewhere,
-            ..
-        } = answering;
         if d.auth_request.is_some() && result.is_err() {
             // The challenged request is gone (its frame navigated, or the
             // connection went with it): nothing is left to answer.
             self.close_dialog(id, CloseCause::LostRace, None, None, now);
-            if let Some(ticket) = ticket {
-                let closed = self.dialogs.recent.iter().rev().find(|c| c.dialog.id == id);
-                if let Some(closed) = closed.map(|c| ClosedDialog::clone(c)) {
-                    self.out.push(Output::AnswerDone {
-                        ticket,
-                        result: Box::new(Ok(closed)),
-                    });
-                }
-            }
+            self.answer_done_closed(id, answering.ticket);
             return;
         }
         let e = match result {
             // Chromium closed another dialog (the most recent one) with
             // this answer: this one still blocks its frame, and Chromium
             // will not answer it (CDP facts).
-            Ok(_) if landed_elsewhere => ReplyError::Protocol {
+            Ok(_) if answering.landed_elsewhere => ReplyError::Protocol {
                 code: ERROR_INVALID_PARAMS,
                 message: "the answer closed the most recent dialog instead; this one stays open"
                     .into(),
@@ -966,28 +950,48 @@ impl State {
             Ok(_) => {
                 // No closed event told us (the bridge, a file chooser, or
                 // the reply first): we know what we answered.
-                let user_input = if accept { prompt_text } else { None };
-                self.close_dialog(id, CloseCause::Answered(by), Some(accept), user_input, now);
-                if let Some(ticket) = ticket {
-                    let closed = self
-                        .dialogs
-                        .recent
-                        .iter()
-                        .rev()
-                        .find(|c| c.dialog.id == id)
-                        .map(|c| ClosedDialog::clone(c));
-                    if let Some(closed) = closed {
-                        self.out.push(Output::AnswerDone {
-                            ticket,
-                            result: Box::new(Ok(closed)),
-                        });
-                    }
-                }
+                let accept = answering.accept;
+                let user_input = if accept { answering.prompt_text } else { None };
+                let cause = CloseCause::Answered(answering.by);
+                self.close_dialog(id, cause, Some(accept), user_input, now);
+                self.answer_done_closed(id, answering.ticket);
                 return;
             }
             Err(e) => e,
         };
+        self.answer_failed(id, answering.by, answering.ticket, e, now);
+    }
+
+    /// Tells the caller waiting on `ticket` (if any) that dialog `id` closed,
+    /// with its record.
+    fn answer_done_closed(&mut self, id: &str, ticket: Option<u64>) {
+        let Some(ticket) = ticket else {
+            return;
+        };
+        let closed = self.dialogs.recent.iter().rev().find(|c| c.dialog.id == id);
+        if let Some(closed) = closed.map(|c| ClosedDialog::clone(c)) {
+            self.out.push(Output::AnswerDone {
+                ticket,
+                result: Box::new(Ok(closed)),
+            });
+        }
+    }
+
+    /// Our answer to dialog `id` (still pending) failed with `e`: the
+    /// watchdog or the policy tries again or releases the page; an agent's
+    /// or a human's answer is told why.
+    fn answer_failed(
+        &mut self,
+        id: &str,
+        by: ClosedBy,
+        ticket: Option<u64>,
+        e: ReplyError,
+        now: Now,
+    ) {
         let refused = e.is_code(ERROR_INVALID_PARAMS);
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
         if refused {
             Arc::make_mut(&mut d.view).answerable = false;
         }
@@ -1004,21 +1008,7 @@ impl State {
             ClosedBy::Watchdog | ClosedBy::AutoPolicy => self.release(&[id.to_owned()], by),
             _ => {
                 if let Some(ticket) = ticket {
-                    let error = if refused {
-                        DialogError::NotAnswerable { id: id.to_owned() }
-                    } else if e.is_lost() {
-                        DialogError::Cdp {
-                            id: id.to_owned(),
-                            error: format!(
-                                "{e}; the answer may or may not have reached the page: once reconnected, browser_snapshot shows whether the dialog is still pending (recent_dialogs if it closed)"
-                            ),
-                        }
-                    } else {
-                        DialogError::Cdp {
-                            id: id.to_owned(),
-                            error: e.to_string(),
-                        }
-                    };
+                    let error = answer_error(id, refused, &e);
                     self.out.push(Output::AnswerDone {
                         ticket,
                         result: Box::new(Err(error)),
@@ -1416,6 +1406,27 @@ fn describe(d: &Dialog) -> String {
 pub(super) fn describe_view(d: &PendingDialog) -> String {
     let msg: String = d.message.chars().take(40).collect();
     format!("{} ({} {:?})", d.id, d.dialog_type, msg)
+}
+
+/// What an agent's (or a human's) failed answer to dialog `id` tells them:
+/// Chromium's refusal (`refused`: only a navigation frees the page), or the
+/// error, with what to check when the socket took the reply.
+fn answer_error(id: &str, refused: bool, e: &ReplyError) -> DialogError {
+    if refused {
+        DialogError::NotAnswerable { id: id.to_owned() }
+    } else if e.is_lost() {
+        DialogError::Cdp {
+            id: id.to_owned(),
+            error: format!(
+                "{e}; the answer may or may not have reached the page: once reconnected, browser_snapshot shows whether the dialog is still pending (recent_dialogs if it closed)"
+            ),
+        }
+    } else {
+        DialogError::Cdp {
+            id: id.to_owned(),
+            error: e.to_string(),
+        }
+    }
 }
 
 #[cfg(test)]
