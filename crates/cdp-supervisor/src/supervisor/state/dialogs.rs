@@ -300,47 +300,13 @@ impl State {
             .clone()
             .or_else(|| self.targets.frame_of(session));
         let message = cut(d.message, DIALOG_MESSAGE_MAX_CHARS);
-        let is_top = self.targets.is_top(Some(session));
-        if let Some(existing) = self
-            .dialogs
-            .pending
-            .iter_mut()
-            .find(|x| x.frame_id.is_some() && x.frame_id == frame_id && x.auth_request.is_none())
-            .filter(|_| bridge_request.is_none() && auth.is_none())
-        {
-            if existing.view.dialog_type == d.dialog_type && existing.view.message == message {
-                // The same dialog reported again (by another session): one
-                // dialog is listed once. Prefer the page session to answer on.
-                if is_top {
-                    existing.session_id = Some(session.clone());
-                }
-                // Reported after a reconnect: still open, no re-check needed.
-                existing.carried = false;
-                return;
-            }
-            // A frame shows one dialog at a time: the old one closed unseen.
-            let old = existing.view.id.clone();
-            self.close_dialog(&old, CloseCause::Replaced, None, None, now);
+        let native = bridge_request.is_none() && auth.is_none();
+        if native && self.reported_again(session, &frame_id, &d.dialog_type, &message, now) {
+            return;
         }
         let (auth_request, http_auth) = auth.unzip();
         if let Some(request) = &auth_request {
-            // A frame waits on one document: a challenge for another
-            // request of it means the earlier request was dropped (a new
-            // navigation), and Chromium says nothing of that.
-            let dropped: Vec<String> = self
-                .dialogs
-                .pending
-                .iter()
-                .filter(|x| {
-                    x.frame_id == frame_id
-                        && x.auth_request.as_ref().is_some_and(|r| r != request)
-                        && x.answering.is_none()
-                })
-                .map(|x| x.view.id.clone())
-                .collect();
-            for old in dropped {
-                self.close_dialog(&old, CloseCause::Replaced, None, None, now);
-            }
+            self.drop_superseded_challenges(&frame_id, request, now);
         }
         // Stored credentials answer a realm's challenge once, whatever the
         // policy: a page that reloads itself must not replay a wrong password.
@@ -400,6 +366,61 @@ impl State {
             ),
         }
         self.out.notice(Notice::DialogOpened { dialog: view });
+    }
+
+    /// A renderer's dialog opening in a frame that already shows one: the
+    /// same dialog reported again (by another session, or after a
+    /// reconnect) is listed once, and `true` says so; another one means the
+    /// old one closed unseen (a frame shows one dialog at a time).
+    fn reported_again(
+        &mut self,
+        session: &SessionId,
+        frame_id: &Option<FrameId>,
+        dialog_type: &DialogType,
+        message: &str,
+        now: Now,
+    ) -> bool {
+        let is_top = self.targets.is_top(Some(session));
+        let Some(existing) =
+            self.dialogs.pending.iter_mut().find(|x| {
+                x.frame_id.is_some() && x.frame_id == *frame_id && x.auth_request.is_none()
+            })
+        else {
+            return false;
+        };
+        if existing.view.dialog_type == *dialog_type && existing.view.message == message {
+            // Prefer the page session to answer on.
+            if is_top {
+                existing.session_id = Some(session.clone());
+            }
+            // Reported after a reconnect: still open, no re-check needed.
+            existing.carried = false;
+            return true;
+        }
+        let old = existing.view.id.clone();
+        self.close_dialog(&old, CloseCause::Replaced, None, None, now);
+        false
+    }
+
+    /// A challenge for `request` in `frame_id`: a frame waits on one
+    /// document, so a challenge for another request of it means the
+    /// earlier request was dropped (a new navigation), and Chromium says
+    /// nothing of that. Those challenges close, unless being answered.
+    fn drop_superseded_challenges(&mut self, frame_id: &Option<FrameId>, request: &str, now: Now) {
+        let dropped: Vec<String> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|x| {
+                x.frame_id == *frame_id
+                    && x.auth_request.as_deref().is_some_and(|r| r != request)
+                    && x.answering.is_none()
+            })
+            .map(|x| x.view.id.clone())
+            .collect();
+        for old in dropped {
+            self.close_dialog(&old, CloseCause::Replaced, None, None, now);
+        }
     }
 
     /// A file input opened its chooser (`Page.fileChooserOpened`, with
