@@ -591,31 +591,8 @@ impl State {
             return;
         };
         if d.view.dialog_type == DialogType::FileChooser {
-            // Chromium has no cancel: a dismissed chooser (or one a policy
-            // or the watchdog answers, with no files to give) leaves the
-            // input unchanged and closes at once.
             let files = files.filter(|f| !f.is_empty() && action == DialogAction::Accept);
-            let accept = files.is_some();
-            d.answering = Some(Answering {
-                by,
-                newer_from: u64::MAX,
-                landed_elsewhere: false,
-                ticket,
-                accept,
-                prompt_text: None,
-            });
-            match (files, d.file_input, d.session_id.clone()) {
-                (Some(files), Some(node), Some(session)) => {
-                    let dialog_id = d.view.id.clone();
-                    self.out.send(
-                        Target::Session(session),
-                        "DOM.setFileInputFiles",
-                        json!({"files": files, "backendNodeId": node}),
-                        Purpose::Answer { dialog_id },
-                    );
-                }
-                _ => self.answer_replied(id, Ok(Value::Null), now),
-            }
+            self.start_chooser_answer(id, files, by, ticket, now);
             return;
         }
         if let Some(request_id) = d.auth_request.clone() {
@@ -666,6 +643,42 @@ impl State {
             params,
             Purpose::Answer { dialog_id },
         );
+    }
+
+    /// Answers a file chooser: sets `files` on its input, or (no files: a
+    /// dismiss, or a policy or watchdog with none to give) closes it at
+    /// once, since Chromium has no cancel and the input stays unchanged.
+    fn start_chooser_answer(
+        &mut self,
+        id: &str,
+        files: Option<Vec<String>>,
+        by: ClosedBy,
+        ticket: Option<u64>,
+        now: Now,
+    ) {
+        let Some(d) = self.dialogs.get_mut(id) else {
+            return;
+        };
+        d.answering = Some(Answering {
+            by,
+            newer_from: u64::MAX,
+            landed_elsewhere: false,
+            ticket,
+            accept: files.is_some(),
+            prompt_text: None,
+        });
+        match (files, d.file_input, d.session_id.clone()) {
+            (Some(files), Some(node), Some(session)) => {
+                let dialog_id = d.view.id.clone();
+                self.out.send(
+                    Target::Session(session),
+                    "DOM.setFileInputFiles",
+                    json!({"files": files, "backendNodeId": node}),
+                    Purpose::Answer { dialog_id },
+                );
+            }
+            _ => self.answer_replied(id, Ok(Value::Null), now),
+        }
     }
 
     /// The agent answers a dialog (`browser_dialog`). On `Ok`, a command is
