@@ -1180,65 +1180,14 @@ impl AgentSession {
             return Err(ToolError::new(DialogError::NoDialog.to_string()));
         };
         let snap = s.snapshot();
-        let pending = &snap.pending_dialogs;
-        let d = match &dialog_id {
-            Some(id) => {
-                pending
-                    .iter()
-                    .find(|d| &d.id == id)
-                    .ok_or_else(|| DialogError::UnknownId {
-                        id: id.clone(),
-                        known: pending.iter().map(|d| d.id.clone()).collect(),
-                    })
-            }
-            None => match &pending[..] {
-                [] => Err(DialogError::NoDialog),
-                [one] => Ok(one),
-                many => Err(DialogError::Ambiguous {
-                    candidates: many.iter().map(|d| d.id.clone()).collect(),
-                }),
-            },
-        }
-        .map_err(|e| dialog_error(&s, e))?
-        .clone();
-        if !d.answerable {
-            return Err(dialog_error(
-                &s,
-                DialogError::NotAnswerable { id: d.id.clone() },
-            ));
-        }
-        if d.dialog_type == DialogType::HttpAuth {
-            return Err(ToolError::new(format!(
-                "ask_user cannot answer http_auth {}: the MCP specification forbids asking for passwords through form elicitation; it is still pending: accept it with username and password, dismiss it, or store credentials for {} in the config (browser.credentials)",
-                d.id,
-                d.http_auth
-                    .as_ref()
-                    .map_or("its origin", |c| c.origin.as_str())
-            )));
-        }
+        let d = askable_dialog(&s, &snap, dialog_id.as_deref())?;
         let question = HumanQuestion::about(&d, &snap);
         let id = d.id.clone();
-        let mut snaps = s.subscribe();
-        let closed_meanwhile = async {
-            loop {
-                if !snaps
-                    .borrow_and_update()
-                    .pending_dialogs
-                    .iter()
-                    .any(|p| p.id == id)
-                {
-                    return;
-                }
-                if snaps.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
         let reply = tokio::select! {
             r = ask(question) => r.map_err(|e| ToolError::new(format!(
                 "could not ask the user about dialog {id}: {e}; it is still pending: answer it with accept or dismiss"
             )))?,
-            () = closed_meanwhile => {
+            () = closed_meanwhile(&s, &id) => {
                 let by = s
                     .snapshot()
                     .recent_dialogs
@@ -1822,6 +1771,71 @@ fn check_method(method: &str) -> Result<(), ToolError> {
         Err(ToolError::new(format!(
             "method {method:?} is not a CDP method; give Domain.method, e.g. Runtime.evaluate"
         )))
+    }
+}
+
+/// The pending dialog `ask_user` is for: the one `dialog_id` names, or the
+/// sole one. Errors as `browser_dialog`'s, and for a dialog Chromium will
+/// not answer or an `http_auth` (MCP forbids passwords through form
+/// elicitation: the error says how else to answer it).
+fn askable_dialog(
+    s: &Supervisor,
+    snap: &Snapshot,
+    dialog_id: Option<&str>,
+) -> Result<Arc<PendingDialog>, ToolError> {
+    let pending = &snap.pending_dialogs;
+    let d = match dialog_id {
+        Some(id) => pending
+            .iter()
+            .find(|d| d.id == id)
+            .ok_or_else(|| DialogError::UnknownId {
+                id: id.to_owned(),
+                known: pending.iter().map(|d| d.id.clone()).collect(),
+            }),
+        None => match &pending[..] {
+            [] => Err(DialogError::NoDialog),
+            [one] => Ok(one),
+            many => Err(DialogError::Ambiguous {
+                candidates: many.iter().map(|d| d.id.clone()).collect(),
+            }),
+        },
+    }
+    .map_err(|e| dialog_error(s, e))?
+    .clone();
+    if !d.answerable {
+        return Err(dialog_error(
+            s,
+            DialogError::NotAnswerable { id: d.id.clone() },
+        ));
+    }
+    if d.dialog_type == DialogType::HttpAuth {
+        return Err(ToolError::new(format!(
+            "ask_user cannot answer http_auth {}: the MCP specification forbids asking for passwords through form elicitation; it is still pending: accept it with username and password, dismiss it, or store credentials for {} in the config (browser.credentials)",
+            d.id,
+            d.http_auth
+                .as_ref()
+                .map_or("its origin", |c| c.origin.as_str())
+        )));
+    }
+    Ok(d)
+}
+
+/// Resolves once dialog `id` is no longer pending (or the supervisor is
+/// gone): the human's answer would come too late.
+async fn closed_meanwhile(s: &Supervisor, id: &str) {
+    let mut snaps = s.subscribe();
+    loop {
+        if !snaps
+            .borrow_and_update()
+            .pending_dialogs
+            .iter()
+            .any(|p| p.id == id)
+        {
+            return;
+        }
+        if snaps.changed().await.is_err() {
+            return;
+        }
     }
 }
 
