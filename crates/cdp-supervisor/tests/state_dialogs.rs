@@ -784,6 +784,33 @@ fn regression_soak_an_answer_in_flight_at_a_drop_is_what_closed_the_dialog() {
     assert_eq!(r.user_input.as_deref(), Some("typed"));
 }
 
+/// The same, when the connection's own failure of the command reaches the
+/// core before the driver has told it the connection dropped (the soak's
+/// order: the reply future fails first).
+#[test]
+fn regression_soak_an_answer_lost_before_the_drop_is_told_is_what_closed_the_dialog() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "prompt", "name?", "def");
+    h.drain();
+    h.answer(DialogAction::Accept, Some("typed"), Some("d-1"), 7)
+        .unwrap();
+    h.answer_reply("S1", "d-1", Err(lost()));
+    h.st.connection_lost();
+    h.drain();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.reply_ok(
+        "S1b",
+        Purpose::FrameTree,
+        json!({"frameTree": top_tree(&[])}),
+    );
+    h.reply_ok("S1b", Purpose::PageEnable, json!({}));
+    assert!(h.pending_ids().is_empty());
+    let r = &h.recent()[0];
+    assert_eq!(r.closed_by, ClosedBy::Agent);
+    assert_eq!(r.user_input.as_deref(), Some("typed"));
+}
+
 /// The other half: the answer in flight at the drop never arrived (the
 /// renderer stays silent after the reconnect), so the dialog stays pending
 /// and a later close says nothing of that answer.

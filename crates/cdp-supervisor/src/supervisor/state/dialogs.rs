@@ -113,8 +113,8 @@ struct Dialog {
     /// ([`State::recheck_carried`]). Neither the watchdog nor a policy acts
     /// on it meanwhile.
     carried: bool,
-    /// Our answer was in flight when the connection dropped: Chromium may
-    /// have applied it. When the re-check finds the dialog closed, that
+    /// Our answer was lost with the connection (in flight when it
+    /// dropped): Chromium may have applied it. When the re-check finds the dialog closed, that
     /// answer closed it (what the page received); when it finds it open,
     /// the answer never arrived and this is forgotten.
     answer_at_drop: Option<Answering>,
@@ -959,9 +959,10 @@ impl State {
         let Some(answering) = d.answering.take() else {
             return;
         };
-        if d.carried && result.as_ref().is_err_and(ReplyError::is_lost) {
-            // In flight at the drop (the connection was lost first): it may
-            // have landed, which the re-check tells.
+        if result.as_ref().is_err_and(ReplyError::is_lost) {
+            // Lost with the connection, whether the driver has told us of
+            // the drop yet or not (a command's own failure can come first):
+            // it may have landed, which the re-check after the reconnect tells.
             d.answer_at_drop = Some(answering.clone());
         }
         if d.auth_request.is_some() && result.is_err() {
