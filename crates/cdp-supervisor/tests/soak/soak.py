@@ -1065,6 +1065,15 @@ class Agent:
                     self.book.counts["unseen_in_chaos"] += 1
                     self.book.event(self.name, f"{tok} unseen (opened at {o['at']:.1f}s in a chaos window), page got {got}")
                     continue
+                # Opened while our own navigation (or tab close) tore its frame
+                # down: Chromium shows no dialog of a frame it is unloading, and
+                # the page's report of the result dies with the frame.
+                opened_unix = time.time() - now() + o["at"]
+                if all(x in DISMISS_VALUES for x in got) and any(
+                        a - 0.5 <= opened_unix <= b + 0.5 for a, b in self.nav_spans):
+                    self.book.counts["unseen_in_our_navigation"] += 1
+                    self.book.event(self.name, f"{tok} unseen (opened at {o['at']:.1f}s during a navigation of ours), page got {got}")
+                    continue
                 v(f"the page's {o['kind']} {tok} (opened at {o['at']:.1f}s, no chaos then) was never reported; the page got {got}")
                 continue
             d = ds[0]
@@ -1547,6 +1556,7 @@ class Soak:
         out.append(f"dialogs the supervisor reported: {sum(c[f'dialogs_{k}'] for k in (*kinds, 'beforeunload'))} "
                    f"(alert {c['dialogs_alert']}, confirm {c['dialogs_confirm']}, prompt {c['dialogs_prompt']}, "
                    f"beforeunload {c['dialogs_beforeunload']}); unseen inside chaos windows {c['unseen_in_chaos']}, "
+                   f"during our own navigations {c['unseen_in_our_navigation']}, "
                    f"suppressed by Chromium (never shown, returned in < {SUPPRESSED_MS} ms) {c['suppressed_by_chromium']}")
         out.append("closed by: " + ", ".join(f"{k} {c[f'closed_by_{k}']}" for k in
                                              ("agent", "user", "watchdog", "remote", "auto_policy")))
