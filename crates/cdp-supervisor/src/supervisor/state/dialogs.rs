@@ -79,6 +79,21 @@ struct Answering {
     prompt_text: Option<String>,
 }
 
+impl Answering {
+    /// An answer that carries no text and opens no race with a newer
+    /// dialog: a login's, a file chooser's.
+    fn without_text(by: ClosedBy, ticket: Option<u64>, accept: bool) -> Answering {
+        Answering {
+            by,
+            newer_from: u64::MAX,
+            landed_elsewhere: false,
+            ticket,
+            accept,
+            prompt_text: None,
+        }
+    }
+}
+
 impl Dialog {
     /// A JS dialog the renderer shows (`javascriptDialogOpening`): answered
     /// with `Page.handleJavaScriptDialog`, which Chromium applies to the
@@ -540,14 +555,7 @@ impl State {
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
-        d.answering = Some(Answering {
-            by,
-            newer_from: u64::MAX,
-            landed_elsewhere: false,
-            ticket,
-            accept: login.is_some(),
-            prompt_text: None,
-        });
+        d.answering = Some(Answering::without_text(by, ticket, login.is_some()));
         let dialog_id = d.view.id.clone();
         let session = d.session_id.clone();
         self.out.send(
@@ -659,14 +667,7 @@ impl State {
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
-        d.answering = Some(Answering {
-            by,
-            newer_from: u64::MAX,
-            landed_elsewhere: false,
-            ticket,
-            accept: files.is_some(),
-            prompt_text: None,
-        });
+        d.answering = Some(Answering::without_text(by, ticket, files.is_some()));
         match (files, d.file_input, d.session_id.clone()) {
             (Some(files), Some(node), Some(session)) => {
                 let dialog_id = d.view.id.clone();
