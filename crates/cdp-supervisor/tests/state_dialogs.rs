@@ -1332,3 +1332,65 @@ fn regression_28_13_an_answer_to_an_older_dialog_is_refused_not_given_to_the_new
     let cmds = h.sends();
     assert_eq!(answers(&cmds).len(), 1);
 }
+
+/// A click on a link to a 204 (or a download) asks for a navigation that
+/// never commits: Chromium sends `frameRequestedNavigation`, then
+/// `frameStoppedLoading` and no `frameNavigated` (Chromium 156, measured).
+/// The agent's navigation ends there; a dialog Chromium closes later
+/// (another client answered it) is `remote`, not the agent's.
+#[test]
+fn an_agent_navigation_that_stopped_without_a_document_claims_no_later_close() {
+    let mut h = H::attached(MustRespond);
+    h.agent(
+        1,
+        "S1",
+        "Input.dispatchMouseEvent",
+        json!({"type": "mousePressed"}),
+    );
+    h.ev(
+        Some("S1"),
+        "Page.frameRequestedNavigation",
+        r#"{"frameId": "T1", "reason": "anchorClick", "url": "https://a.test/204", "disposition": "currentTab"}"#,
+    );
+    h.agent_reply(1, "S1", json!({}));
+    h.ev(
+        Some("S1"),
+        "Page.frameStoppedLoading",
+        r#"{"frameId": "T1"}"#,
+    );
+    h.alert("S1", "T1", "later");
+    h.closed("S1", "T1", false, "");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+}
+
+/// A navigation the agent's script asked for that a `beforeunload` held
+/// and the dismissal cancelled never commits either, and Chromium sends no
+/// `frameStoppedLoading` for it (only `frameClearedScheduledNavigation`,
+/// which it also sends for a navigation that goes on). The dismissal ends
+/// it: a dialog closed later is not the agent's.
+#[test]
+fn an_agent_navigation_a_dismissed_beforeunload_cancelled_claims_no_later_close() {
+    let mut h = H::attached(MustRespond);
+    h.agent(
+        1,
+        "S1",
+        "Runtime.evaluate",
+        json!({"expression": "location = '/x'"}),
+    );
+    h.ev(
+        Some("S1"),
+        "Page.frameRequestedNavigation",
+        r#"{"frameId": "T1", "reason": "scriptInitiated", "url": "https://a.test/x", "disposition": "currentTab"}"#,
+    );
+    h.agent_reply(
+        1,
+        "S1",
+        json!({"result": {"type": "string", "value": "/x"}}),
+    );
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.closed("S1", "T1", false, "");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    h.alert("S1", "T1", "later");
+    h.closed("S1", "T1", true, "");
+    assert_eq!(h.recent()[1].closed_by, ClosedBy::Remote);
+}

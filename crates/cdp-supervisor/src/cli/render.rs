@@ -151,7 +151,7 @@ pub fn notice_line(n: &Notice) -> String {
             short(dialog.frame_id.as_deref().unwrap_or("?")),
             escape_controls(&dialog.url)
         ),
-        Notice::DialogClosed { dialog } => format!(
+        Notice::DialogClosed { dialog, .. } => format!(
             "dialog closed   {}  {}",
             dialog_line(&dialog.dialog),
             closed_line(dialog)

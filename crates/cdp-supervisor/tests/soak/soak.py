@@ -102,6 +102,7 @@ OBSERVE_EVERY_S = 0.5  # each session's observer reads browser_snapshot this oft
 SAMPLE_EVERY_S = 5.0  # server RSS and fds
 START_DEADLINE_S = 20.0  # a Chromium or the server is up
 RECONNECTED_DEADLINE_S = 60.0  # after a cut or restart the session is connected again
+SERVER_LOG = "warn,cdp_supervisor=info,cdp_supervisor::supervisor::driver=debug"
 CALL_OUTCOME_GRACE_S = 10.0  # an interrupted call's outcome shows by timeout_s + dialog_timeout_s + this
 QUIESCE_S = 3.0  # at the end, after the last navigation, before the final read
 TOOL_DEADLINES = {  # no reply within this is a violation (the tool's own bounds + margin)
@@ -155,6 +156,7 @@ class Book:
         self.per_minute: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
         # Every event of the run, kept after it (its path is printed at the end).
         self.log_path = os.path.join(tempfile.gettempdir(), f"cdp-soak-{seed}-events.log")
+        self.server_log_path = os.path.join(tempfile.gettempdir(), f"cdp-soak-{seed}-server.log")
         self.log: Any = open(self.log_path, "w", buffering=1)
 
     def event(self, who: str, what: str) -> None:
@@ -430,6 +432,9 @@ class McpServer:
     async def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CDP_SUPERVISOR_") and k != "CDP_MCP_TOKEN"}
         env["TMPDIR"] = self.tmp
+        # The driver's debug lines (each command sent, the dialog and
+        # navigation events, each dialog closed and why) explain a violation.
+        env["RUST_LOG"] = SERVER_LOG
         env["CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS"] = '["--host-resolver-rules=MAP *.test 127.0.0.1"]'
         self.errlog = open(self.log_path, "w")
         self.proc = subprocess.Popen(
@@ -639,6 +644,8 @@ class Agent:
             self.book.violate(self.name, f"{name}({json.dumps(args)[:200]}) is a JSON-RPC error, not a tool result: {e}")
             return True, str(e), {}
         took = time.monotonic() - t
+        self.book.event(self.name, f"call {name} {json.dumps(args, ensure_ascii=False)[:160]} -> "
+                        f"{'error ' + repr(text[:160]) if r.is_error else json.dumps(r.structured_content)[:200]}")
         self.book.latency[name].append(took)
         self.book.count("calls")
         text = "".join(getattr(c, "text", "") or "" for c in r.content)
@@ -1521,6 +1528,9 @@ class Soak:
         self.check_end()
         bound = self.check_resources()
         self.figures(bound)
+        # The server's log beside the event log: its debug lines say why each dialog closed.
+        with contextlib.suppress(OSError):
+            shutil.copyfile(self.server.log_path, self.book.server_log_path)
         shutil.rmtree(self.root, ignore_errors=True)
         return 1 if self.book.violations else 0
 
@@ -1588,6 +1598,7 @@ class Soak:
         for d in self.book.chromium_deaths:
             out.append(f"    {d}")
         out.append(f"every event: {self.book.log_path}")
+        out.append(f"the server's log: {self.book.server_log_path}")
         out.append(f"invariant violations: {len(self.book.violations)}")
         for v in self.book.violations:
             out.append(f"    - {v.splitlines()[0][:400]}")

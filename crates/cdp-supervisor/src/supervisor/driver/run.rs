@@ -109,6 +109,14 @@ impl Driver {
     /// Records `notice` in the event log (what `browser_wait` and the
     /// snapshot resource watch) and sends it to live watchers.
     pub(super) fn announce(&self, notice: Notice) {
+        if let Notice::DialogClosed { dialog, cause } = &notice {
+            tracing::debug!(
+                id = %dialog.dialog.id,
+                closed_by = ?dialog.closed_by,
+                ?cause,
+                "dialog closed"
+            );
+        }
         let top = self.state.current_target().map(|t| t.0.as_str());
         if let Some(kind) = EventKind::of(&notice, top) {
             self.happened.record(kind);
@@ -317,6 +325,9 @@ impl Driver {
             // A paused request's body may be the dialog bridge's, secret
             // and all; a challenged one's headers may carry credentials.
             tracing::trace!(%method, session = ?session, "event");
+        } else if DEBUG_EVENTS.contains(&method) {
+            // What decides who closed a dialog, at a level a long run can keep.
+            tracing::debug!(%method, session = ?session, %params, "event");
         } else {
             tracing::trace!(%method, session = ?session, %params, "event");
         }
@@ -603,6 +614,7 @@ impl Driver {
         if counts_for_tree(&cmd.method) {
             self.tree_pending += 1;
         }
+        tracing::debug!(method = %cmd.method, target = ?cmd.target, purpose = ?cmd.purpose, "send");
         let id = conn.send_in_order(
             cmd.target.session(),
             &cmd.method,
@@ -741,6 +753,19 @@ pub(super) fn counts_for_tree(method: &str) -> bool {
         "Page.getFrameTree" | "Target.setAutoAttach" | "Page.enable"
     )
 }
+
+/// Events logged at `debug` with their params: the dialog and navigation
+/// events that decide a dialog's `closed_by`. The rest are `trace`.
+const DEBUG_EVENTS: [&str; 8] = [
+    "Page.javascriptDialogOpening",
+    "Page.javascriptDialogClosed",
+    "Page.frameRequestedNavigation",
+    "Page.frameNavigated",
+    "Page.frameDetached",
+    "Target.detachedFromTarget",
+    "Target.targetDestroyed",
+    "Inspector.targetCrashed",
+];
 
 pub(super) fn connection_notice(status: ConnectionStatus) -> Notice {
     Notice::Connection { status }

@@ -822,9 +822,16 @@ impl State {
             .map(|f| self.frames.lineage(f))
             .unwrap_or_default();
         let (answering, other) = self.answer_that_closed(d);
+        // A navigation leaves a beforeunload accepted; one dismissed was
+        // not closed by the navigation it held (which it cancels).
+        let navigation = if d.view.dialog_type == DialogType::Beforeunload && !c.result {
+            None
+        } else {
+            d.releasing.or_else(|| self.navs.closer(&lineage))
+        };
         let cause = CloseCause::ClosedEvent {
             answering,
-            navigation: d.releasing.or_else(|| self.navs.closer(&lineage)),
+            navigation,
         };
         let user_input =
             (d.view.dialog_type == DialogType::Prompt && c.result).then(|| c.user_input.clone());
@@ -926,6 +933,12 @@ impl State {
         };
         let d = self.dialogs.pending.remove(pos);
         self.timers.cancel(&Timer::Dialog(id.to_owned()));
+        if d.view.dialog_type == DialogType::Beforeunload
+            && accepted == Some(false)
+            && let Some(frame) = &d.frame_id
+        {
+            self.navs.cancelled(frame);
+        }
         let closed = Arc::new(ClosedDialog {
             dialog: Arc::unwrap_or_clone(d.view),
             closed_at: now.unix_s,
@@ -947,7 +960,10 @@ impl State {
                 .answers_after_close
                 .push_back((ClosedDialog::clone(&closed), a));
         }
-        self.out.notice(Notice::DialogClosed { dialog: closed });
+        self.out.notice(Notice::DialogClosed {
+            dialog: closed,
+            cause,
+        });
     }
 
     /// The reply to an answer (`Purpose::Answer`).

@@ -13,6 +13,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::dialogs::CloseCause;
 use super::{DEFAULT_DIALOG_TIMEOUT, DialogError, PAGE_ENABLE_GRACE};
 
 /// A point in time, given by the caller: `instant` for deadlines, `unix_s`
@@ -258,6 +259,10 @@ pub enum Notice {
     DialogClosed {
         /// The dialog, as `recent_dialogs[]` shows it.
         dialog: Arc<ClosedDialog>,
+        /// Why it closed, which decided its `closed_by` (for the log; not
+        /// serialized).
+        #[serde(skip)]
+        cause: CloseCause,
     },
     /// A frame below the top became known (`Page.frameAttached`,
     /// `Page.frameNavigated`, a `Page.getFrameTree` reply, or an OOPIF's

@@ -363,7 +363,12 @@ impl Navigations {
     /// it had no document yet: it may still become a download, so the
     /// caller arms [`DOWNLOAD_AFTER_STOP`] and then calls
     /// [`Navigations::no_download`]. A committed one has its outcome.
+    ///
+    /// A navigation of the agent's that has not committed when its frame
+    /// stops loading ends with no document (a 204, a download): it closes
+    /// nothing later.
     pub fn frame_stopped(&mut self, frame: &FrameId) -> bool {
+        self.end_agents(frame);
         match &mut self.asked {
             Some(a) if a.frame == *frame && a.stage == Stage::Requested => {
                 a.stage = Stage::Stopped;
@@ -374,6 +379,23 @@ impl Navigations {
                 false
             }
             _ => false,
+        }
+    }
+
+    /// A `beforeunload` of `frame` was dismissed: the navigation it held,
+    /// if the agent's, is cancelled. Chromium sends no
+    /// `frameStoppedLoading` for one its script asked for, only
+    /// `frameClearedScheduledNavigation`, which it also sends for one that
+    /// goes on.
+    pub fn cancelled(&mut self, frame: &FrameId) {
+        self.end_agents(frame);
+    }
+
+    /// The agent's navigation of `frame`, if one is in progress, ended with
+    /// no new document.
+    fn end_agents(&mut self, frame: &FrameId) {
+        if self.agent_navigating(frame) {
+            self.by_frame.remove(frame);
         }
     }
 
