@@ -110,11 +110,12 @@ def page(title: str, body: str = "", script: str = "") -> str:
 
 # A page whose text starts with this is served as a 302 to the rest of it.
 REDIRECT = "redirect:"
+NO_CONTENT = "204"  # as a page: an empty 204 reply (a link to it loads nothing)
 
 
 async def start_site(sc: Scenario, pages: Callable[[int], dict[str, str]]) -> int:
     """A ThreadingHTTPServer on 127.0.0.1 for this scenario, serving
-    pages(port) (path -> HTML, or REDIRECT + URL for a 302); returns its port. The same pages are reached
+    pages(port) (path -> HTML, REDIRECT + URL for a 302, or NO_CONTENT for a 204); returns its port. The same pages are reached
     as http://127.0.0.1:port (site A) and http://localhost:port (site B), so
     an iframe from the other one is an OOPIF."""
 
@@ -123,6 +124,10 @@ async def start_site(sc: Scenario, pages: Callable[[int], dict[str, str]]) -> in
             body = pages(self.server.server_address[1]).get(self.path.split("?")[0])
             if body is None:
                 self.send_error(404)
+                return
+            if body == NO_CONTENT:
+                self.send_response(204)
+                self.end_headers()
                 return
             if body.startswith(REDIRECT):
                 # An HTTP redirect: "redirect:URL" as the page.

@@ -35,6 +35,12 @@ the way an agent sees the product:
                                 a same-site popup's confirm freezes its opener:
                                 the opener's browser_navigate says
                                 dialog_pending at once, not load_timeout at 30 s
+  a_click_that_loaded_nothing_closes_nothing_later
+                                a link to a 204 clicked (a navigation that
+                                never commits), then an alert that another
+                                CDP client's navigation closes: recent_dialogs says
+                                closed_by remote, not agent, before and after
+                                the page changes
   beforeunload_and_an_oopif_alert_are_both_freed (only with --only)
                                 a beforeunload, then an alert in an OOPIF
                                 (Chromium answers only the most recent, and a
@@ -70,6 +76,7 @@ from common import (
     exit_with,
     launch_chromium,
     mcp_server,
+    NO_CONTENT,
     page,
     recent_has,
     run_phases,
@@ -128,6 +135,9 @@ def site(port: int) -> dict[str, str]:
                             "window.pay = () => { const ok = confirm('pay 100 EUR?');"
                             " fetch('/got?' + ok).catch(() => {}); };"),
         "/got": "ok",
+        "/links.html": page("links", '<a href="/nothing">Nothing</a>',
+                            "window.openAlert = () => alert('after the click');"),
+        "/nothing": NO_CONTENT,
         "/opener.html": page("opener", "<p>opens a popup on a click</p>",
                              "document.body.onclick = () => window.open('/popup.html');"),
         "/popup.html": page("popup", "<p>asks</p>", "setTimeout(() => confirm('in the popup'), 100);"),
@@ -481,6 +491,35 @@ async def a_same_site_popups_dialog_claims_the_openers_navigation(sc: Scenario, 
         await call(c, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
 
 
+async def a_click_that_loaded_nothing_closes_nothing_later(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site)
+    chromium = await launch_chromium(sc, "c")
+    async with mcp_server(sc, binary, "s", ["--cdp-url", f"http://127.0.0.1:{chromium.port}"]) as srv:
+        c = srv.client
+        url = f"http://127.0.0.1:{port}/links.html"
+        await call(c, "browser_navigate", {"url": url})
+        snap = await call(c, "browser_snapshot", {})
+        m = re.search(r'- link "Nothing"[^\n]*\[ref=([a-z0-9]+)\]', snap.get("page") or "")
+        sc.check(m is not None, f"the link has a ref ({(snap.get('page') or '')[:300]!r})")
+        r = await call(c, "browser_click", {"ref": m.group(1)})
+        sc.log(f"click: {r}")
+        sc.check((await snapshot(c)).get("url") == url, "the 204 left the page where it was")
+        tab = await current_tab(c)
+        await trigger(c, "openAlert")
+        d = await wait_pending(sc, c, "alert", "after the click", "the alert")
+        next_url = f"http://127.0.0.1:{port}/next.html"
+        await navigate_as_another_client(sc, binary, chromium.port, tab, next_url)
+        snap = await wait_snapshot(sc, c, "the alert closed", lambda s: not s.get("pending_dialogs"))
+        closed = recent_has(snap, d["id"])
+        sc.check(closed is not None and closed.get("closed_by") == "remote",
+                 f"closed_by remote: another client's navigation closed it ({closed})")
+        sc.check(snap.get("url") == next_url, f"the snapshot shows the other client's page ({snap.get('url')})")
+        await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
+        closed = recent_has(await snapshot(c), d["id"])
+        sc.check(closed is not None and closed.get("closed_by") == "remote",
+                 f"still remote once the page changed ({closed})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
@@ -489,6 +528,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "beforeunload_and_an_oopif_alert_are_both_freed": beforeunload_and_an_oopif_alert_are_both_freed,
     "answering_past_the_most_recent_dialog": answering_past_the_most_recent_dialog,
     "a_same_site_popups_dialog_claims_the_openers_navigation": a_same_site_popups_dialog_claims_the_openers_navigation,
+    "a_click_that_loaded_nothing_closes_nothing_later": a_click_that_loaded_nothing_closes_nothing_later,
 }
 # Not in the default run: beforeunload_and_an_oopif_alert_are_both_freed
 # passes on an idle machine but failed once in a loaded CI run (Chromium
