@@ -7,7 +7,7 @@ use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
     DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, Notice, Options,
-    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX, Target,
+    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX, RELEASE_REPLY_TIMEOUT, Target,
 };
 use serde_json::json;
 use state_support::*;
@@ -1393,4 +1393,29 @@ fn an_agent_navigation_a_dismissed_beforeunload_cancelled_claims_no_later_close(
     h.alert("S1", "T1", "later");
     h.closed("S1", "T1", true, "");
     assert_eq!(h.recent()[1].closed_by, ClosedBy::Remote);
+}
+
+/// The soak (seed 4242): a prompt Chromium would not answer (`-32602`, it
+/// opened as an OOPIF's alert closed) kept its page blocked, and the
+/// watchdog's releasing `Page.navigate` got no reply. It had the driver's
+/// default deadline (10 s) before the tab was closed, so the page stayed
+/// frozen past `dialog_timeout_s` + 5 s. The release's navigation has a
+/// deadline of its own, short enough for the close to follow within that
+/// bound.
+#[test]
+fn regression_soak_a_release_navigation_waits_at_most_its_own_short_deadline() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    let cmds = h.sends();
+    let nav = navigations(&cmds);
+    assert_eq!(nav.len(), 1, "{cmds:?}");
+    assert!(
+        nav[0].timeout.is_some_and(|t| t <= RELEASE_REPLY_TIMEOUT),
+        "{:?}",
+        nav[0].timeout
+    );
+    assert!(RELEASE_REPLY_TIMEOUT <= Duration::from_secs(3));
 }

@@ -644,12 +644,12 @@ class Agent:
             self.book.violate(self.name, f"{name}({json.dumps(args)[:200]}) is a JSON-RPC error, not a tool result: {e}")
             return True, str(e), {}
         took = time.monotonic() - t
-        self.book.event(self.name, f"call {name} {json.dumps(args, ensure_ascii=False)[:160]} -> "
-                        f"{'error ' + repr(text[:160]) if r.is_error else json.dumps(r.structured_content)[:200]}")
         self.book.latency[name].append(took)
         self.book.count("calls")
         text = "".join(getattr(c, "text", "") or "" for c in r.content)
         data = r.structured_content or {}
+        self.book.event(self.name, f"call {name} {json.dumps(args, ensure_ascii=False)[:160]} -> "
+                        f"{'error ' + repr(text[:160]) if r.is_error else json.dumps(r.structured_content)[:200]}")
         if r.is_error:
             self.book.count("tool_errors")
         return bool(r.is_error), text, data

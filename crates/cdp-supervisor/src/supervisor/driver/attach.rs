@@ -38,7 +38,12 @@ impl Supervisor {
         driver.flush();
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
-        let task = spawn_owned(driver.run(task_cancel), task_exited);
+        // Each line the loop logs names its endpoint: one server runs many.
+        let span = tracing::debug_span!("supervisor", endpoint = %shown_url);
+        let task = spawn_owned(
+            tracing::Instrument::instrument(driver.run(task_cancel), span),
+            task_exited,
+        );
         // Until the handle exists, dropping this future (a caller's timeout)
         // must stop the task too: nothing runs on after its owner is gone.
         let guard = cancel.clone().drop_guard();

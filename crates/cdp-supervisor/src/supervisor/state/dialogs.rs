@@ -9,9 +9,9 @@
 
 use super::errors::Login;
 use super::{
-    ANSWERS_AFTER_CLOSE_MAX, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, DialogRequest,
-    Notice, Now, OOPIF_RELEASE_MIN, Output, Purpose, RECENT_DIALOGS_MAX, ReplyError, State, Target,
-    Timer, cut,
+    ANSWERS_AFTER_CLOSE_MAX, Command, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError,
+    DialogRequest, Notice, Now, OOPIF_RELEASE_MIN, Output, Purpose, RECENT_DIALOGS_MAX,
+    RELEASE_REPLY_TIMEOUT, ReplyError, State, Target, Timer, cut,
 };
 use crate::cdp::protocol::{
     AuthRequired, DialogClosed, DialogOpening, DialogType, ERROR_INVALID_PARAMS, FileChooserOpened,
@@ -1174,12 +1174,14 @@ impl State {
         if let Some(f) = frame {
             self.navs.release(f, by);
         }
-        self.out.send(
+        self.out.push(Command::output(
             session.into(),
             "Page.navigate",
             json!({"url": url}),
             Purpose::Release,
-        );
+            Some(RELEASE_REPLY_TIMEOUT),
+            0,
+        ));
     }
 
     /// Releases a page whose top frame a beforeunload holds and that has

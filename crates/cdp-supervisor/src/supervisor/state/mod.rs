@@ -132,6 +132,15 @@ pub const PAGE_ENABLE_GRACE: Duration = Duration::from_millis(1_500);
 /// blocked OOPIF leaves the top usable meanwhile.
 pub const OOPIF_RELEASE_MIN: Duration = Duration::from_secs(10);
 
+/// How long the watchdog's releasing `Page.navigate` waits for its reply.
+/// Chromium answers one at once when it frees the page (CDP facts); one
+/// that does not answer meets a frame held by a dialog Chromium will not
+/// answer, and the release closes the tab next, so that the page is free
+/// within `dialog_timeout_s` + 5 s. A slow page does not get its tab
+/// closed by it: its dialogs close (their closed events) as its navigation
+/// starts, and with none left pending there is nothing more to release.
+pub const RELEASE_REPLY_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// What each session's one `Fetch.enable` pauses under `opts`.
 fn intercept(opts: &Options) -> Intercept<'_> {
     Intercept {
