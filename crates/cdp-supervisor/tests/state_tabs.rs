@@ -6,10 +6,12 @@
 
 use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
 use cdp_supervisor::supervisor::origins::NavigationPolicy;
+use cdp_supervisor::supervisor::policy::{DialogPolicies, DialogPolicy};
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
+use cdp_supervisor::supervisor::state::calls::{self, AtDeadline, BLOCKED_CALL_GRACE, CallStart};
 use cdp_supervisor::supervisor::state::{
     CLOSING_GRACE, Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output,
-    Purpose, RouteError, Tabs, Target,
+    Purpose, ReplyError, RouteError, Tabs, Target,
 };
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -892,4 +894,161 @@ fn the_navigation_an_input_asked_for_is_followed_to_its_outcome() {
             settled: true
         })
     );
+}
+
+// ---- which dialog interrupts which call (state::calls) -------------------
+
+fn opened(h: &mut H, session: &str, frame: &str, kind: &str) {
+    h.ev(
+        Some(session),
+        "Page.javascriptDialogOpening",
+        json!({"url": "https://a.test/", "frameId": frame, "message": "m", "type": kind}),
+    );
+}
+
+/// Tab T0 current, and T1 a tab the agent opened (no opener): another
+/// renderer.
+fn two_unrelated_tabs() -> H {
+    let mut h = H::attached(Options::default());
+    h.tabs.send_agent(
+        7,
+        Target::Browser,
+        "Target.createTarget",
+        json!({}),
+        std::time::Duration::from_secs(5),
+    );
+    h.pump();
+    let create = h.take("Target.createTarget");
+    h.reply(&create, Ok(json!({"targetId": "T1"})));
+    h.page_attached("S1", "T1", None, true);
+    h.answer_all();
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    assert_eq!(h.current().as_deref(), Some("T0"));
+    h
+}
+
+/// Issue 28, defect 4, as the core's rule: a dialog in an unrelated tab
+/// neither interrupts a call on the current tab nor keeps its navigation
+/// from happening; one in the call's own tab does.
+#[test]
+fn a_dialog_in_another_tab_interrupts_no_call_and_blocks_no_navigation() {
+    let mut h = two_unrelated_tabs();
+    let policy = Options::default().policy;
+    let start = CallStart::new(&h.tabs.snapshot(), None, false);
+    assert!(!start.blocked_at_start());
+    assert_eq!(start.tab(), Some("T0"), "pinned at the start");
+    opened(&mut h, "S1", "T1", "beforeunload");
+    let s = h.tabs.snapshot();
+    assert!(!start.interrupted_by_new(&s, &policy));
+    assert_eq!(start.at_deadline(&s), AtDeadline::TimedOut);
+    assert!(!calls::blocks_navigation(&s, Some("T0")));
+    assert!(
+        calls::blocks_navigation(&s, Some("T1")),
+        "{:?}",
+        s.pending_dialogs
+    );
+    opened(&mut h, "S0", "T0", "alert");
+    let s = h.tabs.snapshot();
+    assert!(start.interrupted_by_new(&s, &policy));
+    assert_eq!(start.at_deadline(&s), AtDeadline::Interrupted);
+    // A navigation releases an alert of its own tab: it does not wait on it.
+    assert!(!calls::blocks_navigation(&s, Some("T0")));
+}
+
+/// A dialog pending when the call starts is not new to it: the call is
+/// told of it only after the grace, and only if it still blocks the tab;
+/// once it closed, the deadline means "timed out, still queued".
+#[test]
+fn a_dialog_already_pending_waits_out_the_grace_and_a_closed_one_blocks_nothing() {
+    let mut h = two_unrelated_tabs();
+    let policy = Options::default().policy;
+    opened(&mut h, "S0", "T0", "confirm");
+    let start = CallStart::new(&h.tabs.snapshot(), None, false);
+    assert!(start.blocked_at_start());
+    assert_eq!(start.grace(true), Some(BLOCKED_CALL_GRACE));
+    assert_eq!(start.grace(false), None, "only new dialogs count");
+    let s = h.tabs.snapshot();
+    assert!(!start.interrupted_by_new(&s, &policy));
+    assert!(start.still_blocked(&s));
+    assert!(start.ran_before_navigation(true));
+    assert!(!start.ran_before_navigation(false));
+    h.ev(
+        Some("S0"),
+        "Page.javascriptDialogClosed",
+        json!({"frameId": "T0", "result": false, "userInput": ""}),
+    );
+    let s = h.tabs.snapshot();
+    assert!(!start.still_blocked(&s));
+    assert_eq!(start.at_deadline(&s), AtDeadline::TimedOut);
+}
+
+/// Under an auto policy a dialog is answered the moment it opens: it
+/// interrupts no call, unless Chromium would not take the answer.
+#[test]
+fn a_dialog_the_policy_answers_at_once_interrupts_nothing() {
+    let opts = Options {
+        policy: DialogPolicies::uniform(DialogPolicy::AutoDismiss),
+        ..Options::default()
+    };
+    let mut h = H::attached(opts.clone());
+    let start = CallStart::new(&h.tabs.snapshot(), None, false);
+    opened(&mut h, "S0", "T0", "alert");
+    let s = h.tabs.snapshot();
+    assert!(!start.interrupted_by_new(&s, &opts.policy));
+}
+
+/// A call that loads a document (`browser_navigate`) is held by an HTTP
+/// challenge of its tab; an iframe's challenge blocks no renderer, and so
+/// no other call (the top document's holds the tab's commands too).
+#[test]
+fn only_a_call_that_loads_is_held_by_an_iframes_http_challenge() {
+    let mut h = H::attached(Options::default());
+    let policy = Options::default().policy;
+    h.ev(
+        Some("S0"),
+        "Page.frameAttached",
+        json!({"frameId": "F1", "parentFrameId": "T0"}),
+    );
+    let snap = h.tabs.snapshot();
+    let evaluate = CallStart::new(&snap, None, false);
+    let navigate = CallStart::new(&snap, None, false).loading();
+    h.ev(
+        Some("S0"),
+        "Fetch.authRequired",
+        json!({"requestId": "r1", "request": {"url": "https://a.test/login", "method": "GET", "headers": {}},
+               "frameId": "F1", "resourceType": "Document",
+               "authChallenge": {"source": "Server", "origin": "https://a.test", "scheme": "basic", "realm": "r"}}),
+    );
+    let s = h.tabs.snapshot();
+    assert_eq!(s.pending_dialogs.len(), 1, "{:?}", s.pending_dialogs);
+    assert!(navigate.interrupted_by_new(&s, &policy));
+    assert!(!evaluate.interrupted_by_new(&s, &policy));
+}
+
+/// A beforeunload Chromium will not answer (here one a reconnect
+/// orphaned) is released before `browser_navigate` navigates; one it
+/// answers is the page asking, and holds the navigation.
+#[test]
+fn only_an_unanswerable_beforeunload_is_released_before_navigating() {
+    let mut h = H::attached(Options::default());
+    opened(&mut h, "S0", "T0", "beforeunload");
+    let s = h.tabs.snapshot();
+    assert!(calls::blocks_navigation(&s, Some("T0")));
+    assert!(!calls::stuck_beforeunload(&s, Some("T0")));
+    h.tabs
+        .answer_dialog_as(accept(None), 1, ClosedBy::Agent, h.now)
+        .unwrap();
+    h.pump();
+    let answer = h.take("Page.handleJavaScriptDialog");
+    h.reply(
+        &answer,
+        Err(ReplyError::Protocol {
+            code: -32602,
+            message: "No dialog is showing".into(),
+            data: None,
+        }),
+    );
+    let s = h.tabs.snapshot();
+    assert!(!s.pending_dialogs[0].answerable, "{:?}", s.pending_dialogs);
+    assert!(calls::stuck_beforeunload(&s, Some("T0")));
 }

@@ -3,6 +3,7 @@
 
 use super::run::command_error;
 use super::*;
+use crate::supervisor::state::calls::{AtDeadline, CallStart};
 
 impl Supervisor {
     /// Answers a pending dialog (`Page.handleJavaScriptDialog` on the session
@@ -281,7 +282,7 @@ impl Supervisor {
     /// `target_id`), or with `frame_id` of an OOPIF to its child session.
     ///
     /// Returns [`CallOutcome::Interrupted`] — within `timeout`, and at most
-    /// [`BLOCKED_CALL_GRACE`] after the dialog opened — when a dialog blocks
+    /// [`crate::supervisor::state::calls::BLOCKED_CALL_GRACE`] after the dialog opened — when a dialog blocks
     /// the command: one opens during the call, or one already blocked the
     /// page and no reply came within the grace. The command is then still
     /// queued in the page: the supervisor keeps waiting for its reply (at
@@ -353,8 +354,7 @@ impl Supervisor {
     where
         F: Future<Output = Result<Value, CdpCallError>> + Send + 'static,
     {
-        let tab = since.tab.clone();
-        let blocked_at_start = since.blocked;
+        let start = since.start.clone();
         let mut reply = Box::pin(work);
         let own_deadline = async {
             tokio::select! {
@@ -366,7 +366,7 @@ impl Supervisor {
             // Sent while a dialog blocked the page, which a navigation then
             // closed: Chromium ran the queued command but says only that
             // the page navigated (CDP facts). Not a failure to resend.
-            Ok(Some(Err(e))) if blocked_at_start && lost_to_navigation(&e) => {
+            Ok(Some(Err(e))) if start.ran_before_navigation(lost_to_navigation(&e)) => {
                 let call_id = self.shared.calls.begin(method);
                 self.shared.calls.complete(&call_id, Err(describe_late(&e)));
                 return Ok(CallOutcome::Interrupted {
@@ -377,7 +377,7 @@ impl Supervisor {
             Ok(Some(r)) => return Ok(CallOutcome::Reply(r?)),
             Ok(None) => {
                 let s = self.snapshot();
-                if !s.call_blocked_on(tab.as_deref()) {
+                if start.at_deadline(&s) == AtDeadline::TimedOut {
                     // Still queued: kept like an interrupted call, and an
                     // action's dispatch runs to its end (a mousePressed is
                     // followed by its mouseReleased).
@@ -435,34 +435,17 @@ impl Supervisor {
 
     /// [`Supervisor::dialogs_before`] for a call on tab `target_id`
     /// (`None`: the current tab): only dialogs that block that tab's
-    /// renderer count ([`Snapshot::blocks_call_on`]).
+    /// renderer count ([`CallStart`]).
     pub(crate) fn dialogs_before_on(&self, target_id: Option<&str>) -> DialogsBefore {
         let mut snaps = self.subscribe();
-        let (ids, blocked, tab) = {
-            let s = snaps.borrow_and_update();
-            let ids: Vec<String> = s.pending_dialogs.iter().map(|d| d.id.clone()).collect();
-            // Pinned now: the current tab may change while the call runs.
-            let tab = target_id.map(str::to_owned).or_else(|| {
-                s.tabs
-                    .iter()
-                    .find(|t| t.current)
-                    .map(|t| t.target_id.clone())
-            });
-            (ids, s.call_blocked_on(target_id), tab)
-        };
-        DialogsBefore {
-            snaps,
-            ids,
-            blocked,
-            tab,
-            loads: false,
-        }
+        let start = CallStart::new(&snaps.borrow_and_update(), target_id, false);
+        DialogsBefore { snaps, start }
     }
 
     /// Runs `fut` unless a dialog blocks the page first: a new pending
     /// dialog (under an auto policy, only one the policy could not answer),
     /// or — when `existing_block` and one already blocked the page at the
-    /// start — no result within [`BLOCKED_CALL_GRACE`]. `Err` carries the
+    /// start — no result within [`crate::supervisor::state::calls::BLOCKED_CALL_GRACE`]. `Err` carries the
     /// pending dialogs. For a `fut` whose command is already sent, use
     /// [`Supervisor::race_dialogs_since`].
     pub(crate) async fn race_dialogs<F, T>(
@@ -488,40 +471,25 @@ impl Supervisor {
     where
         F: Future<Output = T>,
     {
-        let DialogsBefore {
-            mut snaps,
-            ids: before,
-            blocked: blocked_at_start,
-            tab,
-            loads,
-        } = since;
-        let tab = tab.as_deref();
+        let DialogsBefore { mut snaps, start } = since;
         let policy = self.shared.policy;
-        let auto = |d: &Arc<PendingDialog>| {
-            d.answered_at_once
-                || policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
-        };
         let new_dialog = async {
             loop {
                 if snaps.changed().await.is_err() {
                     std::future::pending::<()>().await;
                 }
                 let s = snaps.borrow_and_update().clone();
-                if s.pending_dialogs.iter().any(|d| {
-                    !before.contains(&d.id)
-                        && (s.blocks_call_on(d, tab) || (loads && s.holds_load_on(d, tab)))
-                        && (!auto(d) || !d.answerable)
-                }) {
+                if start.interrupted_by_new(&s, &policy) {
                     return s.pending_dialogs.clone();
                 }
             }
         };
         let grace = async {
-            if blocked_at_start && existing_block {
-                tokio::time::sleep(BLOCKED_CALL_GRACE).await;
+            if let Some(grace) = start.grace(existing_block) {
+                tokio::time::sleep(grace).await;
                 let s = self.snapshot();
                 // Released meanwhile: nothing blocks the call any more.
-                if s.call_blocked_on(tab) {
+                if start.still_blocked(&s) {
                     return s.pending_dialogs.clone();
                 }
             }
@@ -543,14 +511,8 @@ impl Supervisor {
 pub(crate) struct DialogsBefore {
     /// Marked seen at that moment: a later snapshot wakes the race at once.
     pub(super) snaps: watch::Receiver<Arc<Snapshot>>,
-    pub(super) ids: Vec<String>,
-    /// The tab the call goes to (its target id), when known.
-    pub(super) tab: Option<String>,
-    /// A dialog (or one we never saw) already blocked the page.
-    pub(super) blocked: bool,
-    /// The call loads a document (`browser_navigate`): an HTTP challenge
-    /// in its tab holds it too, though it blocks no renderer.
-    pub(super) loads: bool,
+    /// What the call saw then; the core's rules decide from it.
+    pub(super) start: CallStart,
 }
 
 /// Whether Chromium failed a command with `-32000 "Inspected target

@@ -71,9 +71,7 @@ pub const RECONNECT_BACKOFF_START: Duration = Duration::from_millis(500);
 pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// The deadline of the whole attach (connect, pick the page, frame tree).
 pub const DEFAULT_ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long a call on a page that a dialog already blocks waits before it
-/// returns with the pending dialog instead of its reply.
-pub const BLOCKED_CALL_GRACE: Duration = Duration::from_millis(500);
+pub use crate::supervisor::state::calls::BLOCKED_CALL_GRACE;
 /// While reconnecting to a Chromium we launched, how often we check that
 /// it is still alive.
 const LOCAL_EXIT_CHECK: Duration = Duration::from_millis(200);

@@ -2,6 +2,7 @@
 //! load or its dialog.
 
 use super::*;
+use crate::supervisor::state::calls::{blocks_navigation, stuck_beforeunload};
 
 impl Supervisor {
     /// Makes the supervised tab `target_id` current: `browser_navigate`,
@@ -318,14 +319,14 @@ impl Supervisor {
             .iter()
             .find(|t| t.current)
             .map(|t| t.target_id.clone());
-        let released = stuck_beforeunload(&self.snapshot(), &current);
+        let released = stuck_beforeunload(&self.snapshot(), current.as_deref());
         if released && !self.release_unanswerable(&current, deadline).await? {
             return Ok(NavigateOutcome::DialogPending(
                 self.snapshot().pending_dialogs.clone(),
             ));
         }
         let snap = self.snapshot();
-        if blocks_navigation(&snap, &current) {
+        if blocks_navigation(&snap, current.as_deref()) {
             return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
         }
         // Subscribed before sending: the load event can come before the reply.
@@ -337,7 +338,7 @@ impl Supervisor {
         // soon it shows. Chromium does not answer `Page.navigate` while a
         // challenge of its document waits.
         let mut before = self.dialogs_before();
-        before.loads = true;
+        before.start = before.start.loading();
         let v = match self
             .send_navigate(&session, url, timeout, deadline, &before, released)
             .await?
@@ -393,7 +394,7 @@ impl Supervisor {
             loop {
                 let free = {
                     let s = snaps.borrow_and_update();
-                    !stuck_beforeunload(&s, current) && !no_tab(&s)
+                    !stuck_beforeunload(&s, current.as_deref()) && !no_tab(&s)
                 };
                 if free || snaps.changed().await.is_err() {
                     return;
@@ -477,33 +478,6 @@ impl Supervisor {
             }
         }
     }
-}
-
-/// Whether a beforeunload in tab `current` (or in no tab) holds the top
-/// frame and Chromium will not answer it (a newer dialog of the page took
-/// the answers, or it showed before a reconnect): the frame then answers no
-/// navigation of its own, so `navigate` releases it first.
-fn stuck_beforeunload(s: &Snapshot, current: &Option<String>) -> bool {
-    s.pending_dialogs
-        .iter()
-        .any(|d| in_tab(d, current) && !d.answerable && d.dialog_type.as_str() == "beforeunload")
-}
-
-/// Whether a pending dialog keeps a navigation of tab `current` from
-/// happening. A beforeunload that can be answered is the page asking
-/// whether it may be left: a navigation does not release it but queues
-/// behind it. A dialog in another tab sharing this renderer (a same-site
-/// popup's) blocks the navigation too, and navigating does not release it.
-fn blocks_navigation(snap: &Snapshot, current: &Option<String>) -> bool {
-    snap.pending_dialogs.iter().any(|d| {
-        (in_tab(d, current) && d.dialog_type.as_str() == "beforeunload")
-            || (!in_tab(d, current) && snap.blocks_call_on(d, None))
-    })
-}
-
-/// Whether dialog `d` is in tab `current` (a dialog of no known tab counts as its).
-fn in_tab(d: &PendingDialog, current: &Option<String>) -> bool {
-    d.target_id.is_none() || d.target_id == *current
 }
 
 /// Each of `ours` (target id, URL as last known) that Chromium lists in

@@ -59,6 +59,7 @@
 //! ```
 
 mod blocking;
+pub mod calls;
 mod console;
 mod dialogs;
 pub mod downloads;
