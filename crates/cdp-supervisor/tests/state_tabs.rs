@@ -9,6 +9,7 @@ use cdp_supervisor::supervisor::origins::NavigationPolicy;
 use cdp_supervisor::supervisor::policy::{DialogPolicies, DialogPolicy};
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::calls::{self, AtDeadline, BLOCKED_CALL_GRACE, CallStart};
+use cdp_supervisor::supervisor::state::loads::{LOAD_CHECK_INTERVAL, LOAD_CHECK_TIMEOUT};
 use cdp_supervisor::supervisor::state::{
     CLOSING_GRACE, Command, DialogAction, DialogError, DialogRequest, Notice, Now, Options, Output,
     Purpose, ReplyError, RouteError, Tabs, Target,
@@ -24,6 +25,8 @@ struct H {
     notices: Vec<Notice>,
     /// `Output::SaveDownload`s: (id, from, name).
     saves: Vec<(String, String, String)>,
+    /// `Output::Loaded`s not looked at yet.
+    loads: Vec<u64>,
 }
 
 fn sid(s: &str) -> SessionId {
@@ -43,6 +46,7 @@ impl H {
             sent: Vec::new(),
             notices: Vec::new(),
             saves: Vec::new(),
+            loads: Vec::new(),
         };
         h.tabs
             .attach_page(TargetId::from("T0"), sid("S0"), "https://a.test/", "", now);
@@ -57,6 +61,7 @@ impl H {
                 Output::Send(c) => self.sent.push(*c),
                 Output::Notice(n) => self.notices.push(n),
                 Output::SaveDownload { id, from, name } => self.saves.push((id, from, name)),
+                Output::Loaded { load } => self.loads.push(load),
                 _ => {}
             }
         }
@@ -1051,4 +1056,91 @@ fn only_an_unanswerable_beforeunload_is_released_before_navigating() {
     let s = h.tabs.snapshot();
     assert!(!s.pending_dialogs[0].answerable, "{:?}", s.pending_dialogs);
     assert!(calls::stuck_beforeunload(&s, Some("T0")));
+}
+
+// ---- loads a caller waits for (state::loads) ------------------------------
+
+fn lifecycle(h: &mut H, name: &str, loader: &str) {
+    h.ev(
+        Some("S0"),
+        "Page.lifecycleEvent",
+        json!({"frameId": "T0", "loaderId": loader, "name": name, "timestamp": 1.0}),
+    );
+}
+
+fn loaded(h: &mut H) -> Vec<u64> {
+    h.pump();
+    std::mem::take(&mut h.loads)
+}
+
+/// `browser_navigate` waits for its document's load: the load event of
+/// that loader ends the wait, and the load of another document does not.
+#[test]
+fn a_load_waited_for_ends_with_its_own_loaders_load_event() {
+    let mut h = H::attached(Options::default());
+    let id = h.tabs.await_load(sid("S0"), "L2".into(), h.now);
+    assert!(loaded(&mut h).is_empty());
+    lifecycle(&mut h, "load", "L1");
+    assert!(loaded(&mut h).is_empty(), "another document's load");
+    lifecycle(&mut h, "DOMContentLoaded", "L2");
+    assert!(loaded(&mut h).is_empty(), "parsed is not loaded");
+    lifecycle(&mut h, "load", "L2");
+    assert_eq!(loaded(&mut h), [id]);
+}
+
+/// The load event and the `Page.navigate` reply cross on the way: a load
+/// announced before the caller asks ends the wait at once.
+#[test]
+fn a_load_announced_before_the_wait_ends_it_at_once() {
+    let mut h = H::attached(Options::default());
+    lifecycle(&mut h, "load", "L2");
+    let id = h.tabs.await_load(sid("S0"), "L2".into(), h.now);
+    assert_eq!(loaded(&mut h), [id]);
+    assert_eq!(h.tabs.poll_timeout(), None, "nothing left to ask");
+}
+
+/// A load whose events we missed is found by asking the page every
+/// interval: the top frame shows our loader, then its ready state is
+/// `complete`. Until then it is asked again; given up, it is asked no more.
+#[test]
+fn a_load_whose_events_were_missed_is_found_by_asking_the_page() {
+    let mut h = H::attached(Options::default());
+    let id = h.tabs.await_load(sid("S0"), "L2".into(), h.now);
+    let due = h.tabs.poll_timeout().expect("a question is due");
+    assert_eq!(due, h.now.instant + LOAD_CHECK_INTERVAL);
+    h.now = h.now.after(LOAD_CHECK_INTERVAL);
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    let tree = h.take("Page.getFrameTree");
+    assert_eq!(tree.purpose, Purpose::LoadTree { load: id });
+    assert_eq!(tree.timeout, Some(LOAD_CHECK_TIMEOUT));
+    // Still the old document: asked again an interval later.
+    h.reply(
+        &tree,
+        Ok(json!({"frameTree": {"frame": {"id": "T0", "loaderId": "L1"}}})),
+    );
+    assert!(h.methods().iter().all(|m| m != "Runtime.evaluate"));
+    h.now = h.now.after(LOAD_CHECK_INTERVAL);
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    let tree = h.take("Page.getFrameTree");
+    h.reply(
+        &tree,
+        Ok(json!({"frameTree": {"frame": {"id": "T0", "loaderId": "L2"}}})),
+    );
+    let state = h.take("Runtime.evaluate");
+    assert_eq!(state.purpose, Purpose::LoadState { load: id });
+    assert!(loaded(&mut h).is_empty(), "not before its ready state");
+    h.reply(
+        &state,
+        Ok(json!({"result": {"type": "string", "value": "complete"}})),
+    );
+    assert_eq!(loaded(&mut h), [id]);
+    let id2 = h.tabs.await_load(sid("S0"), "L3".into(), h.now);
+    h.tabs.cancel_load(id2);
+    assert_eq!(
+        h.tabs.poll_timeout(),
+        None,
+        "a wait given up is asked no more"
+    );
 }

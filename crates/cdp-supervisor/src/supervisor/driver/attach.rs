@@ -185,6 +185,7 @@ fn new_driver(
         inflight: HashMap::new(),
         tickets: HashMap::new(),
         calls: HashMap::new(),
+        loads: HashMap::new(),
         next_ticket: 1,
         snapshot: snap_tx,
         notices: Arc::new(NoticeHub::default()),

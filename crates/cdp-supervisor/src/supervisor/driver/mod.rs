@@ -80,19 +80,6 @@ const LOCAL_EXIT_CHECK: Duration = Duration::from_millis(200);
 /// events before a reply (a flood it works through).
 const CAUGHT_UP_MAX: Duration = Duration::from_secs(5);
 
-/// What `navigate` heard while waiting for its load.
-enum Heard {
-    /// The load event of our navigation's document.
-    Ours,
-    /// A load event of some document, or time passed: ask the page.
-    Check,
-    /// Something else.
-    Nothing,
-}
-
-/// While `navigate` waits for its load event, how often it also asks the
-/// page directly (in case the event's document could not be told).
-const LOAD_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 /// Chromium's `Page.close` error for a page between documents (Chromium 156).
 const NOT_ATTACHED: &str = "Not attached to an active page";
 /// Events handled before the snapshot is republished, when they arrive in a burst.
@@ -338,6 +325,13 @@ enum Request {
         params: Value,
         timeout: Duration,
         reply: oneshot::Sender<Result<Value, ReplyError>>,
+    },
+    /// Reply once the document of `loader` in `session` is fully loaded
+    /// ([`Tabs::await_load`]); dropping `reply` gives the wait up.
+    AwaitLoad {
+        session: SessionId,
+        loader: String,
+        reply: oneshot::Sender<()>,
     },
 }
 

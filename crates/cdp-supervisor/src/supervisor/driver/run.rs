@@ -60,6 +60,8 @@ pub(super) struct Driver {
     pub(super) tickets: HashMap<u64, oneshot::Sender<Result<ClosedDialog, DialogError>>>,
     /// The agent's commands (`Supervisor::send_agent`) by call number.
     pub(super) calls: HashMap<u64, oneshot::Sender<Result<Value, ReplyError>>>,
+    /// Callers waiting for a document's load ([`Tabs::await_load`]), by load id.
+    pub(super) loads: HashMap<u64, oneshot::Sender<()>>,
     pub(super) next_ticket: u64,
     pub(super) snapshot: watch::Sender<Arc<Snapshot>>,
     pub(super) notices: Arc<NoticeHub>,
@@ -155,6 +157,7 @@ impl Driver {
                 }
                 _ = sleep_until(timeout) => {
                     self.sync_watched();
+                    self.forget_abandoned_loads();
                     self.state.handle_timeout(Now::system());
                 }
                 ev = next_event(&mut self.events) => self.on_burst(ev),
@@ -389,7 +392,7 @@ impl Driver {
         if let Err(e) = &result {
             tracing::debug!(method = %cmd.method, "command failed: {e}");
         }
-        if counts_for_tree(&cmd.method) {
+        if counts_for_tree(&cmd.method, &cmd.purpose) {
             self.tree_pending = self.tree_pending.saturating_sub(1);
         }
         self.state
@@ -412,6 +415,14 @@ impl Driver {
             Request::CaughtUp { mark, reply } => {
                 self.catching_up.push((mark, reply));
                 self.release_caught_up();
+            }
+            Request::AwaitLoad {
+                session,
+                loader,
+                reply,
+            } => {
+                let load = self.state.await_load(session, loader, Now::system());
+                self.loads.insert(load, reply);
             }
             Request::Answer { req, by, reply } => {
                 let ticket = self.next_ticket;
@@ -569,7 +580,8 @@ impl Driver {
                 }
                 out @ (Output::Notice(_)
                 | Output::AnswerDone { .. }
-                | Output::AgentReply { .. }) => deliver.push(out),
+                | Output::AgentReply { .. }
+                | Output::Loaded { .. }) => deliver.push(out),
             }
         }
         let status = if self.conn.is_some() {
@@ -611,7 +623,7 @@ impl Driver {
                 .on_reply(&cmd.target, cmd.tab, cmd.purpose, Err(e), Now::system());
             return;
         };
-        if counts_for_tree(&cmd.method) {
+        if counts_for_tree(&cmd.method, &cmd.purpose) {
             self.tree_pending += 1;
         }
         tracing::debug!(method = %cmd.method, target = ?cmd.target, purpose = ?cmd.purpose, "send");
@@ -669,10 +681,30 @@ impl Driver {
                         let _ = tx.send(result);
                     }
                 }
+                Output::Loaded { load } => {
+                    if let Some(tx) = self.loads.remove(&load) {
+                        let _ = tx.send(());
+                    }
+                }
                 Output::Send(_) | Output::SaveDownload { .. } => {}
             }
         }
         crashed
+    }
+
+    /// The loads whose caller stopped waiting (its deadline, a dialog)
+    /// are no longer asked about.
+    fn forget_abandoned_loads(&mut self) {
+        let gone: Vec<u64> = self
+            .loads
+            .iter()
+            .filter(|(_, tx)| tx.is_closed())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.loads.remove(&id);
+            self.state.cancel_load(id);
+        }
     }
 
     pub(super) fn publish(&mut self, status: ConnectionStatus) {
@@ -747,11 +779,11 @@ pub(super) fn command_error(method: &str, e: ReplyError) -> CommandError {
 /// The commands an attach waits for (a blocked page's `Page.enable` ends
 /// the wait through `page_blocked` instead): once they replied, the frame
 /// tree is complete and the page's events flow.
-pub(super) fn counts_for_tree(method: &str) -> bool {
+pub(super) fn counts_for_tree(method: &str, purpose: &Purpose) -> bool {
     matches!(
         method,
         "Page.getFrameTree" | "Target.setAutoAttach" | "Page.enable"
-    )
+    ) && !matches!(purpose, Purpose::LoadTree { .. })
 }
 
 /// Events logged at `debug` with their params: the dialog and navigation

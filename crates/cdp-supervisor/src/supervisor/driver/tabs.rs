@@ -266,39 +266,6 @@ impl Supervisor {
         })
     }
 
-    /// Whether the top frame shows the document of `loader`, fully loaded
-    /// (`Page.getFrameTree` and `document.readyState`; a short deadline).
-    pub(super) async fn loaded(
-        &self,
-        conn: &Connection,
-        session: &SessionId,
-        loader: &str,
-    ) -> bool {
-        let quick = Duration::from_secs(2);
-        let tree = conn
-            .send(Some(session), "Page.getFrameTree", json!({}), quick)
-            .await;
-        let ours = tree
-            .ok()
-            .and_then(|t| t.pointer("/frameTree/frame/loaderId").cloned())
-            .is_some_and(|l| l.as_str() == Some(loader));
-        if !ours {
-            return false;
-        }
-        let state = conn
-            .send(
-                Some(session),
-                "Runtime.evaluate",
-                json!({"expression": "document.readyState", "returnByValue": true}),
-                quick,
-            )
-            .await;
-        state
-            .ok()
-            .and_then(|v| v.pointer("/result/value").cloned())
-            .is_some_and(|v| v == "complete")
-    }
-
     /// Navigates the page (`Page.navigate`) and waits for its document's
     /// load (`Page.lifecycleEvent{name:"load"}` with the navigation's
     /// `loaderId`, or the page found loaded when asked), at most `timeout`.
@@ -329,10 +296,8 @@ impl Supervisor {
         if blocks_navigation(&snap, current.as_deref()) {
             return Ok(NavigateOutcome::DialogPending(snap.pending_dialogs.clone()));
         }
-        // Subscribed before sending: the load event can come before the reply.
-        let mut notices = self.notices();
         // A navigation is how a crashed tab is reloaded.
-        let (conn, session) = self.route(None, None, true).await?;
+        let (_, session) = self.route(None, None, true).await?;
         // Before sending: a dialog it opens (a beforeunload, an alert while
         // loading, an HTTP challenge) is new to both races below, however
         // soon it shows. Chromium does not answer `Page.navigate` while a
@@ -363,7 +328,7 @@ impl Supervisor {
             return Ok(NavigateOutcome::Loaded);
         };
         tracing::debug!(%loader, url = %redact_url(url), "Page.navigate committed a navigation; waiting for its load");
-        let load = self.wait_for_load(&mut notices, &conn, &session, &loader);
+        let load = self.wait_for_load(&session, &loader);
         Ok(
             match tokio::time::timeout_at(deadline, self.race_dialogs_since(before, load, false))
                 .await
@@ -441,41 +406,20 @@ impl Supervisor {
         }
     }
 
-    /// Returns once the document of `loader` has loaded. The load event
-    /// names our document's loader; the page being left may still finish
-    /// loading (once its dialog is released), and a load whose commit our
-    /// events missed (a new tab's first navigation, a page attached while
-    /// blocked) is found by asking the page ([`Supervisor::loaded`]) every
-    /// [`LOAD_CHECK_INTERVAL`]. Never returns otherwise: the caller bounds it.
-    async fn wait_for_load(
-        &self,
-        notices: &mut broadcast::Receiver<Notice>,
-        conn: &Connection,
-        session: &SessionId,
-        loader: &str,
-    ) {
-        loop {
-            let heard = tokio::select! {
-                n = notices.recv() => match n {
-                    Ok(Notice::PageLoaded { loader_id, .. })
-                        if loader_id.as_deref() == Some(loader) => Heard::Ours,
-                    Ok(Notice::PageLoaded { .. }) => Heard::Check,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Heard::Nothing,
-                    Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
-                },
-                _ = tokio::time::sleep(LOAD_CHECK_INTERVAL) => Heard::Check,
-            };
-            match heard {
-                Heard::Ours => return,
-                Heard::Check if self.loaded(conn, session, loader).await => {
-                    // Chromium said so directly, and its events of the
-                    // commit came before that reply. Under load the
-                    // snapshot lagged: loaded, with the old url in it.
-                    self.caught_up().await;
-                    return;
-                }
-                Heard::Check | Heard::Nothing => {}
-            }
+    /// Returns once the document of `loader` in `session` has loaded, as
+    /// the core finds it ([`crate::supervisor::state::loads`]). Never
+    /// returns otherwise: the caller bounds it (and dropping this future
+    /// ends the core's wait).
+    async fn wait_for_load(&self, session: &SessionId, loader: &str) {
+        let (tx, rx) = oneshot::channel();
+        let asked = self.request(Request::AwaitLoad {
+            session: session.clone(),
+            loader: loader.to_owned(),
+            reply: tx,
+        });
+        if asked.is_err() || rx.await.is_err() {
+            // The supervisor ended: nothing will load.
+            std::future::pending::<()>().await;
         }
     }
 }

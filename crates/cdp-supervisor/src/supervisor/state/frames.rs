@@ -175,6 +175,11 @@ impl Frames {
         true
     }
 
+    /// The loader of the last top document whose load was announced.
+    pub fn loaded_loader(&self) -> Option<&str> {
+        self.loaded_loader.as_deref()
+    }
+
     /// Marks the tree as missing frames (a session past its bound).
     pub fn mark_dropped(&mut self) {
         self.reshape();

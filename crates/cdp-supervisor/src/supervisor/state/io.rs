@@ -197,6 +197,19 @@ pub enum Purpose {
     /// interception is in effect (failed too: a page must not stay paused).
     ResumeWhenIntercepted,
 
+    /// `Page.getFrameTree` asking whether the top frame shows the
+    /// document a caller waits for ([`super::Tabs::await_load`]).
+    LoadTree {
+        /// The load asked about.
+        load: u64,
+    },
+    /// `Runtime.evaluate("document.readyState")` asking whether that
+    /// document is fully loaded.
+    LoadState {
+        /// The load asked about.
+        load: u64,
+    },
+
     /// A command of the agent's ([`super::State::send_agent`]): its reply
     /// goes back as [`Output::AgentReply`] with this `call`.
     Agent {
@@ -406,6 +419,12 @@ pub enum Output {
         call: u64,
         /// Chromium's result, or why there is none.
         result: Result<Value, ReplyError>,
+    },
+    /// The document load `load` waited for ([`super::Tabs::await_load`])
+    /// is fully loaded.
+    Loaded {
+        /// The id [`super::Tabs::await_load`] gave.
+        load: u64,
     },
     /// Download `id` completed at `from` (Chromium's guid name): give the
     /// file `name` (made unique in its directory), then report the new

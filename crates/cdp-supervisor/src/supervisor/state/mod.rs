@@ -66,6 +66,7 @@ pub mod downloads;
 mod errors;
 mod frames;
 mod io;
+pub mod loads;
 mod navigations;
 mod tabs;
 mod targets;
@@ -267,6 +268,12 @@ impl State {
     /// The page's target id, once attached.
     pub fn top_target(&self) -> Option<&TargetId> {
         self.targets.top_target()
+    }
+
+    /// The loader of the last top document whose load was announced
+    /// ([`Notice::PageLoaded`]).
+    pub fn loaded_loader(&self) -> Option<&str> {
+        self.frames.loaded_loader()
     }
 
     /// The top frame's URL (empty before the frame tree is known).
@@ -830,7 +837,11 @@ impl State {
         now: Now,
     ) {
         match purpose {
-            Purpose::Setup | Purpose::TabsAutoAttach | Purpose::NewTab => {}
+            Purpose::Setup
+            | Purpose::TabsAutoAttach
+            | Purpose::NewTab
+            | Purpose::LoadTree { .. }
+            | Purpose::LoadState { .. } => {}
             Purpose::ResumeWhenIntercepted => {
                 if let Some(session) = target.session() {
                     targets::Targets::resume(session, &mut self.out);

@@ -23,6 +23,7 @@
 //! so a page with no opener that attaches while one of our creates is in
 //! flight is held (paused) until the reply names it.
 
+use super::loads::{Ask, LOAD_CHECK_TIMEOUT, Loads};
 use super::{
     DialogError, DialogRequest, Notice, Now, Options, Output, Purpose, RECENT_DIALOGS_MAX,
     ReplyError, RouteError, SessionKind, State, Target,
@@ -97,6 +98,8 @@ pub struct Tabs {
     shown: Shown,
     /// Every tab's downloads (they come on the browser session).
     downloads: super::downloads::Downloads,
+    /// The document loads callers wait for.
+    loads: Loads,
 }
 
 /// The lists [`Tabs`] gathers from every tab, as the last snapshot showed them.
@@ -130,6 +133,7 @@ impl Tabs {
             out: VecDeque::new(),
             shown: Shown::default(),
             downloads: Default::default(),
+            loads: Loads::default(),
         }
     }
 
@@ -269,11 +273,24 @@ impl Tabs {
         std::mem::swap(&mut tab.state.out.queue, &mut self.out);
         self.next_dialog = tab.state.next_dialog_number();
         let mut gone = false;
+        let mut loaded: Vec<Option<String>> = Vec::new();
         for o in self.out.range_mut(start..) {
             match o {
                 Output::Send(cmd) => cmd.tab = key,
                 Output::Notice(Notice::PageGone { .. }) => gone = true,
+                Output::Notice(Notice::PageLoaded { loader_id, .. }) if !self.loads.is_empty() => {
+                    loaded.push(loader_id.clone());
+                }
                 _ => {}
+            }
+        }
+        for loader in loaded {
+            let state = &tab.state;
+            for load in self
+                .loads
+                .page_loaded(loader.as_deref(), |s| state.has_session(s))
+            {
+                self.out.push_back(Output::Loaded { load });
             }
         }
         if gone {
@@ -861,6 +878,21 @@ impl Tabs {
                     }
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
+                Purpose::LoadTree { load } => {
+                    if let Some(ask) =
+                        self.loads
+                            .tree_replied(load, result.ok().as_ref(), now.instant)
+                    {
+                        self.ask_load(ask);
+                    }
+                }
+                Purpose::LoadState { load }
+                    if self
+                        .loads
+                        .state_replied(load, result.ok().as_ref(), now.instant) =>
+                {
+                    self.out.push_back(Output::Loaded { load });
+                }
                 _ => {}
             }
             return;
@@ -951,7 +983,58 @@ impl Tabs {
             .iter()
             .filter_map(|t| t.state.poll_timeout())
             .chain(self.closing.iter().map(|(.., at)| *at))
+            .chain(self.loads.next_check())
             .min()
+    }
+
+    /// Waits for the document of `loader` (a `Page.navigate` reply's
+    /// `loaderId`) in page session `session` to be fully loaded:
+    /// [`Output::Loaded`] with the returned id says it is ([`super::loads`]
+    /// says how it is found). Nothing else ends the wait: the caller
+    /// bounds it, then [`Tabs::cancel_load`]s it.
+    pub fn await_load(&mut self, session: SessionId, loader: String, now: Now) -> u64 {
+        // Its load may have been announced before the caller asked (the
+        // `Page.navigate` reply and the load event cross on the way).
+        let done = self
+            .key_of_session(&session)
+            .and_then(|k| self.tab(k))
+            .is_some_and(|t| t.state.loaded_loader() == Some(loader.as_str()));
+        let id = self.loads.wait(session, loader, now.instant);
+        if done {
+            self.loads.cancel(id);
+            self.out.push_back(Output::Loaded { load: id });
+        }
+        id
+    }
+
+    /// Nobody waits for load `id` any more.
+    pub fn cancel_load(&mut self, id: u64) {
+        self.loads.cancel(id);
+    }
+
+    fn ask_load(&mut self, ask: Ask) {
+        let (session, method, params, purpose) = match ask {
+            Ask::Tree { id, session } => (
+                session,
+                "Page.getFrameTree",
+                json!({}),
+                Purpose::LoadTree { load: id },
+            ),
+            Ask::ReadyState { id, session } => (
+                session,
+                "Runtime.evaluate",
+                json!({"expression": "document.readyState", "returnByValue": true}),
+                Purpose::LoadState { load: id },
+            ),
+        };
+        self.out.push_back(super::Command::output(
+            Target::Session(session),
+            method,
+            params,
+            purpose,
+            Some(LOAD_CHECK_TIMEOUT),
+            OWN,
+        ));
     }
 
     fn close_target(&mut self, target: &TargetId) {
@@ -972,6 +1055,9 @@ impl Tabs {
         self.closing = kept;
         for (_, target, _) in due {
             self.close_target(&target);
+        }
+        for ask in self.loads.due(now.instant) {
+            self.ask_load(ask);
         }
         let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
         for k in keys {
