@@ -424,25 +424,7 @@ impl Driver {
                 let load = self.state.await_load(session, loader, Now::system());
                 self.loads.insert(load, reply);
             }
-            Request::Answer { req, by, reply } => {
-                let ticket = self.next_ticket;
-                self.next_ticket += 1;
-                if self.conn.is_none() {
-                    let _ = reply.send(Err(DialogError::Cdp {
-                        id: req.dialog_id.unwrap_or_default(),
-                        error: "the CDP connection dropped; reconnecting".into(),
-                    }));
-                    return;
-                }
-                match self.state.answer_dialog_as(req, ticket, by, Now::system()) {
-                    Ok(()) => {
-                        self.tickets.insert(ticket, reply);
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                }
-            }
+            Request::Answer { req, by, reply } => self.on_answer(req, by, reply),
             Request::SelectTab { target_id, reply } => {
                 let r = self.state.select(&target_id);
                 // The caller reads the snapshot at once, on another thread:
@@ -456,23 +438,7 @@ impl Driver {
                 allow_crashed,
                 reply,
             } => {
-                let r = match &self.conn {
-                    None => Err(CdpCallError::NotConnected(
-                        "the CDP connection dropped; reconnecting".into(),
-                    )),
-                    Some(conn) => {
-                        let session = match frame_id {
-                            Some(f) => self.state.route_frame(&f, target_id.as_deref()),
-                            None => self.state.page_session(target_id.as_deref(), allow_crashed),
-                        };
-                        session
-                            .map(|s| {
-                                let tab = self.state.target_of_session(&s).map(|t| t.0.clone());
-                                (conn.clone(), s, tab)
-                            })
-                            .map_err(CdpCallError::Route)
-                    }
-                };
+                let r = self.route(frame_id, target_id.as_deref(), allow_crashed);
                 let _ = reply.send(r);
             }
             Request::Agent {
@@ -490,6 +456,60 @@ impl Driver {
                     .send_agent(call, target, &method, params, timeout);
             }
         }
+    }
+
+    /// The agent (or a human) answers a dialog: refused at once without a
+    /// connection, else handed to the core, whose [`Output::AnswerDone`]
+    /// for the ticket replies.
+    fn on_answer(
+        &mut self,
+        req: DialogRequest,
+        by: ClosedBy,
+        reply: oneshot::Sender<Result<ClosedDialog, DialogError>>,
+    ) {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        if self.conn.is_none() {
+            let _ = reply.send(Err(DialogError::Cdp {
+                id: req.dialog_id.unwrap_or_default(),
+                error: "the CDP connection dropped; reconnecting".into(),
+            }));
+            return;
+        }
+        match self.state.answer_dialog_as(req, ticket, by, Now::system()) {
+            Ok(()) => {
+                self.tickets.insert(ticket, reply);
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// Where a call for `frame_id` (`None`: the page) of tab `target_id`
+    /// (`None`: the current tab) goes: the connection, the session, and
+    /// the session's tab.
+    fn route(
+        &self,
+        frame_id: Option<String>,
+        target_id: Option<&str>,
+        allow_crashed: bool,
+    ) -> Result<Routed, CdpCallError> {
+        let Some(conn) = &self.conn else {
+            return Err(CdpCallError::NotConnected(
+                "the CDP connection dropped; reconnecting".into(),
+            ));
+        };
+        let session = match frame_id {
+            Some(f) => self.state.route_frame(&f, target_id),
+            None => self.state.page_session(target_id, allow_crashed),
+        };
+        session
+            .map(|s| {
+                let tab = self.state.target_of_session(&s).map(|t| t.0.clone());
+                (conn.clone(), s, tab)
+            })
+            .map_err(CdpCallError::Route)
     }
 
     /// Answers the [`Supervisor::caught_up`] callers whose mark the stream

@@ -323,16 +323,7 @@ impl State {
         if let Some(request) = &auth_request {
             self.drop_superseded_challenges(&frame_id, request, now);
         }
-        // Stored credentials answer a realm's challenge once, whatever the
-        // policy: a page that reloads itself must not replay a wrong password.
-        let stored = http_auth
-            .as_ref()
-            .is_some_and(|c| self.stored_credential(c).is_some());
-        let action = if stored {
-            Some(DialogAction::Accept)
-        } else {
-            self.auto_action(&d.dialog_type)
-        };
+        let action = self.answer_at_once(&d.dialog_type, http_auth.as_ref());
         let id = format!("d-{}", self.dialogs.next);
         self.dialogs.next += 1;
         let view = Arc::new(PendingDialog {
@@ -363,8 +354,31 @@ impl State {
             answer_at_drop: None,
             orphaned: false,
         });
+        self.answer_or_arm(id, action, now);
+        self.out.notice(Notice::DialogOpened { dialog: view });
+    }
+
+    /// What answers a new dialog at once, if anything: stored credentials
+    /// answer their realm's challenge once, whatever the policy (a page
+    /// that reloads itself must not replay a wrong password); else the
+    /// auto policy.
+    fn answer_at_once(
+        &self,
+        dialog_type: &DialogType,
+        http_auth: Option<&HttpAuthChallenge>,
+    ) -> Option<DialogAction> {
+        if http_auth.is_some_and(|c| self.stored_credential(c).is_some()) {
+            Some(DialogAction::Accept)
+        } else {
+            self.auto_action(dialog_type)
+        }
+    }
+
+    /// Answers new dialog `id` with `action` before anything else is even
+    /// announced (the page is frozen until then), or with none arms its
+    /// watchdog.
+    fn answer_or_arm(&mut self, id: String, action: Option<DialogAction>, now: Now) {
         match action {
-            // Answer before anything else is even announced: the page is frozen until then.
             Some(action) => self.start_answer(
                 &id,
                 action,
@@ -380,7 +394,6 @@ impl State {
                 now.instant.checked_add(self.opts.dialog_timeout),
             ),
         }
-        self.out.notice(Notice::DialogOpened { dialog: view });
     }
 
     /// A renderer's dialog opening in a frame that already shows one: the
@@ -705,31 +718,52 @@ impl State {
         by: ClosedBy,
         now: Now,
     ) -> Result<(), DialogError> {
+        let id = self.dialog_to_answer(req.dialog_id.as_deref())?;
+        self.check_answer(&id, &req)?;
+        self.start_answer(
+            &id,
+            req.action,
+            req.prompt_text,
+            req.files,
+            req.login,
+            by,
+            Some(ticket),
+            now,
+        );
+        Ok(())
+    }
+
+    /// The pending dialog an answer names (`dialog_id`), or the only one.
+    fn dialog_to_answer(&self, dialog_id: Option<&str>) -> Result<String, DialogError> {
         let pending = &self.dialogs.pending;
-        let id = match &req.dialog_id {
-            Some(id) => {
-                if !pending.iter().any(|d| &d.view.id == id) {
-                    return Err(DialogError::UnknownId {
-                        id: id.clone(),
-                        known: pending.iter().map(|d| d.view.id.clone()).collect(),
-                    });
-                }
-                id.clone()
-            }
+        match dialog_id {
+            Some(id) if pending.iter().any(|d| d.view.id == id) => Ok(id.to_owned()),
+            Some(id) => Err(DialogError::UnknownId {
+                id: id.to_owned(),
+                known: pending.iter().map(|d| d.view.id.clone()).collect(),
+            }),
             None => match pending.as_slice() {
-                [] => return Err(DialogError::NoDialog),
-                [one] => one.view.id.clone(),
-                many => {
-                    return Err(DialogError::Ambiguous {
-                        candidates: many.iter().map(describe).collect(),
-                    });
-                }
+                [] => Err(DialogError::NoDialog),
+                [one] => Ok(one.view.id.clone()),
+                many => Err(DialogError::Ambiguous {
+                    candidates: many.iter().map(describe).collect(),
+                }),
             },
-        };
+        }
+    }
+
+    /// Whether `req` can answer pending dialog `id` now: not already being
+    /// answered, the most recent native one of its page (Chromium answers
+    /// only that), files only for a file chooser (as many as its mode
+    /// takes), a login only for a challenge (and one when accepting with
+    /// none stored), and a dialog Chromium will answer.
+    fn check_answer(&self, id: &str, req: &DialogRequest) -> Result<(), DialogError> {
+        let pending = &self.dialogs.pending;
         let d = pending
             .iter()
             .find(|d| d.view.id == id)
-            .expect("found above");
+            .expect("dialog_to_answer found it");
+        let id = id.to_owned();
         if d.answering.is_some() || d.releasing.is_some() {
             return Err(DialogError::AlreadyAnswering { id });
         }
@@ -767,16 +801,6 @@ impl State {
         if !d.view.answerable {
             return Err(DialogError::NotAnswerable { id });
         }
-        self.start_answer(
-            &id,
-            req.action,
-            req.prompt_text,
-            req.files,
-            req.login,
-            by,
-            Some(ticket),
-            now,
-        );
         Ok(())
     }
 
