@@ -314,6 +314,75 @@ fn page(title: &str, frame: &str, body: &str) -> String {
     )
 }
 
+/// Frames nested `depth` deep, each on the next of the `hosts` (a list of
+/// `*.test` names, default `a,b,c`) after the one serving it: every level
+/// an OOPIF of the one above.
+fn nested_page(depth: u32, query: &HashMap<String, String>, host: &str, port: u16) -> String {
+    let hosts_param = query.get("hosts").map(String::as_str).unwrap_or("a,b,c");
+    let hosts: Vec<String> = hosts_param
+        .split(',')
+        .map(|h| h.trim().trim_end_matches(".test").to_owned())
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        .collect();
+    let here = host.trim_end_matches(".test");
+    let next = match hosts.iter().position(|h| h == here) {
+        Some(i) => hosts.get((i + 1) % hosts.len()),
+        None => hosts.first(),
+    };
+    let child = match (depth, next) {
+        (1.., Some(next)) => format!(
+            "<iframe id=\"child\" src=\"http://{next}.test:{port}/nested?depth={}&amp;hosts={}\" width=\"90%\" height=\"{}\"></iframe>",
+            depth - 1,
+            hosts.join(","),
+            60 + 50 * depth
+        ),
+        _ => String::new(),
+    };
+    page(
+        &format!("nested {here} depth {depth}"),
+        &format!("nested-{depth}"),
+        &format!("<p>{} depth {depth}</p>\n{child}", escape(host)),
+    )
+}
+
+/// A checkout that opens its payment in a popup, whose first script asks
+/// confirm() (bug class 19). `open`: the popup opens on load (a launched
+/// Chromium allows popups), and the payment page closes itself once
+/// answered.
+fn checkout_page(open: bool) -> String {
+    let on_load = if open {
+        "<script>window.open(\"/pay?close=1\");</script>"
+    } else {
+        ""
+    };
+    page(
+        "cdp-supervisor demo: checkout",
+        "main",
+        &format!(
+            "<button id=\"pay\" style=\"position:absolute;left:0;top:0;width:400px;height:300px\" \
+             onclick=\"window.open('/pay')\">Pay 12 EUR</button>{on_load}"
+        ),
+    )
+}
+
+/// The payment popup: asks confirm() as its first script, titles itself
+/// `paid` or `not paid`, and with `close` closes itself after.
+fn pay_page(close: bool) -> String {
+    page(
+        "payment",
+        "pay",
+        &format!(
+            "<p>payment provider</p>\n<script>\nwindow.fire(\"confirm\", \"Pay 12 EUR?\");\n\
+             document.title = window.results[0].value ? \"paid\" : \"not paid\";\n{}</script>",
+            if close {
+                "setTimeout(function () { window.close(); }, 100);\n"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
 fn builtin_page(
     path: &str,
     query: &HashMap<String, String>,
@@ -327,6 +396,43 @@ fn builtin_page(
             .unwrap_or(default)
             .min(max)
     };
+    let html = match path {
+        "/frame" => {
+            let name = query.get("name").map(String::as_str).unwrap_or("frame");
+            let name: String = name
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+                .collect();
+            page(&format!("frame {name}"), &name, "<p>frame</p>")
+        }
+        "/nested" => nested_page(
+            num("depth", NESTED_DEFAULT_DEPTH, NESTED_MAX_DEPTH),
+            query,
+            host,
+            port,
+        ),
+        "/many" => {
+            let n = num("n", MANY_DEFAULT, MANY_MAX);
+            let frames: String = (0..n)
+                .map(|i| format!("<iframe id=\"f{i}\" src=\"/blank?i={i}\" width=\"40\" height=\"30\"></iframe>\n"))
+                .collect();
+            page(
+                "cdp-supervisor demo: many",
+                "main",
+                &format!("<p>{n} same-origin iframes</p>\n{frames}"),
+            )
+        }
+        // `?open=1`: the popup opens on load; the payment page with
+        // `?close=1` closes itself once answered.
+        "/checkout" => checkout_page(query.get("open").is_some_and(|v| v == "1")),
+        "/pay" => pay_page(query.get("close").is_some_and(|v| v == "1")),
+        _ => return static_page(path, port),
+    };
+    Some(html)
+}
+
+/// The demo site's pages that take no query, by path.
+fn static_page(path: &str, port: u16) -> Option<String> {
     let html = match path {
         "/" => page(
             "cdp-supervisor demo site",
@@ -358,14 +464,6 @@ fn builtin_page(
             "oopif",
             "<p>cross-origin iframe (OOPIF)</p>",
         ),
-        "/frame" => {
-            let name = query.get("name").map(String::as_str).unwrap_or("frame");
-            let name: String = name
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-                .collect();
-            page(&format!("frame {name}"), &name, "<p>frame</p>")
-        }
         "/alert-on-load" => page(
             "cdp-supervisor demo: alert-on-load",
             "main",
@@ -384,83 +482,7 @@ fn builtin_page(
                window.results.push({ kind: \"beforeunload\", frame: window.FRAME, value: null });\n\
                e.preventDefault();\n  e.returnValue = \"Leave this page?\";\n  return \"Leave this page?\";\n});\n</script>",
         ),
-        "/nested" => {
-            let depth = num("depth", NESTED_DEFAULT_DEPTH, NESTED_MAX_DEPTH);
-            let hosts_param = query.get("hosts").map(String::as_str).unwrap_or("a,b,c");
-            let hosts: Vec<String> = hosts_param
-                .split(',')
-                .map(|h| h.trim().trim_end_matches(".test").to_owned())
-                .filter(|h| {
-                    !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                })
-                .collect();
-            let here = host.trim_end_matches(".test");
-            let next = match hosts.iter().position(|h| h == here) {
-                Some(i) => hosts.get((i + 1) % hosts.len()),
-                None => hosts.first(),
-            };
-            let child = match (depth, next) {
-                (1.., Some(next)) => format!(
-                    "<iframe id=\"child\" src=\"http://{next}.test:{port}/nested?depth={}&amp;hosts={}\" width=\"90%\" height=\"{}\"></iframe>",
-                    depth - 1,
-                    hosts.join(","),
-                    60 + 50 * depth
-                ),
-                _ => String::new(),
-            };
-            page(
-                &format!("nested {here} depth {depth}"),
-                &format!("nested-{depth}"),
-                &format!("<p>{} depth {depth}</p>\n{child}", escape(host)),
-            )
-        }
-        "/many" => {
-            let n = num("n", MANY_DEFAULT, MANY_MAX);
-            let frames: String = (0..n)
-                .map(|i| format!("<iframe id=\"f{i}\" src=\"/blank?i={i}\" width=\"40\" height=\"30\"></iframe>\n"))
-                .collect();
-            page(
-                "cdp-supervisor demo: many",
-                "main",
-                &format!("<p>{n} same-origin iframes</p>\n{frames}"),
-            )
-        }
         "/blank" => page("blank", "blank", ""),
-        // A checkout that opens its payment in a popup, whose first script
-        // asks confirm() (bug class 19). `?open=1`: the popup opens on load
-        // (a launched Chromium allows popups); the payment page with
-        // `?close=1` closes itself once answered.
-        "/checkout" => {
-            let on_load = if query.get("open").is_some_and(|v| v == "1") {
-                "<script>window.open(\"/pay?close=1\");</script>"
-            } else {
-                ""
-            };
-            page(
-                "cdp-supervisor demo: checkout",
-                "main",
-                &format!(
-                    "<button id=\"pay\" style=\"position:absolute;left:0;top:0;width:400px;height:300px\" \
-                     onclick=\"window.open('/pay')\">Pay 12 EUR</button>{on_load}"
-                ),
-            )
-        }
-        "/pay" => {
-            let close = query.get("close").is_some_and(|v| v == "1");
-            page(
-                "payment",
-                "pay",
-                &format!(
-                    "<p>payment provider</p>\n<script>\nwindow.fire(\"confirm\", \"Pay 12 EUR?\");\n\
-                     document.title = window.results[0].value ? \"paid\" : \"not paid\";\n{}</script>",
-                    if close {
-                        "setTimeout(function () { window.close(); }, 100);\n"
-                    } else {
-                        ""
-                    }
-                ),
-            )
-        }
         "/console-error" => page(
             "cdp-supervisor demo: console-error",
             "main",

@@ -94,31 +94,7 @@ async fn play(
         site.port()
     ));
 
-    // Two tabs: the first page Chromium opened, and a new one.
-    let (conn, _events) = Connection::connect(chromium.ws_url()).await?;
-    let targets = conn
-        .send(
-            None,
-            "Target.getTargets",
-            json!({}),
-            DEFAULT_COMMAND_TIMEOUT,
-        )
-        .await?;
-    let first_page = targets["targetInfos"]
-        .as_array()
-        .and_then(|a| a.iter().find(|t| t["type"] == "page"))
-        .and_then(|t| t["targetId"].as_str())
-        .map(str::to_owned);
-    let second = conn
-        .send(
-            None,
-            "Target.createTarget",
-            json!({"url": "about:blank"}),
-            DEFAULT_COMMAND_TIMEOUT,
-        )
-        .await?;
-    let second_page = second["targetId"].as_str().map(str::to_owned);
-    conn.close();
+    let (first_page, second_page) = two_tabs(chromium).await?;
 
     let mut agent_cfg = config.clone();
     agent_cfg.browser.dialog_policy = DialogPolicy::MustRespond.into();
@@ -154,6 +130,65 @@ async fn play(
     p.say("frame tree (browser_snapshot.frame_tree):");
     p.say(indent(&render::frame_tree(&tree)));
 
+    let mut seen = HashSet::new();
+    agent_answers(&p, &agent, &tree, &mut seen).await?;
+
+    cdp_into_frames(&p, &agent, &tree).await?;
+
+    watchdog(&p, &agent, &mut seen).await?;
+    interrupted_call(&p, &agent, &mut seen).await?;
+    // The page is left next: keep what it received, and its frames, for the table.
+    let earlier = page_results(&agent).await?;
+    let tree = agent_sup.snapshot().frame_tree.clone();
+    beforeunload(&p, &agent, site, &mut seen).await?;
+    summarize(&p, &agent, &tree, earlier).await?;
+    popup(&p, &agent, site, &mut seen).await?;
+    login_and_download(&p, &agent, site).await?;
+
+    auto_tab(&p, &auto, &demo_url).await?;
+    p.say("\ndone: every dialog was caught and closed; Chromium is shut down.");
+    Ok(())
+}
+
+/// The demo's two tabs: the first page Chromium opened, and a new one
+/// (their target ids).
+async fn two_tabs(chromium: &LocalChromium) -> Result<(Option<String>, Option<String>), CliError> {
+    let (conn, _events) = Connection::connect(chromium.ws_url()).await?;
+    let targets = conn
+        .send(
+            None,
+            "Target.getTargets",
+            json!({}),
+            DEFAULT_COMMAND_TIMEOUT,
+        )
+        .await?;
+    let first_page = targets["targetInfos"]
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t["type"] == "page"))
+        .and_then(|t| t["targetId"].as_str())
+        .map(str::to_owned);
+    let second = conn
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": "about:blank"}),
+            DEFAULT_COMMAND_TIMEOUT,
+        )
+        .await?;
+    let second_page = second["targetId"].as_str().map(str::to_owned);
+    conn.close();
+
+    Ok((first_page, second_page))
+}
+
+/// Tab 1's dialogs, in each kind of frame, each answered by the agent
+/// through `browser_dialog`.
+async fn agent_answers(
+    p: &Printer,
+    agent: &AgentSession,
+    tree: &FrameTreeView,
+    seen: &mut HashSet<String>,
+) -> Result<(), CliError> {
     let steps: [(&str, &str, Value); 4] = [
         (
             "fireLater('confirm', 'Delete the draft?')",
@@ -176,19 +211,18 @@ async fn play(
             json!({"action": "dismiss"}),
         ),
     ];
-    let mut seen = HashSet::new();
     for (script, what, args) in steps {
         p.say(format!("\npage runs {script}"));
-        eval_top(&agent, script).await?;
-        let d = wait_dialog(&agent, &mut seen).await?;
+        eval_top(agent, script).await?;
+        let d = wait_dialog(agent, seen).await?;
         p.say(format!(
             "  snapshot shows pending {} in {}",
             render::dialog_line(&d),
-            frame_label(&tree, d.frame_id.as_deref())
+            frame_label(tree, d.frame_id.as_deref())
         ));
         let mut args = args;
         args["dialog_id"] = json!(d.id);
-        let r = tool(&agent, "browser_dialog", args).await?;
+        let r = tool(agent, "browser_dialog", args).await?;
         let closed: ClosedDialog = serde_json::from_value(r["answered"].clone())
             .map_err(|e| CliError(format!("unexpected browser_dialog result: {e}")))?;
         p.say(format!(
@@ -197,12 +231,22 @@ async fn play(
         ));
     }
 
+    Ok(())
+}
+
+/// `browser_cdp` into the OOPIF (its own session), and the error for a
+/// same-origin iframe's frame_id.
+async fn cdp_into_frames(
+    p: &Printer,
+    agent: &AgentSession,
+    tree: &FrameTreeView,
+) -> Result<(), CliError> {
     p.say("\nbrowser_cdp into the OOPIF (Runtime.evaluate document.title, frame_id of the b.test iframe):");
     let oopif = tree.children.iter().find(|c| c.is_oopif).ok_or_else(|| {
         CliError("the demo page has no OOPIF: Chromium did not isolate b.test".into())
     })?;
     let r = tool(
-        &agent,
+        agent,
         "browser_cdp",
         json!({"method": "Runtime.evaluate", "params": {"expression": "document.title", "returnByValue": true}, "frame_id": oopif.frame_id}),
     )
@@ -226,14 +270,23 @@ async fn play(
         }
     }
 
+    Ok(())
+}
+
+/// A confirm nobody answers: the watchdog dismisses it after its timeout.
+async fn watchdog(
+    p: &Printer,
+    agent: &AgentSession,
+    seen: &mut HashSet<String>,
+) -> Result<(), CliError> {
     p.say(format!(
         "\npage runs fireLater('confirm', 'Nobody answers this one'); the agent stays silent, the watchdog has {DEMO_WATCHDOG_S} s"
     ));
-    eval_top(&agent, "fireLater('confirm', 'Nobody answers this one')").await?;
-    let d = wait_dialog(&agent, &mut seen).await?;
+    eval_top(agent, "fireLater('confirm', 'Nobody answers this one')").await?;
+    let d = wait_dialog(agent, seen).await?;
     let started = Instant::now();
     let closed = wait_closed(
-        &agent,
+        agent,
         &d.id,
         Duration::from_secs_f64(DEMO_WATCHDOG_S) + DIALOG_WAIT,
     )
@@ -244,18 +297,14 @@ async fn play(
         render::closed_line(&closed),
         started.elapsed().as_secs_f64()
     ));
-    interrupted_call(&p, &agent, &mut seen).await?;
-    // The page is left next: keep what it received, and its frames, for the table.
-    let earlier = page_results(&agent).await?;
-    let tree = agent_sup.snapshot().frame_tree.clone();
-    beforeunload(&p, &agent, site, &mut seen).await?;
-    summarize(&p, &agent, &tree, earlier).await?;
-    popup(&p, &agent, site, &mut seen).await?;
-    login_and_download(&p, &agent, site).await?;
+    Ok(())
+}
 
-    // ---- The auto tab ----
+/// Tab 2, under auto_accept: the supervisor answers every dialog at once.
+async fn auto_tab(p: &Printer, auto: &AgentSession, demo_url: &str) -> Result<(), CliError> {
+    let auto_sup = auto.supervisor().await.map_err(|e| CliError(e.message))?;
     p.heading("tab 2, policy auto_accept: the supervisor answers at once");
-    let nav = tool(&auto, "browser_navigate", json!({"url": demo_url})).await?;
+    let nav = tool(auto, "browser_navigate", json!({"url": demo_url})).await?;
     p.say(format!("browser_navigate {demo_url} -> {}", nav["status"]));
     for script in [
         "fireLater('confirm', 'Auto: continue?')",
@@ -264,13 +313,12 @@ async fn play(
     ] {
         p.say(format!("page runs {script}"));
         let before = auto_sup.snapshot().recent_dialogs.len();
-        eval_top(&auto, script).await?;
-        wait_recent(&auto, before + 1).await?;
+        eval_top(auto, script).await?;
+        wait_recent(auto, before + 1).await?;
     }
     // The tree as it is now: an OOPIF's URL may have arrived after the navigate.
     let auto_tree = auto_sup.snapshot().frame_tree.clone();
-    summarize(&p, &auto, &auto_tree, Vec::new()).await?;
-    p.say("\ndone: every dialog was caught and closed; Chromium is shut down.");
+    summarize(p, auto, &auto_tree, Vec::new()).await?;
     Ok(())
 }
 

@@ -5,9 +5,9 @@
 //! so a dialog message cannot move the cursor, clear the screen or fake a
 //! line of ours.
 
-use crate::supervisor::snapshot::{ClosedDialog, FrameTreeView, PendingDialog};
+use crate::supervisor::snapshot::{ClosedDialog, ConsoleError, FrameTreeView, PendingDialog};
 use crate::supervisor::state::Notice;
-use crate::supervisor::state::downloads::DownloadState;
+use crate::supervisor::state::downloads::{DownloadState, DownloadView};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -143,6 +143,44 @@ pub fn closed_line(c: &ClosedDialog) -> String {
 }
 
 /// One notice as a line for people.
+/// `f` of `v` when there is one, else nothing.
+fn beside(v: Option<&str>, f: impl Fn(&str) -> String) -> String {
+    v.map(f).unwrap_or_default()
+}
+
+/// A console error's line: its level, text and source.
+fn console_line(error: &ConsoleError) -> String {
+    format!(
+        "console {:<9} {}{}",
+        escape_controls(&error.level),
+        escape_controls(&error.text),
+        beside(error.url.as_deref(), |u| format!(
+            "  ({})",
+            escape_controls(u)
+        ))
+    )
+}
+
+/// A download's last line: how it ended, its name and size, and the note
+/// (why it failed, where it was saved).
+fn download_done_line(download: &DownloadView) -> String {
+    format!(
+        "download {:<6} {} {}  {} bytes{}",
+        match download.state {
+            DownloadState::Completed => "done",
+            DownloadState::Canceled => "cancel",
+            DownloadState::InProgress => "update",
+        },
+        download.id,
+        escape_controls(&download.suggested_filename),
+        download.received_bytes,
+        beside(download.note.as_deref(), |n| format!(
+            "  ({})",
+            escape_controls(n)
+        ))
+    )
+}
+
 pub fn notice_line(n: &Notice) -> String {
     match n {
         Notice::DialogOpened { dialog } => format!(
@@ -176,16 +214,7 @@ pub fn notice_line(n: &Notice) -> String {
             escape_controls(url)
         ),
         Notice::FrameDetached { frame_id } => format!("frame detached  [{}]", short(frame_id)),
-        Notice::ConsoleError { error } => format!(
-            "console {:<9} {}{}",
-            escape_controls(&error.level),
-            escape_controls(&error.text),
-            error
-                .url
-                .as_deref()
-                .map(|u| format!("  ({})", escape_controls(u)))
-                .unwrap_or_default()
-        ),
+        Notice::ConsoleError { error } => console_line(error),
         Notice::PageBlocked => {
             "page blocked    by a dialog opened before we attached; navigate to release it".into()
         }
@@ -204,22 +233,7 @@ pub fn notice_line(n: &Notice) -> String {
             escape_controls(&download.suggested_filename),
             escape_controls(&download.url)
         ),
-        Notice::DownloadDone { download } => format!(
-            "download {:<6} {} {}  {} bytes{}",
-            match download.state {
-                DownloadState::Completed => "done",
-                DownloadState::Canceled => "cancel",
-                DownloadState::InProgress => "update",
-            },
-            download.id,
-            escape_controls(&download.suggested_filename),
-            download.received_bytes,
-            download
-                .note
-                .as_deref()
-                .map(|n| format!("  ({})", escape_controls(n)))
-                .unwrap_or_default()
-        ),
+        Notice::DownloadDone { download } => download_done_line(download),
         Notice::TabOpened {
             target_id,
             url,
@@ -227,10 +241,10 @@ pub fn notice_line(n: &Notice) -> String {
         } => format!(
             "tab opened      [{}]{} {}",
             short(target_id),
-            opener_target_id
-                .as_deref()
-                .map(|o| format!(" by [{}]", short(o)))
-                .unwrap_or_default(),
+            beside(opener_target_id.as_deref(), |o| format!(
+                " by [{}]",
+                short(o)
+            )),
             escape_controls(url)
         ),
         Notice::TabClosed {
@@ -239,10 +253,10 @@ pub fn notice_line(n: &Notice) -> String {
         } => format!(
             "tab closed      [{}]{}",
             short(target_id),
-            current_target_id
-                .as_deref()
-                .map(|c| format!("  current now [{}]", short(c)))
-                .unwrap_or_default()
+            beside(current_target_id.as_deref(), |c| format!(
+                "  current now [{}]",
+                short(c)
+            ))
         ),
         Notice::TabCrashed { target_id } => format!(
             "tab crashed     [{}]  browser_navigate reloads it",
