@@ -798,13 +798,36 @@ fn mark_closed(inner: &Inner, index: usize) {
 }
 
 fn on_command(inner: &Inner, index: usize, text: &str, out: &mpsc::UnboundedSender<Out>) {
-    let Ok(value) = serde_json::from_str::<Value>(text) else {
+    let Some(command) = parse_command(text, index) else {
         return;
     };
-    let Some(id) = value.get("id").and_then(Value::as_u64) else {
-        return;
-    };
-    let command = Command {
+    let reply = reply_for(inner, &command);
+    inner.command_received.notify_waiters();
+    let frames = reply_frames(&command, reply.events_first, reply.kind);
+    match reply.delay {
+        None => {
+            for frame in frames {
+                let _ = out.send(Out::Send(Message::text(frame), None));
+            }
+        }
+        Some(delay) => {
+            let out = out.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                for frame in frames {
+                    let _ = out.send(Out::Send(Message::text(frame), None));
+                }
+            });
+        }
+    }
+}
+
+/// A command as the client sent it on connection `index`; `None` for text
+/// that is not a JSON command with an id (ignored, as Chromium would).
+fn parse_command(text: &str, index: usize) -> Option<Command> {
+    let value = serde_json::from_str::<Value>(text).ok()?;
+    let id = value.get("id").and_then(Value::as_u64)?;
+    Some(Command {
         id,
         method: value
             .get("method")
@@ -817,49 +840,58 @@ fn on_command(inner: &Inner, index: usize, text: &str, out: &mpsc::UnboundedSend
             .and_then(Value::as_str)
             .map(str::to_owned),
         connection_index: index,
-    };
-    let reply = {
-        let mut state = inner.lock();
-        state.commands.push(command.clone());
-        let handlers = state.handlers.clone();
-        drop(state);
-        // Handlers run without the lock: they may call back into the mock.
-        match handlers.iter().find_map(|h| h(&command)) {
-            Some(reply) => reply,
-            None => {
-                let mut state = inner.lock();
-                let rule = state
-                    .rules
-                    .iter()
-                    .rev()
-                    .find(|r| {
-                        r.method == command.method
-                            && r.session_id.is_some()
-                            && r.session_id == command.session_id
-                    })
-                    .or_else(|| {
-                        state
-                            .rules
-                            .iter()
-                            .rev()
-                            .find(|r| r.method == command.method && r.session_id.is_none())
-                    })
-                    .map(|r| r.reply.clone());
-                match rule {
-                    Some(reply) => reply,
-                    None => default_reply(&mut state, &command),
-                }
-            }
-        }
-    };
-    inner.command_received.notify_waiters();
+    })
+}
 
-    let mut frames: Vec<String> = reply
-        .events_first
+/// Records `command` and picks its reply: the first handler that takes
+/// it, else the newest rule for its method (one naming its session
+/// first), else the browser's default.
+fn reply_for(inner: &Inner, command: &Command) -> Reply {
+    let mut state = inner.lock();
+    state.commands.push(command.clone());
+    let handlers = state.handlers.clone();
+    drop(state);
+    // Handlers run without the lock: they may call back into the mock.
+    if let Some(reply) = handlers.iter().find_map(|h| h(command)) {
+        return reply;
+    }
+    let mut state = inner.lock();
+    let rule = state
+        .rules
+        .iter()
+        .rev()
+        .find(|r| {
+            r.method == command.method
+                && r.session_id.is_some()
+                && r.session_id == command.session_id
+        })
+        .or_else(|| {
+            state
+                .rules
+                .iter()
+                .rev()
+                .find(|r| r.method == command.method && r.session_id.is_none())
+        })
+        .map(|r| r.reply.clone());
+    match rule {
+        Some(reply) => reply,
+        None => default_reply(&mut state, command),
+    }
+}
+
+/// The text frames a reply sends: its events first, then the reply itself
+/// (with the command's session), unless it never replies.
+fn reply_frames(
+    command: &Command,
+    events_first: Vec<(Option<String>, String, Value)>,
+    kind: ReplyKind,
+) -> Vec<String> {
+    let mut frames: Vec<String> = events_first
         .iter()
         .map(|(session, method, params)| event_text(session.as_deref(), method, params))
         .collect();
-    let mut reply_json = match reply.kind {
+    let id = command.id;
+    let mut reply_json = match kind {
         ReplyKind::Never => None,
         ReplyKind::Result(result) => Some(json!({"id": id, "result": result})),
         ReplyKind::Error {
@@ -878,22 +910,7 @@ fn on_command(inner: &Inner, index: usize, text: &str, out: &mpsc::UnboundedSend
         reply_json["sessionId"] = json!(session);
     }
     frames.extend(reply_json.map(|r| r.to_string()));
-    match reply.delay {
-        None => {
-            for frame in frames {
-                let _ = out.send(Out::Send(Message::text(frame), None));
-            }
-        }
-        Some(delay) => {
-            let out = out.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                for frame in frames {
-                    let _ = out.send(Out::Send(Message::text(frame), None));
-                }
-            });
-        }
-    }
+    frames
 }
 
 fn target_info(target: &Target, attached: bool) -> Value {

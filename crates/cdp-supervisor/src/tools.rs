@@ -1040,6 +1040,7 @@ impl AgentSession {
         target_id: Option<&str>,
         url: Option<&str>,
     ) -> Result<Value, ToolError> {
+        check_tabs_args(action, target_id, url)?;
         let need_target = || {
             target_id.ok_or_else(|| {
                 ToolError::new(format!(
@@ -1047,25 +1048,6 @@ impl AgentSession {
                 ))
             })
         };
-        if !TAB_ACTIONS.contains(&action) {
-            return Err(ToolError::new(format!(
-                "action {action:?} is not one browser_tabs knows; allowed: {}",
-                TAB_ACTIONS.join(", ")
-            )));
-        }
-        if target_id.is_some() && matches!(action, "list" | "new") {
-            return Err(ToolError::new(format!(
-                "target_id is only for browser_tabs select and close, not {action}"
-            )));
-        }
-        if url.is_some() && action != "new" {
-            return Err(ToolError::new(format!(
-                "url is only for browser_tabs new, not {action}"
-            )));
-        }
-        if let Some(u) = url {
-            check_url(u)?;
-        }
         if self.detached.load(Ordering::SeqCst) && action != "new" {
             return Err(ToolError::new(
                 "no browser is attached since browser_disconnect; call browser_navigate (starts the configured browser) or browser_connect first",
@@ -1607,6 +1589,35 @@ fn readable_files(files: &[String]) -> Result<Vec<String>, ToolError> {
 /// The ids of the supervised tabs and of the downloads, before a call:
 /// what [`add_tabs_opened`] counts as already there (a tab's target id and
 /// a download's `dl-N` never collide).
+/// `browser_tabs`' arguments as given: a known action, `target_id` only
+/// for select and close, `url` only for new (and a URL we open).
+fn check_tabs_args(
+    action: &str,
+    target_id: Option<&str>,
+    url: Option<&str>,
+) -> Result<(), ToolError> {
+    if !TAB_ACTIONS.contains(&action) {
+        return Err(ToolError::new(format!(
+            "action {action:?} is not one browser_tabs knows; allowed: {}",
+            TAB_ACTIONS.join(", ")
+        )));
+    }
+    if target_id.is_some() && matches!(action, "list" | "new") {
+        return Err(ToolError::new(format!(
+            "target_id is only for browser_tabs select and close, not {action}"
+        )));
+    }
+    if url.is_some() && action != "new" {
+        return Err(ToolError::new(format!(
+            "url is only for browser_tabs new, not {action}"
+        )));
+    }
+    if let Some(u) = url {
+        check_url(u)?;
+    }
+    Ok(())
+}
+
 fn tab_ids(s: &Supervisor) -> Vec<String> {
     let snap = s.snapshot();
     let tabs = snap.tabs.iter().map(|t| t.target_id.clone());
