@@ -181,6 +181,25 @@ fn download_done_line(download: &DownloadView) -> String {
     )
 }
 
+/// A new tab: its id, who opened it, its URL.
+fn tab_opened_line(target_id: &str, url: &str, opener: Option<&str>) -> String {
+    format!(
+        "tab opened      [{}]{} {}",
+        short(target_id),
+        beside(opener, |o| format!(" by [{}]", short(o))),
+        escape_controls(url)
+    )
+}
+
+/// A tab gone, and the tab current after it.
+fn tab_closed_line(target_id: &str, current: Option<&str>) -> String {
+    format!(
+        "tab closed      [{}]{}",
+        short(target_id),
+        beside(current, |c| format!("  current now [{}]", short(c)))
+    )
+}
+
 pub fn notice_line(n: &Notice) -> String {
     match n {
         Notice::DialogOpened { dialog } => format!(
@@ -238,26 +257,11 @@ pub fn notice_line(n: &Notice) -> String {
             target_id,
             url,
             opener_target_id,
-        } => format!(
-            "tab opened      [{}]{} {}",
-            short(target_id),
-            beside(opener_target_id.as_deref(), |o| format!(
-                " by [{}]",
-                short(o)
-            )),
-            escape_controls(url)
-        ),
+        } => tab_opened_line(target_id, url, opener_target_id.as_deref()),
         Notice::TabClosed {
             target_id,
             current_target_id,
-        } => format!(
-            "tab closed      [{}]{}",
-            short(target_id),
-            beside(current_target_id.as_deref(), |c| format!(
-                "  current now [{}]",
-                short(c)
-            ))
-        ),
+        } => tab_closed_line(target_id, current_target_id.as_deref()),
         Notice::TabCrashed { target_id } => format!(
             "tab crashed     [{}]  browser_navigate reloads it",
             short(target_id)
