@@ -19,7 +19,10 @@
 //! - [`supervisor::state`] — the rules, as a pure state machine: events and
 //!   requests in, CDP commands and a snapshot out; no I/O, no clock. A
 //!   coordinator over one sub-machine per rule family (targets, frames,
-//!   dialogs, navigations, console, downloads, timers).
+//!   dialogs, navigations, console, downloads, timers), the rules of an
+//!   agent's call (which dialog interrupts it, what its deadline means,
+//!   what holds a navigation: `state::calls`) and the document loads a
+//!   caller waits for (`state::loads`).
 //! - [`supervisor::driver`] — the async task that feeds the state machine.
 //!   Its contract with the core: every command the core emits gets exactly
 //!   one reply back — Chromium's, or a "lost" error when it could not be sent
