@@ -11,6 +11,9 @@
 //! | who navigates | `navigations.rs` | `Navigations` (attribution per navigation: frame and loader) |
 //! | console | `console.rs` | `Console` |
 //! | timers | `timers.rs` | [`Timer`] and [`State::handle_timeout`] |
+//! | an agent's call | `calls.rs` | `CallStart::interrupted_by_new` (which dialog interrupts it), `CallStart::at_deadline` (interrupted or timed out), `blocks_navigation` (what holds `browser_navigate`) |
+//! | loads a caller waits for | `loads.rs` | `Loads` (its load event, or asking the page), driven by `Tabs::await_load` |
+//! | tabs | `tabs.rs` | `Tabs` (which pages are tabs, the current one, every tab's dialogs in one list) |
 //!
 //! Inputs: CDP events ([`State::on_event`]), replies to the commands it asked
 //! for ([`State::on_reply`]), agent requests ([`State::answer_dialog`],
@@ -20,7 +23,8 @@
 //! Outputs, drained with [`State::poll_output`]: CDP commands to send
 //! ([`Output::Send`]), notices for live watchers ([`Output::Notice`]), and
 //! finished agent answers and calls ([`Output::AnswerDone`],
-//! [`Output::AgentReply`]). [`State::poll_timeout`] says when to call
+//! [`Output::AgentReply`]), and loads a caller waited for
+//! ([`Output::Loaded`], from [`Tabs`]). [`State::poll_timeout`] says when to call
 //! [`State::handle_timeout`] next; [`State::snapshot`] builds what the agent reads.
 //!
 //! # The contract with the driver
@@ -52,7 +56,10 @@
 //!         }
 //!         // A finished download's file gets its name: Tabs::download_saved then.
 //!         Output::SaveDownload { .. } => {}
-//!         Output::Notice(_) | Output::AnswerDone { .. } | Output::AgentReply { .. } => {}
+//!         Output::Notice(_)
+//!         | Output::AnswerDone { .. }
+//!         | Output::AgentReply { .. }
+//!         | Output::Loaded { .. } => {}
 //!     }
 //! }
 //! if let Some(t) = state.poll_timeout() { /* sleep until t, then */ state.handle_timeout(now); }
