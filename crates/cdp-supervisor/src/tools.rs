@@ -14,15 +14,19 @@ use crate::cdp::endpoint::CdpHeaders;
 use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
-use crate::supervisor::act::{ACTION_TIMEOUT, OutlineMode, Page, READ_TIMEOUT};
+use crate::supervisor::act::{ACTION_TIMEOUT, OutlineMode, Page, PageOutline, READ_TIMEOUT};
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
-use crate::supervisor::snapshot::{ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot};
+use crate::supervisor::calls::CompletedCall;
+use crate::supervisor::snapshot::{
+    ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot, TabView,
+};
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -873,10 +877,10 @@ impl AgentSession {
         if let Some(dead) = self.ended() {
             // Its last state, as it was when the connection ended (a dead
             // supervisor has no connection to read the title live from).
-            let mut v = snapshot_json(&dead).await;
-            v["connection"] = json!(ConnectionStatus::Closed);
-            v["note"] = json!(ENDED_NOTE);
-            return Ok(v);
+            let mut r = snapshot_result(&dead).await;
+            r.snapshot.connection = ConnectionStatus::Closed;
+            r.note = Some(ENDED_NOTE);
+            return Ok(r.to_json());
         }
         let Some(s) = self.supervisor_for_reading().await? else {
             return Ok(if self.config.has_cdp() {
@@ -907,16 +911,9 @@ impl AgentSession {
                 outline
             }
         };
-        let mut v = snapshot_json(&s).await;
-        if let Some(o) = outline {
-            v["page"] = json!(o.text);
-            v["page_truncated"] = json!(o.truncated);
-            if let Some(c) = o.cursor {
-                v["page_cursor"] = json!(c);
-            }
-            v["frame_refs"] = json!(o.frame_refs);
-        }
-        Ok(v)
+        let mut r = snapshot_result(&s).await;
+        r.page = outline.map(PageView::from);
+        Ok(r.to_json())
     }
 
     /// `browser_click`, `browser_type`, `browser_press_key`,
@@ -1305,7 +1302,7 @@ impl AgentSession {
         Ok(json!({
             "event": event,
             "happened": happened,
-            "snapshot": snapshot_json(&s).await,
+            "snapshot": snapshot_result(&s).await.to_json(),
         }))
     }
 
@@ -1651,32 +1648,90 @@ fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
     }
 }
 
-/// The snapshot as the agent reads it: the supervisor's, with `url` and
-/// `title` read from Chromium now and the interrupted calls that completed.
-async fn snapshot_json(s: &Supervisor) -> Value {
+/// What `browser_snapshot` returns (and `browser_wait` as its
+/// `snapshot`): one typed view, serialized once. The supervisor's snapshot
+/// with each tab's URL and title as Chromium has them now (the current
+/// tab's at the top), the interrupted calls that completed, the event
+/// sequence it shows, and, when asked for, one part of the page outline.
+#[derive(Serialize)]
+struct SnapshotResult {
+    #[serde(flatten)]
+    snapshot: Snapshot,
+    completed_calls: Vec<CompletedCall>,
+    event_seq: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    page: Option<PageView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'static str>,
+}
+
+/// The outline's part of [`SnapshotResult`].
+#[derive(Serialize)]
+struct PageView {
+    page: String,
+    page_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    page_cursor: Option<String>,
+    frame_refs: std::collections::BTreeMap<String, String>,
+}
+
+impl From<PageOutline> for PageView {
+    fn from(o: PageOutline) -> PageView {
+        PageView {
+            page: o.text,
+            page_truncated: o.truncated,
+            page_cursor: o.cursor,
+            frame_refs: o.frame_refs,
+        }
+    }
+}
+
+impl SnapshotResult {
+    fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("snapshot serializes")
+    }
+}
+
+/// The snapshot as the agent reads it ([`SnapshotResult`], no outline).
+async fn snapshot_result(s: &Supervisor) -> SnapshotResult {
     // Before the snapshot: an event is recorded only once a snapshot showing
     // it is published, so this one shows every event up to `event_seq`, and
     // one it does not show counts for a `browser_wait` since it.
     let event_seq = s.events().latest();
-    let snap = s.snapshot();
-    let mut v = serde_json::to_value(&*snap).expect("snapshot serializes");
-    // The current tab's URL and title as Chromium has them now at the top.
+    let mut snapshot = Snapshot::clone(&s.snapshot());
     let live = s.live_tabs(LIVE_READ_TIMEOUT).await.unwrap_or_default();
-    if let Some(tabs) = v.get_mut("tabs") {
-        with_live_tabs(tabs, &live);
-    }
-    let current = snap
+    if let Some(p) = snapshot
         .tabs
         .iter()
         .find(|t| t.current)
-        .map(|t| t.target_id.clone());
-    if let Some(p) = live.iter().find(|p| Some(&p.target_id) == current.as_ref()) {
-        v["url"] = json!(p.url);
-        v["title"] = json!(p.title);
+        .and_then(|t| live.iter().find(|p| p.target_id == t.target_id))
+    {
+        snapshot.url = p.url.as_str().into();
+        snapshot.title = p.title.as_str().into();
     }
-    v["completed_calls"] = json!(s.completed_calls());
-    v["event_seq"] = json!(event_seq);
-    v
+    snapshot.tabs = live_tab_views(&snapshot.tabs, &live);
+    SnapshotResult {
+        snapshot,
+        completed_calls: s.completed_calls(),
+        event_seq,
+        page: None,
+        note: None,
+    }
+}
+
+/// `tabs` with each entry's URL and title as Chromium has them now
+/// (`live`): see [`with_live_tabs`].
+fn live_tab_views(tabs: &List<TabView>, live: &[LivePage]) -> List<TabView> {
+    tabs.iter()
+        .map(|t| match live.iter().find(|p| p.target_id == t.target_id) {
+            Some(p) => Arc::new(TabView {
+                url: p.url.as_str().into(),
+                title: p.title.as_str().into(),
+                ..TabView::clone(t)
+            }),
+            None => t.clone(),
+        })
+        .collect()
 }
 
 /// Writes over each entry of `tabs` (a JSON `tabs` list) its tab's URL and
