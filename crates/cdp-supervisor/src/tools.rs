@@ -15,13 +15,13 @@ use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
 use crate::supervisor::act::{ACTION_TIMEOUT, OutlineMode, Page, PageOutline, READ_TIMEOUT};
+use crate::supervisor::calls::CompletedCall;
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
 use crate::supervisor::registry::{Endpoint, Lease, Registry};
-use crate::supervisor::calls::CompletedCall;
 use crate::supervisor::snapshot::{
     ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot, TabView,
 };
@@ -79,6 +79,10 @@ pub const CDP_MAX_TIMEOUT_S: f64 = 300.0;
 /// The CDP method `browser_cdp` runs through the supervisor
 /// ([`Supervisor::create_target`]): a tab it opens is supervised first.
 const CREATE_TARGET: &str = "Target.createTarget";
+
+/// An action's `note` when the navigation it started had no outcome
+/// within [`ACTION_TIMEOUT`] (a slow page): the result came anyway.
+const NAVIGATION_UNSETTLED_NOTE: &str = "the navigation this started had not finished after 10 s; browser_snapshot or browser_wait(page_loaded) shows where the page is";
 
 /// How long a tool waits for Chromium to tell the page's URL and title now
 /// (`Target.getTargetInfo`) before it falls back to the last known ones.
@@ -963,7 +967,9 @@ impl AgentSession {
                 if let Some((tab, seq)) = &navigation {
                     s.input_settled(tab, READ_TIMEOUT).await;
                     s.caught_up().await;
-                    s.action_settled(tab, *seq, ACTION_TIMEOUT).await;
+                    if !s.action_settled(tab, *seq, ACTION_TIMEOUT).await {
+                        v["note"] = json!(NAVIGATION_UNSETTLED_NOTE);
+                    }
                 } else {
                     s.caught_up().await;
                 }

@@ -490,7 +490,7 @@ impl ToolArgs for ClickArgs {
     fn output_schema() -> Value {
         result(
             json!({"clicked": string(), "x": {"type": "number"}, "y": {"type": "number"},
-                   "tabs_opened": array(), "downloads_started": array()}),
+                   "tabs_opened": array(), "downloads_started": array(), "note": string()}),
             &["clicked", "x", "y"],
         )
     }
@@ -546,7 +546,7 @@ impl ToolArgs for TypeArgs {
     fn output_schema() -> Value {
         result(
             json!({"typed": string(), "chars": {"type": "integer"}, "submitted": {"type": "boolean"},
-                   "tabs_opened": array(), "downloads_started": array()}),
+                   "tabs_opened": array(), "downloads_started": array(), "note": string()}),
             &["typed", "chars", "submitted"],
         )
     }
@@ -582,7 +582,7 @@ impl ToolArgs for KeyArgs {
 
     fn output_schema() -> Value {
         result(
-            json!({"pressed": string(), "tabs_opened": array(), "downloads_started": array()}),
+            json!({"pressed": string(), "tabs_opened": array(), "downloads_started": array(), "note": string()}),
             &["pressed"],
         )
     }
@@ -619,7 +619,7 @@ impl ToolArgs for SelectArgs {
     fn output_schema() -> Value {
         result(
             json!({"selected": {"type": "array", "items": string()},
-                   "tabs_opened": array(), "downloads_started": array()}),
+                   "tabs_opened": array(), "downloads_started": array(), "note": string()}),
             &["selected"],
         )
     }

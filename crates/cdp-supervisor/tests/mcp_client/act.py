@@ -18,6 +18,11 @@ inside another):
   target_blank_link     a target=_blank link clicked: tabs_opened
   beforeunload_left     a browser_click is the user gesture; browser_navigate
                         away then returns dialog_pending with the beforeunload
+  slow_link             a link to a page that answers after 12 s: the
+                        click returns after its 10 s cap with a note saying
+                        the navigation had not finished; a plain link's
+                        click has none; the slow page then loads and the
+                        next snapshot shows it
   stale_and_covered     a ref from an older snapshot, an unknown ref and one
                         whose page navigated are errors naming browser_snapshot;
                         a covered button and a zero-sized one are errors saying
@@ -51,6 +56,7 @@ from common import (
     page,
     run_phases,
     set_log_name,
+    SLOW,
     start_site,
     wait_pending,
 )
@@ -84,6 +90,8 @@ def pages(port: int) -> dict[str, str]:
             "<button onclick=\"window.count=(window.count||0)+1; window.answer=confirm('Pay?');\">Pay</button>",
         ),
         "/blank": page("Blank", '<a href="/form" target=_blank>Open form</a>'),
+        "/links": page("Links", '<a href="/form">Form</a> <a href="/slow">Slow</a>'),
+        "/slow": SLOW + "12:" + page("Slow", "<p>late</p>"),
         "/unload": page(
             "Unload",
             "<button onclick=\"document.title='touched'\">Touch</button>",
@@ -246,6 +254,29 @@ async def target_blank_link(sc: Scenario, binary: str) -> None:
         sc.check(any(t["target_id"] == opened[0]["target_id"] for t in tabs), "the new tab is supervised")
 
 
+async def slow_link(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "l", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/links"})
+        snap = await outline(c)
+        r = await call(c, "browser_click", {"ref": ref_of(snap["page"], "link", "Form")})
+        sc.check("note" not in r, f"a link that loads at once: no note ({r})")
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/links"})
+        snap = await outline(c)
+        t0 = time.monotonic()
+        r = await call(c, "browser_click", {"ref": ref_of(snap["page"], "link", "Slow")})
+        took = time.monotonic() - t0
+        sc.check("had not finished after 10 s" in str(r.get("note")), f"the click says its navigation is unfinished ({r})")
+        sc.check(took < 20, f"the click returned at its cap ({took:.1f} s)")
+        deadline = time.monotonic() + 20
+        while (await call(c, "browser_snapshot", {"page": False})).get("title") != "Slow":
+            if time.monotonic() > deadline:
+                raise Fail("the slow page did not load within 20 s of the click's return")
+            await anyio.sleep(0.2)
+        sc.check(await evaluate(c, "document.title") == "Slow", "the page really loaded it")
+
+
 async def beforeunload_left(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     async with mcp_server(sc, binary, "u", [], env=ENV) as srv:
@@ -342,6 +373,7 @@ SCENARIOS = {
     "confirm_in_oopif": confirm_in_oopif,
     "target_blank_link": target_blank_link,
     "beforeunload_left": beforeunload_left,
+    "slow_link": slow_link,
     "stale_and_covered": stale_and_covered,
     "big_page_capped": big_page_capped,
     "outline_timed": outline_timed,
@@ -351,7 +383,7 @@ PHASES = [
     ["form_top", "form_oopif_nested"],
     ["confirm_in_oopif", "target_blank_link"],
     ["beforeunload_left", "stale_and_covered"],
-    ["big_page_capped"],
+    ["big_page_capped", "slow_link"],
     ["outline_timed"],
 ]
 

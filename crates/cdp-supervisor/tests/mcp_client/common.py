@@ -111,11 +111,12 @@ def page(title: str, body: str = "", script: str = "") -> str:
 # A page whose text starts with this is served as a 302 to the rest of it.
 REDIRECT = "redirect:"
 NO_CONTENT = "204"  # as a page: an empty 204 reply (a link to it loads nothing)
+SLOW = "slow:"  # SLOW + "S:" + page: the page, after S seconds
 
 
 async def start_site(sc: Scenario, pages: Callable[[int], dict[str, str]]) -> int:
     """A ThreadingHTTPServer on 127.0.0.1 for this scenario, serving
-    pages(port) (path -> HTML, REDIRECT + URL for a 302, or NO_CONTENT for a 204); returns its port. The same pages are reached
+    pages(port) (path -> HTML, REDIRECT + URL for a 302, NO_CONTENT for a 204, SLOW for a late page); returns its port. The same pages are reached
     as http://127.0.0.1:port (site A) and http://localhost:port (site B), so
     an iframe from the other one is an OOPIF."""
 
@@ -125,6 +126,9 @@ async def start_site(sc: Scenario, pages: Callable[[int], dict[str, str]]) -> in
             if body is None:
                 self.send_error(404)
                 return
+            if body.startswith(SLOW):
+                seconds, body = body[len(SLOW):].split(":", 1)
+                time.sleep(float(seconds))
             if body == NO_CONTENT:
                 self.send_response(204)
                 self.end_headers()

@@ -3,7 +3,7 @@
 
 use super::run::command_error;
 use super::*;
-use crate::supervisor::state::calls::{AtDeadline, CallStart};
+use crate::supervisor::state::calls::{AtDeadline, CallStart, action_settled};
 
 impl Supervisor {
     /// Answers a pending dialog (`Page.handleJavaScriptDialog` on the session
@@ -172,28 +172,23 @@ impl Supervisor {
     /// has a pending dialog, crashed or closed; at most `within`. Returns at
     /// once when the action asked for no navigation. Chromium sends
     /// `Page.frameRequestedNavigation` before the reply of the input that
-    /// caused it (CDP facts), so no fixed wait is needed to know.
-    pub(crate) async fn action_settled(&self, target_id: &str, after: u64, within: Duration) {
-        let done = |s: &Snapshot| {
-            s.tabs
-                .iter()
-                .find(|t| t.target_id == target_id)
-                .is_none_or(|t| {
-                    t.crashed
-                        || t.pending_dialogs > 0
-                        || t.action_navigation
-                            .is_none_or(|a| a.seq <= after || a.settled)
-                })
-        };
+    /// caused it (CDP facts), so no fixed wait is needed to know. Returns
+    /// false when `within` passed first.
+    pub(crate) async fn action_settled(
+        &self,
+        target_id: &str,
+        after: u64,
+        within: Duration,
+    ) -> bool {
         let mut snaps = self.subscribe();
         let settled = async {
-            while !done(&snaps.borrow_and_update()) {
+            while !action_settled(&snaps.borrow_and_update(), target_id, after) {
                 if snaps.changed().await.is_err() {
                     return;
                 }
             }
         };
-        let _ = tokio::time::timeout(within, settled).await;
+        tokio::time::timeout(within, settled).await.is_ok()
     }
 
     /// Returns once the published snapshot shows every event Chromium sent

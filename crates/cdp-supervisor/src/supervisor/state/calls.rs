@@ -128,6 +128,23 @@ fn answered_at_once(d: &PendingDialog, policy: &DialogPolicies) -> bool {
     d.answered_at_once || policy.for_type(d.dialog_type.as_str()) != DialogPolicy::MustRespond
 }
 
+/// Whether the navigation an action asked for in tab `target_id` — the
+/// tab's action navigation numbered past `after`, if any — has its
+/// outcome (a new document parsed, the same one, a download, nothing:
+/// [`super::ActionNavigation`]), or the tab has a pending dialog, crashed
+/// or closed: the action's result can be given.
+pub fn action_settled(snap: &Snapshot, target_id: &str, after: u64) -> bool {
+    snap.tabs
+        .iter()
+        .find(|t| t.target_id == target_id)
+        .is_none_or(|t| {
+            t.crashed
+                || t.pending_dialogs > 0
+                || t.action_navigation
+                    .is_none_or(|a| a.seq <= after || a.settled)
+        })
+}
+
 /// Whether a beforeunload in tab `tab` (or in no tab) holds the top frame
 /// and Chromium will not answer it (a newer dialog of the page took the
 /// answers, or it showed before a reconnect): the frame then answers no
