@@ -1419,3 +1419,35 @@ fn regression_soak_a_release_navigation_waits_at_most_its_own_short_deadline() {
     );
     assert!(RELEASE_REPLY_TIMEOUT <= Duration::from_secs(3));
 }
+
+/// A release whose navigation only missed its short deadline (a slow
+/// page), after its dialog had closed as the navigation started, leaves
+/// nothing held: the next release navigates again instead of closing the
+/// user's tab.
+#[test]
+fn a_slow_release_with_nothing_left_to_release_does_not_mark_the_frame() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    assert_eq!(navigations(&h.sends()).len(), 1);
+    // The navigation starts: Chromium closes the dialog; the reply is late.
+    h.closed("S1", "T1", false, "");
+    assert!(h.pending_ids().is_empty());
+    h.reply(
+        Some("S1"),
+        Purpose::Release,
+        Err(timeout_err("Page.navigate")),
+    );
+    h.alert("S1", "T1", "another");
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    h.drain();
+    h.answer_reply("S1", "d-2", Err(no_dialog_showing()));
+    let cmds = h.sends();
+    assert_eq!(navigations(&cmds).len(), 1, "navigated again: {cmds:?}");
+    assert!(
+        tab_closes(&cmds).is_empty(),
+        "the tab is not closed: {cmds:?}"
+    );
+}

@@ -1262,7 +1262,11 @@ impl State {
                 // by the deadline: the frame answers no navigation, and we
                 // have waited already; again at once, by closing the tab.
                 // Refused: again after another watchdog period.
-                let unanswered = matches!(e, ReplyError::Timeout { .. });
+                // A slow page's navigation also misses the deadline, but
+                // its dialogs closed as it started: with nothing left to
+                // release, the frame is not marked.
+                let unanswered = matches!(e, ReplyError::Timeout { .. })
+                    && (!releasing.is_empty() || self.page_blocked());
                 self.dialogs.unnavigable |= unanswered;
                 let at = if e.is_lost() || unanswered {
                     Some(now.instant)
