@@ -6,8 +6,9 @@ mod state_support;
 use cdp_supervisor::supervisor::policy::DialogPolicy;
 use cdp_supervisor::supervisor::snapshot::ClosedBy;
 use cdp_supervisor::supervisor::state::{
-    DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, Notice, Options,
-    Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX, RELEASE_REPLY_TIMEOUT, Target,
+    DEFAULT_DIALOG_TIMEOUT, DIALOG_MESSAGE_MAX_CHARS, DialogAction, DialogError, DialogRequest,
+    Notice, Options, Output, PAGE_ENABLE_GRACE, Purpose, RECENT_DIALOGS_MAX, RELEASE_REPLY_TIMEOUT,
+    Target,
 };
 use serde_json::json;
 use state_support::*;
@@ -1449,5 +1450,53 @@ fn a_slow_release_with_nothing_left_to_release_does_not_mark_the_frame() {
     assert!(
         tab_closes(&cmds).is_empty(),
         "the tab is not closed: {cmds:?}"
+    );
+}
+
+/// The soak (seed 4242): an OOPIF's confirm was pending when the agent's
+/// `browser_navigate` met the page's beforeunload; the human accepted the
+/// beforeunload through ask_user, the navigation went on and tore the
+/// OOPIF down. The confirm's closed event came while the human's answer
+/// was still in flight, and was taken for that answer (`user`), though the
+/// answer had already closed its own dialog. An answer that closed its own
+/// dialog closes no other: the confirm is the agent's navigation's.
+#[test]
+fn regression_soak_an_answer_that_closed_its_own_dialog_closes_no_other() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.open("S1", "F2", "confirm", "in the oopif", "");
+    h.agent(
+        1,
+        "S1",
+        "Page.navigate",
+        json!({"url": "https://a.test/next"}),
+    );
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.drain();
+    let req = DialogRequest {
+        action: DialogAction::Accept,
+        prompt_text: None,
+        dialog_id: Some("d-2".into()),
+        files: None,
+        login: None,
+    };
+    h.st.answer_dialog_as(req, 7, ClosedBy::User, h.now)
+        .unwrap();
+    h.drain();
+    h.closed("S1", "T1", true, "");
+    h.closed("S1", "F2", false, "");
+    h.answer_reply("S1", "d-2", Ok(json!({})));
+    let by: Vec<(String, ClosedBy)> = h
+        .recent()
+        .iter()
+        .map(|c| (c.dialog.id.clone(), c.closed_by))
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("d-2".to_owned(), ClosedBy::User),
+            ("d-1".to_owned(), ClosedBy::Agent)
+        ]
     );
 }

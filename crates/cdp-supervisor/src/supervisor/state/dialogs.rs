@@ -73,6 +73,8 @@ struct Answering {
     newer_from: u64,
     /// Chromium closed another dialog (the most recent) with it.
     landed_elsewhere: bool,
+    /// It closed its own dialog: it closes no other.
+    spent: bool,
     ticket: Option<u64>,
     /// What we answered, recorded when no closed event tells (the bridge).
     accept: bool,
@@ -87,6 +89,7 @@ impl Answering {
             by,
             newer_from: u64::MAX,
             landed_elsewhere: false,
+            spent: false,
             ticket,
             accept,
             prompt_text: None,
@@ -647,6 +650,7 @@ impl State {
             by,
             newer_from,
             landed_elsewhere: false,
+            spent: false,
             ticket,
             accept,
             prompt_text: text,
@@ -894,8 +898,14 @@ impl State {
             .find_map(|x| x.answering.as_ref().map(|a| (a.by, x.view.id.clone())));
         match other {
             Some((by, id)) => (Some(by), Some(id)),
+            // An answer whose dialog Chromium closed for a newer one lands
+            // on the newer one; one that closed its own dialog is spent.
             None => (
-                self.dialogs.answers_after_close.back().map(|(_, a)| a.by),
+                self.dialogs
+                    .answers_after_close
+                    .back()
+                    .filter(|(_, a)| !a.spent)
+                    .map(|(_, a)| a.by),
                 None,
             ),
         }
@@ -976,7 +986,15 @@ impl State {
         }
         dialogs.recent.push_back(closed.clone());
         // An agent waiting on this dialog hears the outcome when its reply comes.
-        if let Some(a) = d.answering {
+        if let Some(mut a) = d.answering {
+            a.spent = matches!(
+                cause,
+                CloseCause::Answered(_)
+                    | CloseCause::ClosedEvent {
+                        answering: Some(_),
+                        ..
+                    }
+            );
             if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
                 dialogs.answers_after_close.pop_front();
             }
