@@ -1500,3 +1500,56 @@ fn regression_soak_an_answer_that_closed_its_own_dialog_closes_no_other() {
         ]
     );
 }
+
+/// The soak (seed 4242): a confirm opened while the agent's
+/// `browser_navigate` was under way; the agent accepted it, an OOPIF's
+/// alert opened before the answer landed, and Chromium closed the confirm
+/// (for the newer dialog, as the navigation went on); the answer itself
+/// failed (`Not attached to an active page`). `browser_dialog` said it
+/// succeeded (`answered` with `accepted: false`). The answer reached
+/// nothing: the agent is told so.
+#[test]
+fn regression_soak_an_answer_whose_dialog_closed_without_it_is_not_a_success() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.agent(
+        1,
+        "S1",
+        "Page.navigate",
+        json!({"url": "https://a.test/next"}),
+    );
+    h.open("S1", "T1", "confirm", "during the navigation", "");
+    h.answer(Accept, None, Some("d-1"), 7).unwrap();
+    h.drain();
+    h.alert("S1", "F2", "newer");
+    h.closed("S1", "T1", false, "");
+    h.answer_reply(
+        "S1",
+        "d-1",
+        Err(cdp_err(
+            "Page.handleJavaScriptDialog",
+            -32000,
+            "Not attached to an active page",
+        )),
+    );
+    let done = answer_done(&h.drain());
+    assert_eq!(
+        done,
+        [(
+            7,
+            Err(DialogError::ClosedBefore {
+                id: "d-1".into(),
+                closed_by: ClosedBy::Agent
+            })
+        )]
+    );
+    assert!(
+        DialogError::ClosedBefore {
+            id: "d-1".into(),
+            closed_by: ClosedBy::Agent
+        }
+        .to_string()
+        .contains("nothing was answered")
+    );
+}

@@ -64,6 +64,11 @@ impl fmt::Display for DialogError {
                     "exactly one: its mode is selectSingle"
                 }
             ),
+            DialogError::ClosedBefore { id, closed_by } => write!(
+                f,
+                "dialog {id} closed before this answer reached it (closed_by: {}: a navigation left it, or Chromium closed it for a newer dialog); nothing was answered; see recent_dialogs",
+                closed_by.as_str()
+            ),
             DialogError::Cdp { id, error } if id.is_empty() => {
                 write!(f, "answering the dialog failed: {error}")
             }

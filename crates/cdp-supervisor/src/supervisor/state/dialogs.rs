@@ -863,11 +863,17 @@ impl State {
         };
         let user_input =
             (d.view.dialog_type == DialogType::Prompt && c.result).then(|| c.user_input.clone());
+        let from_closed = answering.is_some() && other.is_none() && d.answering.is_none();
         if let Some(a) = other
             .and_then(|o| self.dialogs.get_mut(&o))
             .and_then(|o| o.answering.as_mut())
         {
             a.landed_elsewhere = true;
+        }
+        if from_closed && let Some((_, a)) = self.dialogs.answers_after_close.back_mut() {
+            // The answer of a dialog Chromium closed for this newer one
+            // landed here: it is spent.
+            a.spent = true;
         }
         self.close_dialog(&id, cause, Some(c.result), user_input, now);
     }
@@ -1133,6 +1139,20 @@ impl State {
         let Some((mut closed, answering)) = dialogs.answers_after_close.remove(pos) else {
             return;
         };
+        if !answering.spent {
+            // Its dialog closed some other way (a navigation, Chromium for a
+            // newer dialog) and the answer landed nowhere: not the agent's.
+            if let Some(ticket) = answering.ticket {
+                self.out.push(Output::AnswerDone {
+                    ticket,
+                    result: Box::new(Err(DialogError::ClosedBefore {
+                        id: id.to_owned(),
+                        closed_by: closed.closed_by,
+                    })),
+                });
+            }
+            return;
+        }
         let lost = matches!(result, Err(e) if e.is_code(ERROR_INVALID_PARAMS));
         if lost && closed.closed_by == answering.by {
             closed.closed_by = closed_by(CloseCause::LostRace);

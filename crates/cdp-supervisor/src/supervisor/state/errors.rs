@@ -111,6 +111,14 @@ pub enum DialogError {
         /// `selectSingle` (one file) or `selectMultiple`.
         mode: String,
     },
+    /// The dialog closed before the answer reached it (a navigation, or
+    /// Chromium for a newer dialog), and the answer landed nowhere.
+    ClosedBefore {
+        /// The dialog's id.
+        id: String,
+        /// Who closed it.
+        closed_by: crate::supervisor::snapshot::ClosedBy,
+    },
     /// `Page.handleJavaScriptDialog` failed for another reason.
     Cdp {
         /// The dialog's id.
