@@ -946,6 +946,13 @@ impl AgentSession {
         let tool = action.tool();
         let before = tab_ids(&s);
         let navigation = s.action_navigation_mark();
+        let snap = s.snapshot();
+        let tab = snap
+            .tabs
+            .iter()
+            .find(|t| t.current)
+            .map(|t| t.target_id.clone());
+        let dialogs_before = last_dialog_number(&snap);
         let page = self.page(&s);
         let outcome = match action {
             Action::Click { r, button, count } => page.click(&r, &button, count).await,
@@ -968,12 +975,23 @@ impl AgentSession {
                     s.input_settled(tab, READ_TIMEOUT).await;
                     s.caught_up().await;
                     if !s.action_settled(tab, *seq, ACTION_TIMEOUT).await {
-                        v["note"] = json!(NAVIGATION_UNSETTLED_NOTE);
+                        add_note(&mut v, NAVIGATION_UNSETTLED_NOTE);
                     }
                 } else {
                     s.caught_up().await;
                 }
                 add_tabs_opened(&mut v, &s, &before);
+                if let Some(d) = dialog_opened_during(&s.snapshot(), tab.as_deref(), dialogs_before)
+                {
+                    // Chromium answers input sent while a dialog shows in
+                    // the tab, and may drop it: the agent must look first.
+                    add_note(
+                        &mut v,
+                        &format!(
+                            "dialog {d} opened in this tab while the input was being sent: the page may not have received all of it; look (browser_snapshot) before sending it again"
+                        ),
+                    );
+                }
                 Ok(v)
             }
             CallOutcome::Interrupted {
@@ -1621,6 +1639,44 @@ fn check_tabs_args(
     Ok(())
 }
 
+/// Adds `text` to a result's `note` (after the one it has, if any).
+fn add_note(v: &mut Value, text: &str) {
+    let note = match v.get("note").and_then(Value::as_str) {
+        Some(n) => format!("{n}; {text}"),
+        None => text.to_owned(),
+    };
+    v["note"] = json!(note);
+}
+
+/// The number of the newest dialog `snap` knows (pending or recently
+/// closed): dialogs are numbered `d-N` in the order they opened.
+fn last_dialog_number(snap: &Snapshot) -> u64 {
+    snap.pending_dialogs
+        .iter()
+        .map(|d| d.id.as_str())
+        .chain(snap.recent_dialogs.iter().map(|c| c.dialog.id.as_str()))
+        .filter_map(|id| id.strip_prefix("d-")?.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// A dialog newer than number `after` that opened in tab `tab` (pending
+/// or already closed), if any: its id.
+fn dialog_opened_during(snap: &Snapshot, tab: Option<&str>, after: u64) -> Option<String> {
+    snap.pending_dialogs
+        .iter()
+        .map(|d| &**d)
+        .chain(snap.recent_dialogs.iter().map(|c| &c.dialog))
+        .filter(|d| d.target_id.is_none() || d.target_id.as_deref() == tab)
+        .filter(|d| d.holds_renderer())
+        .find(|d| {
+            d.id.strip_prefix("d-")
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n > after)
+        })
+        .map(|d| d.id.clone())
+}
+
 fn tab_ids(s: &Supervisor) -> Vec<String> {
     let snap = s.snapshot();
     let tabs = snap.tabs.iter().map(|t| t.target_id.clone());
@@ -1914,6 +1970,49 @@ async fn closed_meanwhile(s: &Supervisor, id: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The soak (seed 4242): an OOPIF's prompt opened while `browser_type`
+    /// sent its text; Chromium replied to the input and the form got
+    /// nothing, yet the result said typed. A dialog newer than the action's
+    /// start in its tab (pending or already closed) is named in a note;
+    /// one in another tab, or one older than the start, is not.
+    #[test]
+    fn a_dialog_opened_during_an_action_in_its_tab_is_found() {
+        let dialog = |id: &str, tab: &str| -> Arc<PendingDialog> {
+            Arc::new(
+                serde_json::from_value(json!({"id": id, "type": "prompt", "message": "m",
+                    "default_prompt": "", "opened_at": 1.0, "frame_id": "F2", "url": "u",
+                    "answerable": true, "target_id": tab}))
+                .unwrap(),
+            )
+        };
+        let mut snap = Snapshot {
+            pending_dialogs: vec![dialog("d-3", "T1")].into_iter().collect(),
+            ..Snapshot::default()
+        };
+        let before = last_dialog_number(&snap);
+        assert_eq!(before, 3);
+        assert_eq!(dialog_opened_during(&snap, Some("T1"), before), None);
+        snap.pending_dialogs = vec![dialog("d-3", "T1"), dialog("d-4", "T2")]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            dialog_opened_during(&snap, Some("T1"), before),
+            None,
+            "another tab's"
+        );
+        snap.pending_dialogs = vec![dialog("d-3", "T1"), dialog("d-5", "T1")]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            dialog_opened_during(&snap, Some("T1"), before).as_deref(),
+            Some("d-5")
+        );
+        let mut v = json!({"typed": "e1"});
+        add_note(&mut v, "one");
+        add_note(&mut v, "two");
+        assert_eq!(v["note"], "one; two");
+    }
 
     #[test]
     fn every_tools_arguments_are_checked_without_a_browser() {
