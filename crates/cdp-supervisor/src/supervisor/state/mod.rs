@@ -277,6 +277,12 @@ impl State {
         self.targets.top_target()
     }
 
+    /// The top frame's URL as the browser told it otherwise than by a
+    /// commit event (a load question's tree reply).
+    pub(super) fn learn_top_url(&mut self, url: &str) {
+        self.frames.set_top_url(url);
+    }
+
     /// The loader of the last top document whose load was announced
     /// ([`Notice::PageLoaded`]).
     pub fn loaded_loader(&self) -> Option<&str> {

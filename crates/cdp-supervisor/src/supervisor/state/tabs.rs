@@ -879,10 +879,9 @@ impl Tabs {
                 }
                 Purpose::Agent { call } => self.out.push_back(Output::AgentReply { call, result }),
                 Purpose::LoadTree { load } => {
-                    if let Some(ask) =
-                        self.loads
-                            .tree_replied(load, result.ok().as_ref(), now.instant)
-                    {
+                    let tree = result.ok();
+                    if let Some(ask) = self.loads.tree_replied(load, tree.as_ref(), now.instant) {
+                        self.learn_top_url(&ask, tree.as_ref());
                         self.ask_load(ask);
                     }
                 }
@@ -1010,6 +1009,24 @@ impl Tabs {
     /// Nobody waits for load `id` any more.
     pub fn cancel_load(&mut self, id: u64) {
         self.loads.cancel(id);
+    }
+
+    /// The top frame's URL as a load question's tree reply shows it, once
+    /// it shows the waited loader: the commit event may not have reached
+    /// us (a page slow to answer `Page.enable` sends no Page events yet),
+    /// and a release must not navigate to a URL it does not know.
+    fn learn_top_url(&mut self, ask: &Ask, tree: Option<&Value>) {
+        let (Ask::ReadyState { session, .. }, Some(url)) = (
+            ask,
+            tree.and_then(|t| t.pointer("/frameTree/frame/url"))
+                .and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        if let Some(k) = self.key_of_session(session) {
+            let url = url.to_owned();
+            self.drive(k, |s| s.learn_top_url(&url));
+        }
     }
 
     fn ask_load(&mut self, ask: Ask) {
