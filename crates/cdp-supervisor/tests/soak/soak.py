@@ -453,6 +453,14 @@ class McpServer:
                 raise RuntimeError(f"the server did not start: {self.tail()}")
             await asyncio.sleep(0.05)
 
+    def announced(self, token: str) -> bool:
+        """Whether Chromium sent a javascriptDialogOpening whose message
+        carries `token` (the driver logs each at debug, SERVER_LOG)."""
+        with contextlib.suppress(OSError):
+            with open(self.log_path, errors="replace") as f:
+                return any("javascriptDialogOpening" in line and token in line for line in f)
+        return True
+
     def tail(self, n: int = 20) -> str:
         with contextlib.suppress(OSError):
             with open(self.log_path, errors="replace") as f:
@@ -1083,6 +1091,13 @@ class Agent:
                     self.book.counts["unseen_in_our_navigation"] += 1
                     self.book.event(self.name, f"{tok} unseen (opened at {o['at']:.1f}s during a navigation of ours), page got {got}")
                     continue
+                if not self.soak.server.announced(tok):
+                    # Chromium never sent javascriptDialogOpening for it (the
+                    # server's debug log has every one): Chromium's own, like
+                    # its page handler's failed check on overlapping dialogs.
+                    self.book.counts["unannounced_by_chromium"] += 1
+                    self.book.event(self.name, f"{tok} never announced by Chromium (not in the server's log), page got {got}")
+                    continue
                 v(f"the page's {o['kind']} {tok} (opened at {o['at']:.1f}s, no chaos then) was never reported; the page got {got}")
                 continue
             d = ds[0]
@@ -1569,7 +1584,8 @@ class Soak:
                    f"(alert {c['dialogs_alert']}, confirm {c['dialogs_confirm']}, prompt {c['dialogs_prompt']}, "
                    f"beforeunload {c['dialogs_beforeunload']}); unseen inside chaos windows {c['unseen_in_chaos']}, "
                    f"during our own navigations {c['unseen_in_our_navigation']}, "
-                   f"suppressed by Chromium (never shown, returned in < {SUPPRESSED_MS} ms) {c['suppressed_by_chromium']}")
+                   f"suppressed by Chromium (never shown, returned in < {SUPPRESSED_MS} ms) {c['suppressed_by_chromium']}, "
+                   f"never announced by Chromium {c['unannounced_by_chromium']}")
         out.append("closed by: " + ", ".join(f"{k} {c[f'closed_by_{k}']}" for k in
                                              ("agent", "user", "watchdog", "remote", "auto_policy")))
         out.append(f"agent: answered {c['dialogs_answered']}, ask_user {c['dialogs_ask_user']} "
