@@ -51,7 +51,7 @@ const EXPECTED_MAX: usize = 32;
 /// The key of [`Tabs`]' own commands ([`super::Command::tab`]).
 const OWN: u32 = 0;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Tab {
     key: u32,
     target_id: TargetId,
@@ -63,7 +63,10 @@ struct Tab {
 }
 
 /// Every supervised tab of one task; see the module doc.
-#[derive(Debug)]
+///
+/// `Clone` forks it, as [`State`]'s does: a fuzz harness attaches once and
+/// plays each input on a copy.
+#[derive(Clone, Debug)]
 pub struct Tabs {
     opts: Options,
     /// Live tabs, oldest first.
@@ -100,7 +103,7 @@ pub struct Tabs {
 }
 
 /// The lists [`Tabs`] gathers from every tab, as the last snapshot showed them.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Shown {
     pending_dialogs: List<PendingDialog>,
     recent_dialogs: List<ClosedDialog>,
