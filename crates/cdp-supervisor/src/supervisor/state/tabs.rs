@@ -38,7 +38,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Closed tabs whose machines are kept: replies still owed to them find
-/// them, and their closed dialogs stay in `recent_dialogs`.
+/// them, and their closed dialogs stay in `recent_dialogs`. One an agent's
+/// dialog answer still waits on is kept past it until the reply comes.
 pub const CLOSED_TABS_KEPT: usize = 8;
 
 /// How long a page past `max_tabs` under a navigation policy may go without
@@ -71,7 +72,7 @@ pub struct Tabs {
     opts: Options,
     /// Live tabs, oldest first.
     tabs: Vec<Tab>,
-    /// Closed tabs, newest last, at most [`CLOSED_TABS_KEPT`].
+    /// Closed tabs, newest last, at most [`CLOSED_TABS_KEPT`] (see there).
     closed: VecDeque<Tab>,
     next_key: u32,
     current: Option<u32>,
@@ -805,8 +806,18 @@ impl Tabs {
             }
         }
         let target_id = tab.target_id.0.clone();
-        if self.closed.len() >= CLOSED_TABS_KEPT {
-            self.closed.pop_front();
+        // The oldest go, but not one an agent's dialog answer waits on: its
+        // reply must find it, or the answer never has its outcome (the
+        // driver's deadline on that command bounds how long it stays).
+        while self.closed.len() >= CLOSED_TABS_KEPT {
+            let Some(i) = self
+                .closed
+                .iter()
+                .position(|t| !t.state.answer_awaits_reply())
+            else {
+                break;
+            };
+            self.closed.remove(i);
         }
         self.closed.push_back(tab);
         if self.tabs.is_empty() && !self.creating_own {
