@@ -241,6 +241,34 @@ fn a_created_tab_attached_before_the_create_replies_is_held_then_adopted() {
     assert!(h.methods().contains(&"Page.enable".to_owned()));
 }
 
+/// Found by the `state_events` fuzz target: a page with no opener attached
+/// while the agent's create was in flight (held), then was reported again
+/// as a popup of a supervised tab (adopted). When the create's reply named
+/// it, its held report was adopted too: one page, two tabs.
+#[test]
+fn regression_fuzz_a_held_page_adopted_meanwhile_is_not_adopted_twice() {
+    let mut h = H::attached(Options::default());
+    h.tabs.send_agent(
+        7,
+        Target::Browser,
+        "Target.createTarget",
+        json!({"url": "about:blank"}),
+        std::time::Duration::from_secs(5),
+    );
+    h.pump();
+    let create = h.take("Target.createTarget");
+    h.page_attached("S1", "T1", None, true);
+    h.page_attached("S1", "T1", Some("T0"), false);
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    h.reply(&create, Ok(json!({"targetId": "T1"})));
+    assert_eq!(h.tab_ids(), ["T0", "T1"], "one page, one tab");
+    assert!(
+        !h.methods().contains(&"Target.detachFromTarget".to_owned()),
+        "the tab's own session is kept: {:?}",
+        h.methods()
+    );
+}
+
 #[test]
 fn a_created_tab_attached_after_the_create_replies_is_adopted() {
     let mut h = H::attached(Options::default());

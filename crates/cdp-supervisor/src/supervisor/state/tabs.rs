@@ -672,6 +672,19 @@ impl Tabs {
 
     /// A new page becomes a supervised tab, or is let go past `max_tabs`.
     fn adopt(&mut self, a: AttachedToTarget, now: Now) {
+        // An earlier report of this page, held, is this one now: left held,
+        // a create's reply naming the page would adopt it a second time.
+        let target = &a.target_info.target_id;
+        while let Some(i) = self
+            .held
+            .iter()
+            .position(|h| &h.target_info.target_id == target)
+        {
+            let h = self.held.remove(i);
+            if h.session_id != a.session_id {
+                self.let_go(&h.session_id);
+            }
+        }
         if self.tabs.len() >= self.opts.max_tabs {
             self.truncated = true;
             if let Some(fetch) = (super::Intercept {
