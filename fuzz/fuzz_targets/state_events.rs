@@ -764,7 +764,7 @@ fn ok_result(c: &Command, v: u8) -> Value {
             json!({"targetInfo": {"targetId": tab(v), "type": "page", "title": "t", "url": "https://a.test/"}})
         }
         (Purpose::NewTab, _) | (_, "Target.createTarget") => json!({"targetId": tab(v)}),
-        (_, "Page.navigate" | "Page.reload") if v % 2 == 0 => {
+        (_, "Page.navigate" | "Page.reload") if v.is_multiple_of(2) => {
             json!({"frameId": frame(v >> 1), "loaderId": loader(v >> 1)})
         }
         (_, "Page.navigate") => json!({"frameId": frame(v >> 1), "errorText": "net::ERR_ABORTED"}),
