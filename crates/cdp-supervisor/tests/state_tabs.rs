@@ -246,6 +246,34 @@ fn a_created_tab_attached_before_the_create_replies_is_held_then_adopted() {
     assert!(h.methods().contains(&"Page.enable".to_owned()));
 }
 
+/// Found by the `state_events` fuzz target: a page with no opener attached
+/// while the agent's create was in flight (held), then was reported again
+/// as a popup of a supervised tab (adopted). When the create's reply named
+/// it, its held report was adopted too: one page, two tabs.
+#[test]
+fn regression_fuzz_a_held_page_adopted_meanwhile_is_not_adopted_twice() {
+    let mut h = H::attached(Options::default());
+    h.tabs.send_agent(
+        7,
+        Target::Browser,
+        "Target.createTarget",
+        json!({"url": "about:blank"}),
+        std::time::Duration::from_secs(5),
+    );
+    h.pump();
+    let create = h.take("Target.createTarget");
+    h.page_attached("S1", "T1", None, true);
+    h.page_attached("S1", "T1", Some("T0"), false);
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    h.reply(&create, Ok(json!({"targetId": "T1"})));
+    assert_eq!(h.tab_ids(), ["T0", "T1"], "one page, one tab");
+    assert!(
+        !h.methods().contains(&"Target.detachFromTarget".to_owned()),
+        "the tab's own session is kept: {:?}",
+        h.methods()
+    );
+}
+
 #[test]
 fn a_created_tab_attached_after_the_create_replies_is_adopted() {
     let mut h = H::attached(Options::default());
@@ -659,6 +687,52 @@ fn regression_28_8_a_reply_for_a_tab_long_closed_still_reaches_the_agent() {
         }
     }
     assert_eq!(replies, 1, "the agent's reply was dropped");
+}
+
+/// Found by the `state_events` fuzz target: as defect 8 for a command,
+/// for a dialog answer. The agent answered a popup's dialog, the popup
+/// closed, and more tabs closed before the answer's reply came: its tab
+/// had left the closed-tabs list, the reply was dropped, and the answer
+/// never had its outcome (the caller waited out its deadline).
+#[test]
+fn regression_fuzz_an_answer_for_a_tab_long_closed_still_gets_its_outcome() {
+    let mut h = H::attached(Options {
+        max_tabs: 20,
+        ..Options::default()
+    });
+    h.page_attached("S1", "T1", Some("T0"), true);
+    h.answer_all();
+    h.dialog("S1", "T1", "Pay 12 EUR?");
+    h.tabs
+        .answer_dialog_as(accept(None), 9, ClosedBy::Agent, h.now)
+        .expect("the popup's dialog is answered");
+    h.pump();
+    let answer = h.take("Page.handleJavaScriptDialog");
+    h.ev(None, "Target.targetDestroyed", json!({"targetId": "T1"}));
+    for i in 2..=cdp_supervisor::supervisor::state::CLOSED_TABS_KEPT + 1 {
+        h.page_attached(&format!("S{i}"), &format!("T{i}"), Some("T0"), true);
+        h.ev(
+            None,
+            "Target.targetDestroyed",
+            json!({"targetId": format!("T{i}")}),
+        );
+    }
+    h.tabs.on_reply(
+        &answer.target,
+        answer.tab,
+        answer.purpose.clone(),
+        Ok(json!({})),
+        h.now,
+    );
+    let mut done = Vec::new();
+    while let Some(o) = h.tabs.poll_output() {
+        if let Output::AnswerDone { ticket: 9, result } = o {
+            done.push(*result);
+        }
+    }
+    assert_eq!(done.len(), 1, "the answer's outcome was dropped");
+    let closed = done[0].as_ref().expect("the dialog is closed");
+    assert_eq!(closed.closed_by, ClosedBy::Remote, "its tab closed it");
 }
 
 /// Issue 28, defect 10: while a tab is re-attached after a reconnect, a

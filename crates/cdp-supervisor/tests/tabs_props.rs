@@ -3,8 +3,9 @@
 //! sessions, dialogs, reconnects and timers, with a driver that answers,
 //! refuses, times out or loses any command in any order. Whatever happens,
 //! every agent call gets exactly one outcome ([`Output::AgentReply`]) once
-//! every command has had its one reply (the driver contract), and no
-//! dialog is left "being answered".
+//! every command has had its one reply (the driver contract), so does
+//! every dialog answer accepted ([`Output::AnswerDone`]), and no dialog is
+//! left "being answered".
 
 use cdp_supervisor::cdp::protocol::{Event, SessionId, TargetId};
 use cdp_supervisor::supervisor::state::{
@@ -101,6 +102,9 @@ struct World {
     next_call: u64,
     /// Agent call → how many outcomes it got.
     outcomes: HashMap<u64, usize>,
+    next_ticket: u64,
+    /// Accepted dialog answer (its ticket) → how many outcomes it got.
+    answers: HashMap<u64, usize>,
     generation: u32,
     /// The next fresh target number for [`Op::Churn`].
     fresh: usize,
@@ -125,6 +129,8 @@ impl World {
             inflight: Vec::new(),
             next_call: 1,
             outcomes: HashMap::new(),
+            next_ticket: 1,
+            answers: HashMap::new(),
             generation: 0,
             fresh: 100,
         };
@@ -144,6 +150,7 @@ impl World {
             match o {
                 Output::Send(c) => self.inflight.push(*c),
                 Output::AgentReply { call, .. } => *self.outcomes.entry(call).or_default() += 1,
+                Output::AnswerDone { ticket, .. } => *self.answers.entry(ticket).or_default() += 1,
                 _ => {}
             }
         }
@@ -272,13 +279,17 @@ impl World {
                         files: None,
                         login: None,
                     };
-                    let ticket = self.next_call + 1_000_000;
-                    let _ = self.tabs.answer_dialog_as(
+                    let ticket = self.next_ticket;
+                    self.next_ticket += 1;
+                    let accepted = self.tabs.answer_dialog_as(
                         req,
                         ticket,
                         cdp_supervisor::supervisor::snapshot::ClosedBy::Agent,
                         self.now,
                     );
+                    if accepted.is_ok() {
+                        self.answers.entry(ticket).or_default();
+                    }
                     self.collect();
                 }
             }
@@ -323,6 +334,9 @@ impl World {
         }
         for (call, n) in &self.outcomes {
             prop_assert_eq!(*n, 1, "agent call {} got {} outcomes", call, n);
+        }
+        for (ticket, n) in &self.answers {
+            prop_assert_eq!(*n, 1, "dialog answer {} got {} outcomes", ticket, n);
         }
         prop_assert!(
             self.tabs.dialogs_in_flight().is_empty(),

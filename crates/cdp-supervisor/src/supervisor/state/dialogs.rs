@@ -245,6 +245,16 @@ impl Dialogs {
 }
 
 impl State {
+    /// Whether an agent's answer to a dialog that closed meanwhile (its
+    /// page gone, say) still waits for its reply: its
+    /// [`Output::AnswerDone`] comes with that reply.
+    pub(super) fn answer_awaits_reply(&self) -> bool {
+        self.dialogs
+            .answers_after_close
+            .iter()
+            .any(|(_, a)| a.ticket.is_some())
+    }
+
     /// Who the policy and the watchdog act as for a dialog of this type.
     fn closer(&self, dialog_type: &DialogType) -> ClosedBy {
         match self.opts.policy.for_type(dialog_type.as_str()) {

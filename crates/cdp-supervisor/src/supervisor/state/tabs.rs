@@ -39,7 +39,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Closed tabs whose machines are kept: replies still owed to them find
-/// them, and their closed dialogs stay in `recent_dialogs`.
+/// them, and their closed dialogs stay in `recent_dialogs`. One an agent's
+/// dialog answer still waits on is kept past it until the reply comes.
 pub const CLOSED_TABS_KEPT: usize = 8;
 
 /// How long a page past `max_tabs` under a navigation policy may go without
@@ -52,7 +53,7 @@ const EXPECTED_MAX: usize = 32;
 /// The key of [`Tabs`]' own commands ([`super::Command::tab`]).
 const OWN: u32 = 0;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Tab {
     key: u32,
     target_id: TargetId,
@@ -64,12 +65,15 @@ struct Tab {
 }
 
 /// Every supervised tab of one task; see the module doc.
-#[derive(Debug)]
+///
+/// `Clone` forks it, as [`State`]'s does: a fuzz harness attaches once and
+/// plays each input on a copy.
+#[derive(Clone, Debug)]
 pub struct Tabs {
     opts: Options,
     /// Live tabs, oldest first.
     tabs: Vec<Tab>,
-    /// Closed tabs, newest last, at most [`CLOSED_TABS_KEPT`].
+    /// Closed tabs, newest last, at most [`CLOSED_TABS_KEPT`] (see there).
     closed: VecDeque<Tab>,
     next_key: u32,
     current: Option<u32>,
@@ -103,7 +107,7 @@ pub struct Tabs {
 }
 
 /// The lists [`Tabs`] gathers from every tab, as the last snapshot showed them.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Shown {
     pending_dialogs: List<PendingDialog>,
     recent_dialogs: List<ClosedDialog>,
@@ -685,6 +689,19 @@ impl Tabs {
 
     /// A new page becomes a supervised tab, or is let go past `max_tabs`.
     fn adopt(&mut self, a: AttachedToTarget, now: Now) {
+        // An earlier report of this page, held, is this one now: left held,
+        // a create's reply naming the page would adopt it a second time.
+        let target = &a.target_info.target_id;
+        while let Some(i) = self
+            .held
+            .iter()
+            .position(|h| &h.target_info.target_id == target)
+        {
+            let h = self.held.remove(i);
+            if h.session_id != a.session_id {
+                self.let_go(&h.session_id);
+            }
+        }
         if self.tabs.len() >= self.opts.max_tabs {
             self.truncated = true;
             if let Some(fetch) = (super::Intercept {
@@ -819,8 +836,18 @@ impl Tabs {
             }
         }
         let target_id = tab.target_id.0.clone();
-        if self.closed.len() >= CLOSED_TABS_KEPT {
-            self.closed.pop_front();
+        // The oldest go, but not one an agent's dialog answer waits on: its
+        // reply must find it, or the answer never has its outcome (the
+        // driver's deadline on that command bounds how long it stays).
+        while self.closed.len() >= CLOSED_TABS_KEPT {
+            let Some(i) = self
+                .closed
+                .iter()
+                .position(|t| !t.state.answer_awaits_reply())
+            else {
+                break;
+            };
+            self.closed.remove(i);
         }
         self.closed.push_back(tab);
         if self.tabs.is_empty() && !self.creating_own {
