@@ -376,7 +376,7 @@ impl Run {
                     };
                     self.tabs.download_saved(&id, saved);
                 }
-                Output::Notice(_) => {}
+                Output::Notice(_) | Output::Loaded { .. } => {}
             }
         }
     }
