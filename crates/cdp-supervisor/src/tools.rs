@@ -1103,11 +1103,9 @@ impl AgentSession {
             _ => {}
         }
         let snap = s.snapshot();
-        let mut tabs = json!(snap.tabs);
         let live = s.live_tabs(LIVE_READ_TIMEOUT).await.unwrap_or_default();
-        with_live_tabs(&mut tabs, &live);
         let mut v = json!({
-            "tabs": tabs,
+            "tabs": live_tab_views(&snap.tabs, &live),
             "tabs_truncated": snap.tabs_truncated,
             "current_target_id": snap.tabs.iter().find(|t| t.current).map(|t| t.target_id.clone()),
             "pending_dialogs": snap.pending_dialogs,
@@ -1782,7 +1780,9 @@ async fn snapshot_result(s: &Supervisor) -> SnapshotResult {
 }
 
 /// `tabs` with each entry's URL and title as Chromium has them now
-/// (`live`): see [`with_live_tabs`].
+/// (`live`, [`Supervisor::live_tabs`]): no event tells when a script sets
+/// `document.title`, so the last heard ones can be stale. Every tool that
+/// returns `tabs` shows them through here.
 fn live_tab_views(tabs: &List<TabView>, live: &[LivePage]) -> List<TabView> {
     tabs.iter()
         .map(|t| match live.iter().find(|p| p.target_id == t.target_id) {
@@ -1794,19 +1794,6 @@ fn live_tab_views(tabs: &List<TabView>, live: &[LivePage]) -> List<TabView> {
             None => t.clone(),
         })
         .collect()
-}
-
-/// Writes over each entry of `tabs` (a JSON `tabs` list) its tab's URL and
-/// title as Chromium has them now (`live`, [`Supervisor::live_tabs`]): no
-/// event tells when a script sets `document.title`, so the last heard ones
-/// can be stale. Every tool that returns `tabs` shows them through here.
-fn with_live_tabs(tabs: &mut Value, live: &[LivePage]) {
-    for t in tabs.as_array_mut().into_iter().flatten() {
-        if let Some(p) = live.iter().find(|p| t["target_id"] == p.target_id.as_str()) {
-            t["url"] = json!(p.url);
-            t["title"] = json!(p.title);
-        }
-    }
 }
 
 /// The page's URL and title now ([`Supervisor::live_page`]), else the last

@@ -328,7 +328,7 @@ impl Driver {
             // A paused request's body may be the dialog bridge's, secret
             // and all; a challenged one's headers may carry credentials.
             tracing::trace!(%method, session = ?session, "event");
-        } else if DEBUG_EVENTS.contains(&method) {
+        } else if tracing::enabled!(tracing::Level::DEBUG) && DEBUG_EVENTS.contains(&method) {
             // What decides who closed a dialog, at a level a long run can keep.
             tracing::debug!(%method, session = ?session, %params, "event");
         } else {

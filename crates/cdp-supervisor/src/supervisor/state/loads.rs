@@ -175,11 +175,6 @@ impl Loads {
         complete
     }
 
-    /// How many loads are waited for.
-    pub fn len(&self) -> usize {
-        self.waiting.len()
-    }
-
     /// No load is waited for.
     pub fn is_empty(&self) -> bool {
         self.waiting.is_empty()
