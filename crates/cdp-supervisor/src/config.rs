@@ -22,6 +22,9 @@
 //!   downloads:
 //!     dir: ""                   # empty: a temporary directory per task, removed with it
 //!     max_bytes: 104857600      # a larger download is canceled
+//!   live:
+//!     addr: 127.0.0.1:0         # the live view's listener when no HTTP server is shared
+//!     ttl_s: 1800               # how long a live-view token lives
 //! ```
 //!
 //! The three navigation keys are enforced in the browser; see
@@ -97,6 +100,8 @@ pub const KEYS: &[&str] = &[
     "browser.credentials",
     "browser.downloads.dir",
     "browser.downloads.max_bytes",
+    "browser.live.addr",
+    "browser.live.ttl_s",
 ];
 
 /// The whole configuration.
@@ -154,7 +159,20 @@ pub struct BrowserConfig {
     pub downloads_dir: String,
     /// A download past this many bytes received is canceled (1 B to 1 TiB).
     pub downloads_max_bytes: u64,
+    /// Where the live view listens when no HTTP server is there to share
+    /// (stdio, the Python module): opened on first use.
+    pub live_addr: std::net::SocketAddr,
+    /// Seconds a live-view token lives (1 to 86400).
+    pub live_ttl_s: u64,
 }
+
+/// `browser.live.addr`'s default: loopback, a free port.
+pub const LIVE_ADDR_DEFAULT: std::net::SocketAddr = std::net::SocketAddr::V4(
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 0),
+);
+/// `browser.live.ttl_s`'s default: half an hour.
+pub const LIVE_TTL_S_DEFAULT: u64 = 1800;
+const LIVE_TTL_S_MAX: u64 = 86_400;
 
 impl Default for BrowserConfig {
     fn default() -> Self {
@@ -176,6 +194,8 @@ impl Default for BrowserConfig {
             credentials: Credentials::default(),
             downloads_dir: String::new(),
             downloads_max_bytes: DOWNLOAD_MAX_BYTES_DEFAULT,
+            live_addr: LIVE_ADDR_DEFAULT,
+            live_ttl_s: LIVE_TTL_S_DEFAULT,
         }
     }
 }
@@ -514,7 +534,10 @@ impl Config {
     /// scalar goes through [`Config::set`], as the environment's text would.
     fn merge_key(&mut self, key: &str, value: Value) -> Result<(), ConfigError> {
         if key == "browser.downloads" {
-            return self.merge_downloads(value);
+            return self.merge_section("browser.downloads", "dir and max_bytes", value);
+        }
+        if key == "browser.live" {
+            return self.merge_section("browser.live", "addr and ttl_s", value);
         }
         if !KEYS.contains(&key) {
             return Err(unknown_key(key));
@@ -572,6 +595,15 @@ impl Config {
                 b.cdp_headers = headers_from_map(&map)?;
             }
             "browser.downloads.dir" => b.downloads_dir = downloads_dir(key_path, value)?,
+            "browser.live.addr" => {
+                b.live_addr = value.trim().parse().map_err(|_| {
+                    bad("an IP address and port, e.g. 127.0.0.1:0 (0: any free port)")
+                })?;
+            }
+            "browser.live.ttl_s" => {
+                b.live_ttl_s = number_in(value, 1..=LIVE_TTL_S_MAX)
+                    .ok_or_else(|| bad("a whole number of seconds from 1 to 86400"))?;
+            }
             "browser.downloads.max_bytes" => {
                 b.downloads_max_bytes = number_in(value, 1..=DOWNLOAD_MAX_BYTES_MAX)
                     .ok_or_else(|| bad(MAX_BYTES_ALLOWED))?;
@@ -622,21 +654,27 @@ impl Config {
         Ok(())
     }
 
-    /// The `downloads:` mapping (`dir`, `max_bytes`), each through [`Config::set`].
-    fn merge_downloads(&mut self, value: Value) -> Result<(), ConfigError> {
+    /// A nested mapping (`downloads:` with `dir` and `max_bytes`, `live:`
+    /// with `addr` and `ttl_s`), each key through [`Config::set`].
+    fn merge_section(
+        &mut self,
+        section: &str,
+        keys: &str,
+        value: Value,
+    ) -> Result<(), ConfigError> {
         let map = match value {
             Value::Null => return Ok(()),
             Value::Object(map) => map,
             other => {
                 return Err(bad_value(
-                    "browser.downloads",
+                    section,
                     &compact(&other),
-                    "a mapping with dir and max_bytes",
+                    &format!("a mapping with {keys}"),
                 ));
             }
         };
         for (name, value) in map {
-            let key = format!("browser.downloads.{name}");
+            let key = format!("{section}.{name}");
             if !KEYS.contains(&key.as_str()) {
                 return Err(unknown_key(&key));
             }
@@ -696,6 +734,8 @@ impl Config {
             "browser.credentials" => b.credentials = d.credentials,
             "browser.downloads.dir" => b.downloads_dir = d.downloads_dir,
             "browser.downloads.max_bytes" => b.downloads_max_bytes = d.downloads_max_bytes,
+            "browser.live.addr" => b.live_addr = d.live_addr,
+            "browser.live.ttl_s" => b.live_ttl_s = d.live_ttl_s,
             _ => {}
         }
     }

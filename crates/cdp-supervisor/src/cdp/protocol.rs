@@ -1115,6 +1115,8 @@ impl Event {
                 | "Fetch.authRequired"
                 | "Browser.downloadWillBegin"
                 | "Browser.downloadProgress"
+                // The live view's screen (handed over by the driver, not parsed here).
+                | "Page.screencastFrame"
         )
     }
 

@@ -35,6 +35,7 @@ impl Supervisor {
         let notices = driver.notices.clone();
         let live = driver.live.clone();
         let happened = driver.happened.clone();
+        let screencast = driver.screencast.clone();
         driver.flush();
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
@@ -68,6 +69,7 @@ impl Supervisor {
                 command_timeout,
                 live,
                 happened,
+                screencast,
                 calls: Arc::new(InterruptedCalls::default()),
                 dialog_timeout,
                 max_tabs,
@@ -177,6 +179,7 @@ fn new_driver(
     let driver = Driver {
         live: Arc::new(Mutex::new(Some(conn.clone()))),
         happened: Arc::new(EventLog::default()),
+        screencast: ScreencastTap::default(),
         state,
         opts: Box::new(opts),
         ws_url: ws,

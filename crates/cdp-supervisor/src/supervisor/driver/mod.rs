@@ -293,6 +293,8 @@ impl From<AgentCallError> for CdpCallError {
 }
 
 enum Request {
+    /// A person takes the task or hands it back ([`Tabs::set_person_in_control`]).
+    PersonInControl { on: bool },
     /// Release the current tab from the dialogs Chromium will not answer
     /// ([`Tabs::release_unanswerable`]); the reply says how many.
     ReleaseUnanswerable { reply: oneshot::Sender<usize> },
@@ -408,6 +410,7 @@ struct Shared {
     /// loop (the live title); set by the driver.
     live: LiveConnection,
     happened: Arc<EventLog>,
+    screencast: ScreencastTap,
     calls: Arc<InterruptedCalls>,
     dialog_timeout: Duration,
     max_tabs: usize,
@@ -416,6 +419,53 @@ struct Shared {
 }
 
 type LiveConnection = Arc<Mutex<Option<Connection>>>;
+
+/// Where the driver hands `Page.screencastFrame`s while the live view casts.
+type ScreencastTap = Arc<Mutex<Option<mpsc::Sender<ScreencastFrame>>>>;
+
+/// One frame of a tab's screen (`Page.screencastFrame`), for the live view
+/// ([`crate::live`]), which acknowledges it (`Page.screencastFrameAck`).
+#[derive(Debug)]
+pub struct ScreencastFrame {
+    /// The page session it came on.
+    pub session: SessionId,
+    /// The frame's number, for `Page.screencastFrameAck{sessionId}`.
+    pub cast_id: i64,
+    /// The image, base64 (JPEG as the cast asked).
+    pub data: String,
+    /// Where the image sits on the page.
+    pub metadata: ScreencastMetadata,
+}
+
+/// `Page.ScreencastFrameMetadata`: the image covers `device_width` ×
+/// `device_height` DIP of the viewport, below `offset_top` DIP of browser
+/// chrome; scroll offsets in CSS pixels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScreencastMetadata {
+    /// Top offset in DIP.
+    #[serde(default)]
+    pub offset_top: f64,
+    /// Page scale factor.
+    #[serde(default = "one")]
+    pub page_scale_factor: f64,
+    /// Device screen width in DIP.
+    #[serde(default)]
+    pub device_width: f64,
+    /// Device screen height in DIP.
+    #[serde(default)]
+    pub device_height: f64,
+    /// Position of the horizontal scroll in CSS pixels.
+    #[serde(default)]
+    pub scroll_offset_x: f64,
+    /// Position of the vertical scroll in CSS pixels.
+    #[serde(default)]
+    pub scroll_offset_y: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
 
 static NEXT_SUPERVISOR_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -553,6 +603,31 @@ impl Supervisor {
     /// How long an interrupted command may wait for its dialog to be answered.
     pub(crate) fn dialog_timeout(&self) -> Duration {
         self.shared.dialog_timeout
+    }
+
+    /// A person takes the task (`true`) or hands it back: the auto
+    /// policies and watchdogs wait meanwhile, and restart at hand-back
+    /// ([`Tabs::set_person_in_control`]). An error only when the
+    /// supervisor has stopped.
+    pub fn set_person_in_control(&self, on: bool) -> Result<(), CdpCallError> {
+        self.request(Request::PersonInControl { on })
+    }
+
+    /// Sends the screencast frames of every tab to `tap` from now on
+    /// (`None`: nobody casts; frames are acknowledged and dropped). The
+    /// receiver must acknowledge each frame it takes.
+    pub fn set_screencast_tap(&self, tap: Option<mpsc::Sender<ScreencastFrame>>) {
+        *self
+            .shared
+            .screencast
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tap;
+    }
+
+    /// The connection, while connected, for the live view's own commands
+    /// (screencast, a person's input), which the core does not track.
+    pub fn live_connection(&self) -> Option<Connection> {
+        self.connection()
     }
 
     /// What happened, by kind and sequence number (`browser_wait`,

@@ -44,6 +44,8 @@ pub(super) struct Driver {
     pub(super) _downloads_dir: Option<tempfile::TempDir>,
     /// Mirrors `conn` for [`Supervisor::live_page`].
     pub(super) live: LiveConnection,
+    /// Where screencast frames go while the live view casts.
+    pub(super) screencast: ScreencastTap,
     /// What happened, by kind ([`Driver::announce`]).
     pub(super) happened: Arc<EventLog>,
     pub(super) state: Tabs,
@@ -324,7 +326,17 @@ impl Driver {
 
     pub(super) fn on_event(&mut self, session: Option<&SessionId>, raw: &RawEvent, now: Now) {
         let (method, params) = (raw.method(), raw.params());
-        if method.starts_with("Fetch.") {
+        if method == "Page.screencastFrame" {
+            // The live view's, not the core's: a picture, never logged.
+            self.on_screencast_frame(session, params);
+            return;
+        }
+        if method == "Page.javascriptDialogClosed" {
+            // What a prompt was answered with may be a person's: not logged.
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                tracing::debug!(%method, session = ?session, params = %without_user_input(params), "event");
+            }
+        } else if method.starts_with("Fetch.") {
             // A paused request's body may be the dialog bridge's, secret
             // and all; a challenged one's headers may carry credentials.
             tracing::trace!(%method, session = ?session, "event");
@@ -409,6 +421,9 @@ impl Driver {
     pub(super) fn on_request(&mut self, req: Request) {
         self.sync_watched();
         match req {
+            Request::PersonInControl { on } => {
+                self.state.set_person_in_control(on, Now::system());
+            }
             Request::ReleaseUnanswerable { reply } => {
                 let _ = reply.send(self.state.release_unanswerable());
             }
@@ -804,6 +819,67 @@ pub(super) fn counts_for_tree(method: &str, purpose: &Purpose) -> bool {
         method,
         "Page.getFrameTree" | "Target.setAutoAttach" | "Page.enable"
     ) && !matches!(purpose, Purpose::LoadTree { .. })
+}
+
+/// A dialog closed event's params with its `userInput` left out (the text
+/// a person or the agent answered a prompt with).
+fn without_user_input(params: &str) -> String {
+    match serde_json::from_str::<Value>(params) {
+        Ok(Value::Object(mut o)) => {
+            if o.get("userInput").is_some_and(|u| u != "") {
+                o.insert("userInput".into(), Value::String("(not logged)".into()));
+            }
+            Value::Object(o).to_string()
+        }
+        _ => "(unreadable)".into(),
+    }
+}
+
+impl Driver {
+    /// A screencast frame: to the live view's cast when one listens, else
+    /// acknowledged here (Chromium sends the next frame only after the
+    /// last one's ack, so a frame nobody takes must not stall the cast).
+    fn on_screencast_frame(&mut self, session: Option<&SessionId>, params: &str) {
+        let Some(session) = session else { return };
+        let Ok(frame) = serde_json::from_str::<ScreencastParams>(params) else {
+            return;
+        };
+        let frame = ScreencastFrame {
+            session: session.clone(),
+            cast_id: frame.session_id,
+            data: frame.data,
+            metadata: frame.metadata,
+        };
+        let rejected = {
+            let tap = self
+                .screencast
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match tap.as_ref() {
+                Some(tx) => tx.try_send(frame).err().map(|e| match e {
+                    mpsc::error::TrySendError::Full(f) | mpsc::error::TrySendError::Closed(f) => f,
+                }),
+                None => Some(frame),
+            }
+        };
+        if let (Some(f), Some(conn)) = (rejected, &self.conn) {
+            let _ = conn.send(
+                Some(&f.session),
+                "Page.screencastFrameAck",
+                serde_json::json!({"sessionId": f.cast_id}),
+                Duration::from_secs(2),
+            );
+        }
+    }
+}
+
+/// `Page.screencastFrame`'s params.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScreencastParams {
+    data: String,
+    metadata: ScreencastMetadata,
+    session_id: i64,
 }
 
 /// Events logged at `debug` with their params: the dialog and navigation

@@ -336,7 +336,10 @@ impl State {
         if let Some(request) = &auth_request {
             self.drop_superseded_challenges(&frame_id, request, now);
         }
-        let action = self.answer_at_once(&d.dialog_type, http_auth.as_ref());
+        // A person at the wheel answers it; nothing else does meanwhile.
+        let action = (!self.person)
+            .then(|| self.answer_at_once(&d.dialog_type, http_auth.as_ref()))
+            .flatten();
         let id = format!("d-{}", self.dialogs.next);
         self.dialogs.next += 1;
         let view = Arc::new(PendingDialog {
@@ -406,6 +409,33 @@ impl State {
                 Timer::Dialog(id),
                 now.instant.checked_add(self.opts.dialog_timeout),
             ),
+        }
+    }
+
+    /// A person handed the task back: every pending dialog nothing is in
+    /// flight for starts over, as at its opening (an auto policy or stored
+    /// credentials answer it now, a watchdog gets a full deadline), and a
+    /// blocked page's release waits its whole deadline again.
+    pub(super) fn restart_policies(&mut self, now: Now) {
+        let restart: Vec<(String, Option<DialogAction>)> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| self.dialogs.idle(&d.view.id))
+            .map(|d| {
+                let action = self.answer_at_once(&d.view.dialog_type, d.view.http_auth.as_ref());
+                (d.view.id.clone(), action)
+            })
+            .collect();
+        for (id, action) in restart {
+            self.answer_or_arm(id, action, now);
+        }
+        if self.timers.any(|t| *t == Timer::PageBlockedRelease) {
+            let at = match self.opts.policy.as_uniform() {
+                Some(DialogPolicy::AutoDismiss | DialogPolicy::AutoAccept) => Some(now.instant),
+                _ => now.instant.checked_add(self.opts.dialog_timeout),
+            };
+            self.timers.set(Timer::PageBlockedRelease, at);
         }
     }
 
@@ -983,6 +1013,9 @@ impl State {
         };
         let d = self.dialogs.pending.remove(pos);
         self.timers.cancel(&Timer::Dialog(id.to_owned()));
+        // What a person typed stays with the page (DESIGN "A person at
+        // the wheel"): their prompt answers are not recorded.
+        let user_input = user_input.filter(|_| !self.person);
         if d.view.dialog_type == DialogType::Beforeunload
             && accepted == Some(false)
             && let Some(frame) = &d.frame_id

@@ -177,6 +177,17 @@ impl Default for Out {
     }
 }
 
+/// Whether timer `t` may fire: a dialog's only while nothing is in flight
+/// for it, and neither the watchdog nor a policy's release while a person
+/// has the task.
+fn timer_live(t: &Timer, dialogs: &dialogs::Dialogs, person: bool) -> bool {
+    match t {
+        Timer::Dialog(id) => !person && dialogs.idle(id),
+        Timer::PageBlockedRelease => !person,
+        Timer::PageEnableGrace | Timer::OopifEnableGrace(_) | Timer::DownloadAfterStop => true,
+    }
+}
+
 /// Output slots a drained queue keeps: an attach queues a dozen commands at
 /// once, and an idle supervisor should not keep the room for them (2 KiB).
 const OUT_CAPACITY_KEPT: usize = 4;
@@ -237,6 +248,9 @@ pub struct State {
     /// When the page was last attached: an OOPIF adopted within the grace
     /// after it existed before us, and may be blocked by a dialog we never saw.
     attached_at: Option<Instant>,
+    /// A person has the task (DESIGN "A person at the wheel"): no auto
+    /// policy answers, no watchdog fires, and a prompt's text is not kept.
+    person: bool,
 }
 
 impl State {
@@ -254,6 +268,7 @@ impl State {
             blocked: Default::default(),
             unseen_blocks: Vec::new(),
             attached_at: None,
+            person: false,
         }
     }
 
@@ -379,6 +394,28 @@ impl State {
     /// reads ([`Notice::is_for_watchers`]) are not built. On by default.
     pub fn set_watched(&mut self, watched: bool) {
         self.out.watched = watched;
+    }
+
+    /// A person takes the task (`true`) or hands it back (`false`). While
+    /// a person has it, the auto policies and the watchdog wait (the person
+    /// sees and answers the prompts), a new dialog is answered by nothing
+    /// else, and what a person typed into a prompt is not recorded
+    /// (`user_input: null`). At hand-back every pending dialog starts over
+    /// as if it had just opened: an auto policy answers it now, a
+    /// must_respond one gets a full `dialog_timeout` again.
+    pub fn set_person_in_control(&mut self, on: bool, now: Now) {
+        if self.person == on {
+            return;
+        }
+        self.person = on;
+        if !on {
+            self.restart_policies(now);
+        }
+    }
+
+    /// Whether a person has the task ([`State::set_person_in_control`]).
+    pub fn person_in_control(&self) -> bool {
+        self.person
     }
 
     /// Sets the number the next dialog's id gets (see [`State::next_dialog_number`]).
@@ -928,13 +965,7 @@ impl State {
     }
 
     fn live(&self, t: &Timer) -> bool {
-        match t {
-            Timer::Dialog(id) => self.dialogs.idle(id),
-            Timer::PageEnableGrace
-            | Timer::OopifEnableGrace(_)
-            | Timer::PageBlockedRelease
-            | Timer::DownloadAfterStop => true,
-        }
+        timer_live(t, &self.dialogs, self.person)
     }
 
     /// Fires what is due at `now`, one [`Timer`] at a time; a timer armed
@@ -945,11 +976,9 @@ impl State {
         // kind of timer, so a few rounds reach a fixed point.
         for _ in 0..4 {
             let due = {
-                let dialogs = &self.dialogs;
-                self.timers.take_due(now.instant, |t| match t {
-                    Timer::Dialog(id) => dialogs.idle(id),
-                    _ => true,
-                })
+                let (dialogs, person) = (&self.dialogs, self.person);
+                self.timers
+                    .take_due(now.instant, |t| timer_live(t, dialogs, person))
             };
             if due.is_empty() {
                 return;

@@ -97,6 +97,8 @@ pub struct Tabs {
     next_dialog: u64,
     /// A watcher listens ([`Tabs::set_watched`]).
     watched: bool,
+    /// A person has the task ([`Tabs::set_person_in_control`]).
+    person: bool,
     out: VecDeque<Output>,
     /// The lists the last snapshot showed, shared by the next while unchanged.
     shown: Shown,
@@ -134,6 +136,7 @@ impl Tabs {
             expected: VecDeque::new(),
             next_dialog: 1,
             watched: true,
+            person: false,
             out: VecDeque::new(),
             shown: Shown::default(),
             downloads: Default::default(),
@@ -153,6 +156,21 @@ impl Tabs {
     /// The next output, if any. Drain after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
         super::pop_output(&mut self.out)
+    }
+
+    /// A person takes the whole task (`true`: every tab, and every tab
+    /// opened meanwhile) or hands it back ([`State::set_person_in_control`]).
+    pub fn set_person_in_control(&mut self, on: bool, now: Now) {
+        self.person = on;
+        let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
+        for k in keys {
+            self.drive(k, |s| s.set_person_in_control(on, now));
+        }
+    }
+
+    /// Whether a person has the task.
+    pub fn person_in_control(&self) -> bool {
+        self.person
     }
 
     /// How many outputs wait for [`Tabs::poll_output`].
@@ -360,6 +378,8 @@ impl Tabs {
     fn add_tab(&mut self, target_id: TargetId, opener: Option<TargetId>) -> u32 {
         let key = self.next_key;
         self.next_key += 1;
+        let mut state = State::new(self.opts.clone());
+        state.person = self.person;
         // Room for this one only: a `Tab` is ~800 bytes, and a first push
         // would make room for four (most tasks never open a second tab).
         self.tabs.reserve_exact(1);
@@ -367,7 +387,7 @@ impl Tabs {
             key,
             target_id,
             opener,
-            state: State::new(self.opts.clone()),
+            state,
             crashed: false,
             view: None,
         });
