@@ -55,10 +55,10 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations,
-    UnsubscribeRequestParams,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -157,11 +157,26 @@ pub struct McpSession {
 impl McpSession {
     /// A session with a fresh task id (`mcp-<pid>-<n>`) on `registry`.
     pub fn new(registry: Registry, config: Config) -> McpSession {
+        Self::with_agent(AgentSession::new(registry, Self::next_task_id(), config))
+    }
+
+    /// A session whose live view is served under `live_base` (the HTTP
+    /// server's own `http://host:port`).
+    pub fn new_sharing_live(registry: Registry, config: Config, live_base: String) -> McpSession {
+        Self::with_agent(
+            AgentSession::new(registry, Self::next_task_id(), config).with_live_base(live_base),
+        )
+    }
+
+    fn next_task_id() -> String {
         let n = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        let task_id = format!("mcp-{}-{n}", std::process::id());
-        tracing::debug!(task_id, "MCP session opened");
+        format!("mcp-{}-{n}", std::process::id())
+    }
+
+    fn with_agent(agent: AgentSession) -> McpSession {
+        tracing::debug!(task_id = agent.task_id(), "MCP session opened");
         McpSession {
-            agent: Arc::new(AgentSession::new(registry, task_id, config)),
+            agent: Arc::new(agent),
             watcher: std::sync::Mutex::new(None),
         }
     }
@@ -273,6 +288,95 @@ impl McpSession {
                     // Cancel, and whatever later revisions add: no answer.
                     _ => HumanReply::Cancelled,
                 })
+            })
+            .await
+    }
+}
+
+/// How often a waiting `browser_handoff` reports progress.
+pub const HANDOFF_PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl McpSession {
+    /// `browser_handoff`: the person is sent the control link by URL-mode
+    /// elicitation when the client declared it; while waiting, progress
+    /// goes out every [`HANDOFF_PROGRESS_INTERVAL`] when the request asked
+    /// for it (a progress token); a declined or cancelled elicitation ends
+    /// the handoff, as does the request's cancellation.
+    async fn handoff(
+        &self,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ToolError> {
+        let peer = context.peer.clone();
+        let can_open_url = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.url.is_some());
+        let progress = context.meta.get_progress_token();
+        let ct = context.ct.clone();
+        self.agent
+            .browser_handoff_with(args, |task, started, reason| async move {
+                let id = started.id;
+                let elicit = can_open_url.then(|| {
+                    let (peer, task, url) = (peer.clone(), task.clone(), started.url.clone());
+                    tokio::spawn(async move {
+                        let asked = peer
+                            .create_elicitation(ElicitRequestParams::UrlElicitationParams {
+                                meta: None,
+                                message: format!(
+                                    "The agent hands you its browser: {reason} Open the link, do it there, then press Done."
+                                ),
+                                url,
+                                elicitation_id: format!("handoff-{}-{id}", task.task_id()),
+                            })
+                            .await;
+                        let refused = match asked {
+                            Ok(r) => !matches!(r.action, ElicitationAction::Accept),
+                            Err(e) => {
+                                tracing::debug!("the handoff's URL elicitation failed: {e}");
+                                false
+                            }
+                        };
+                        if refused {
+                            task.end_handoff(Some(id), crate::live::EndedBy::Agent);
+                        }
+                    })
+                });
+                let ticker = progress.map(|token| {
+                    let peer = peer.clone();
+                    tokio::spawn(async move {
+                        let started = tokio::time::Instant::now();
+                        let mut tick = tokio::time::interval_at(
+                            started + HANDOFF_PROGRESS_INTERVAL,
+                            HANDOFF_PROGRESS_INTERVAL,
+                        );
+                        loop {
+                            tick.tick().await;
+                            let mut p = ProgressNotificationParam::new(
+                                token.clone(),
+                                started.elapsed().as_secs_f64().floor(),
+                            );
+                            p.message = Some("waiting for the person to press Done".into());
+                            if peer.notify_progress(p).await.is_err() {
+                                return;
+                            }
+                        }
+                    })
+                });
+                let end = tokio::select! {
+                    r = task.handed_back(id) => match r {
+                        Some(r) => crate::tools::HandoffEnd::Ended(r),
+                        None => crate::tools::HandoffEnd::Cancelled,
+                    },
+                    () = ct.cancelled() => {
+                        task.end_handoff(Some(id), crate::live::EndedBy::Agent);
+                        crate::tools::HandoffEnd::Cancelled
+                    }
+                };
+                for t in [elicit, ticker].into_iter().flatten() {
+                    t.abort();
+                }
+                end
             })
             .await
     }
@@ -403,9 +507,12 @@ impl ServerHandler for McpSession {
         // A client that cancels the request (notifications/cancelled) ends
         // the call: a browser_wait stops waiting, nothing lingers.
         let asks_user = request.name == "browser_dialog" && args["action"] == ASK_USER;
+        let hands_over = request.name == "browser_handoff";
         let call = async {
             if asks_user {
                 self.ask_user(args, &context.peer).await
+            } else if hands_over {
+                self.handoff(args, &context).await
             } else {
                 self.agent.call(&request.name, args).await
             }
@@ -852,15 +959,28 @@ pub fn http_router(
     } else {
         http_config.with_allowed_hosts(allowed_hosts)
     };
+    let live_base = crate::live::http::base_url(bound);
     let service: StreamableHttpService<McpSession, LocalSessionManager> =
         StreamableHttpService::new(
-            move || Ok(McpSession::new(registry.clone(), config.clone())),
+            move || {
+                Ok(McpSession::new_sharing_live(
+                    registry.clone(),
+                    config.clone(),
+                    live_base.clone(),
+                ))
+            },
             sessions,
             http_config,
         );
+    // The live view shares the listener, with its own guard: its token is
+    // in the path, and only its own pages may call it (no bearer token:
+    // the person's browser has none).
     axum::Router::new()
         .nest_service(HTTP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(guard, guard_request))
+        .merge(crate::live::http::router(
+            crate::live::http::HostCheck::for_bound(bound),
+        ))
 }
 
 /// Host names that always mean this machine.

@@ -34,6 +34,8 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 mod catalog;
+mod handoff;
+pub use handoff::{HANDOFF_DEFAULT_TIMEOUT_S, HANDOFF_MAX_TIMEOUT_S, HandoffEnd, handoff_result};
 
 pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
 
@@ -46,7 +48,7 @@ pub const WAIT_MAX_TIMEOUT_S: f64 = 300.0;
 /// `browser_wait`'s events, each with the kinds of [`EventKind`] it counts.
 /// A page found blocked by a dialog opened before we attached counts as a
 /// dialog opening.
-pub const WAIT_EVENTS: [(&str, &[EventKind]); 6] = [
+pub const WAIT_EVENTS: [(&str, &[EventKind]); 7] = [
     (
         "dialog_opened",
         &[EventKind::DialogOpened, EventKind::PageBlocked],
@@ -55,6 +57,8 @@ pub const WAIT_EVENTS: [(&str, &[EventKind]); 6] = [
     ("page_loaded", &[EventKind::PageLoaded]),
     ("tab_opened", &[EventKind::TabOpened]),
     ("download_done", &[EventKind::DownloadDone]),
+    // A person handed the task back (`browser_handoff`): not a browser event.
+    ("handed_back", &[]),
     (
         "any",
         &[
@@ -158,6 +162,9 @@ pub struct AgentSession {
     /// What this session's previous tool result covered, with the
     /// supervisor generation it was of ([`crate::changes`]).
     seen: Mutex<Option<(u64, Seen)>>,
+    /// The live view's base URL when a server shares its listener
+    /// (`mcp --http`); else one is opened on `browser.live.addr`.
+    live_base: Option<String>,
 }
 
 /// Longest `find` text `browser_snapshot` takes.
@@ -295,6 +302,15 @@ pub enum ToolCall {
     },
     /// `browser_disconnect`.
     Disconnect,
+    /// `browser_handoff`.
+    Handoff {
+        /// Why, for the person (at most [`handoff::REASON_MAX_CHARS`]).
+        reason: String,
+        /// Within (0, [`HANDOFF_MAX_TIMEOUT_S`]].
+        timeout_s: f64,
+        /// Wait for the hand-back.
+        wait: bool,
+    },
 }
 
 /// `browser_dialog`'s `action`.
@@ -429,7 +445,15 @@ impl AgentSession {
             provider,
             provider_lock: AsyncMutex::new(()),
             provider_creating: AtomicBool::new(false),
+            live_base: None,
         }
+    }
+
+    /// The same, with the live view served under `base` (`http://host:port`
+    /// of a server that shares its listener).
+    pub fn with_live_base(mut self, base: impl Into<String>) -> AgentSession {
+        self.live_base = Some(base.into());
+        self
     }
 
     /// The same, with this provider serving `browser.cloud_provider` (for
@@ -463,9 +487,32 @@ impl AgentSession {
     /// A successful result carries `changes` when something happened since
     /// this session's previous result ([`crate::changes`]).
     pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let mut result = self.call_tool(name, args).await;
+        self.decorated(name, args.clone(), self.call_tool(name, args))
+            .await
+    }
+
+    /// Runs `call`, the body of tool `name` called with `args`, as every
+    /// tool runs: refused at once while a person has the task (unless it
+    /// only reads), and its successful result given `changes`.
+    async fn decorated(
+        &self,
+        name: &str,
+        args: Value,
+        call: impl std::future::Future<Output = Result<Value, ToolError>>,
+    ) -> Result<Value, ToolError> {
+        if let Some(c) = self.person_in_control()
+            && handoff::refused_while_person(name, &args)
+        {
+            return Err(handoff::person_in_control_error(name, &c));
+        }
+        let handoff = self.handoff_change(name, &args);
+        let mut result = call.await;
         if let Ok(v) = &mut result {
             self.add_changes(name, v);
+            if let (Some(r), Some(obj)) = (handoff, v.as_object_mut()) {
+                let changes = obj.entry("changes").or_insert_with(|| json!({}));
+                changes["handoff"] = json!(r);
+            }
         }
         result
     }
@@ -572,6 +619,11 @@ impl AgentSession {
                 self.browser_connect(&cdp_url, target_id).await
             }
             ToolCall::Disconnect => Ok(self.browser_disconnect().await),
+            ToolCall::Handoff {
+                reason,
+                timeout_s,
+                wait,
+            } => self.browser_handoff(&reason, timeout_s, wait).await,
         }
     }
 
@@ -917,6 +969,12 @@ impl AgentSession {
         };
         let mut r = snapshot_result(&s).await;
         r.page = outline.map(PageView::from);
+        if self.person_in_control().is_some()
+            && let Some(p) = &mut r.page
+        {
+            // What the person types in fields is theirs.
+            p.page = crate::supervisor::act::without_values(&p.page);
+        }
         Ok(r.to_json())
     }
 
@@ -1309,6 +1367,9 @@ impl AgentSession {
     ) -> Result<Value, ToolError> {
         let (_, kinds) = wait_event(event)?;
         let timeout_s = seconds(timeout_s, WAIT_DEFAULT_TIMEOUT_S, WAIT_MAX_TIMEOUT_S)?;
+        if event == "handed_back" {
+            return self.wait_handed_back(timeout_s).await;
+        }
         let Some(s) = self.supervisor_for_reading().await? else {
             return Err(ToolError::new(
                 "no browser is running, so nothing can happen yet: browser_navigate starts one (or browser_connect attaches to one)",
@@ -1421,6 +1482,7 @@ impl AgentSession {
     /// provider session, both at once (on stdio the client kills us soon
     /// after stdin closes).
     pub async fn close(&self) {
+        crate::live::hub().task_ended(&self.task_id);
         *self
             .last
             .lock()

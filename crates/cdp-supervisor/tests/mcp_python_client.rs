@@ -117,3 +117,8 @@ fn what_an_agent_pays_per_step_through_the_python_sdk() {
 fn every_prompt_the_browser_raises_through_the_python_sdk() {
     run_script("prompts.py");
 }
+
+#[test]
+fn a_person_takes_the_browser_through_the_live_view_and_hands_it_back() {
+    run_script("handoff.py");
+}

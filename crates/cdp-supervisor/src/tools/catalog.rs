@@ -148,7 +148,7 @@ impl ToolSpec {
     }
 }
 
-const DECLARED: [ToolSpec; 12] = [
+const DECLARED: [ToolSpec; 13] = [
     ToolSpec::of::<NavigateArgs>(),
     ToolSpec::of::<SnapshotArgs>(),
     ToolSpec::of::<ClickArgs>(),
@@ -161,6 +161,7 @@ const DECLARED: [ToolSpec; 12] = [
     ToolSpec::of::<WaitArgs>(),
     ToolSpec::of::<ConnectArgs>(),
     ToolSpec::of::<NoArgs>(),
+    ToolSpec::of::<HandoffArgs>(),
 ];
 
 /// Every tool, in the order they are listed.
@@ -904,6 +905,79 @@ impl ToolArgs for WaitArgs {
             event: wait_event(&self.event)?.0,
             timeout_s: seconds(self.timeout_s, WAIT_DEFAULT_TIMEOUT_S, WAIT_MAX_TIMEOUT_S)?,
             since: self.since,
+        })
+    }
+}
+
+/// # Hand the browser to a person
+///
+/// For what only a person can do on the page — sign in, solve a captcha, type a 2FA code, accept
+/// a consent wall — give them the browser and get it back. Returns {status, url, view_url,
+/// expires_at, handoff?}: url is a private link to a live view where the person sees this task's
+/// browser and uses it with mouse and keyboard (and answers its dialogs); give it to your user
+/// and nobody else (view_url only watches). Your client may open it for the user (URL
+/// elicitation). With wait (default true) the call returns when the person presses Done
+/// (status "handed_back"), after timeout_s (default 600, at most 3600: "timed_out"), or when you
+/// cancel it; with wait false it returns at once ("in_progress") and browser_wait(event:
+/// "handed_back") waits. Meanwhile every tool that changes the page answers person_in_control;
+/// browser_snapshot works and shows no field values; dialog policies and the watchdog wait.
+/// handoff says what happened: {reason, started_at, ended_at, ended_by, urls visited,
+/// dialogs_answered, tabs_opened, tabs_closed} — never what the person typed. The next result's
+/// changes carries it too.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HandoffArgs {
+    /// Why, in a sentence the person reads (e.g. "Please sign in to your bank, then press Done")
+    reason: String,
+    /// Seconds the person has at most
+    #[serde(default)]
+    #[schemars(
+        range(max = super::HANDOFF_MAX_TIMEOUT_S),
+        extend("exclusiveMinimum" = 0, "default" = super::HANDOFF_DEFAULT_TIMEOUT_S)
+    )]
+    timeout_s: Option<f64>,
+    /// Wait until the person hands back (default true)
+    #[serde(default)]
+    wait: Option<bool>,
+}
+
+impl ToolArgs for HandoffArgs {
+    const NAME: &'static str = "browser_handoff";
+    const NEEDS_CDP: bool = true;
+    const HINTS: Hints = ANSWERS;
+
+    fn output_schema() -> Value {
+        result(
+            json!({
+                "status": {"type": "string", "enum": ["in_progress", "handed_back", "timed_out", "cancelled"]},
+                "url": string(), "view_url": string(), "expires_at": {"type": "number"},
+                "handoff": {"type": "object"},
+            }),
+            &["status", "url", "expires_at"],
+        )
+    }
+
+    fn check(self, _: &NavigationPolicy) -> Result<ToolCall, ToolError> {
+        let reason = self.reason.trim();
+        if reason.is_empty() {
+            return Err(ToolError::new(
+                "browser_handoff: reason is empty; say in a sentence what the person should do",
+            ));
+        }
+        if reason.chars().count() > super::handoff::REASON_MAX_CHARS {
+            return Err(ToolError::new(format!(
+                "browser_handoff: reason has more than {} characters; say it in a sentence",
+                super::handoff::REASON_MAX_CHARS
+            )));
+        }
+        Ok(ToolCall::Handoff {
+            reason: reason.to_owned(),
+            timeout_s: seconds(
+                self.timeout_s,
+                super::HANDOFF_DEFAULT_TIMEOUT_S,
+                super::HANDOFF_MAX_TIMEOUT_S,
+            )?,
+            wait: self.wait.unwrap_or(true),
         })
     }
 }

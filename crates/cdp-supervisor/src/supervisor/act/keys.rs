@@ -7,12 +7,12 @@ use serde_json::json;
 use std::time::Duration;
 
 /// A key as `Input.dispatchKeyEvent` needs it.
-pub(super) struct Key {
-    key: String,
-    code: String,
-    vk: u32,
+pub(crate) struct Key {
+    pub(crate) key: String,
+    pub(crate) code: String,
+    pub(crate) vk: u32,
     /// What it types (`\r` for Enter: forms submit only with it).
-    text: Option<String>,
+    pub(crate) text: Option<String>,
 }
 
 /// The named DOM keys: (key, code, windowsVirtualKeyCode, text).
@@ -34,7 +34,7 @@ pub(super) const NAMED_KEYS: &[(&str, &str, u32, Option<&str>)] = &[
     ("Space", "Space", 32, Some(" ")),
 ];
 
-pub(super) fn key_of(name: &str) -> Option<Key> {
+pub(crate) fn key_of(name: &str) -> Option<Key> {
     if let Some((key, code, vk, text)) = NAMED_KEYS.iter().find(|k| k.0 == name) {
         let key = if *key == "Space" { " " } else { key };
         return Some(Key {

@@ -50,7 +50,7 @@ use std::time::Duration;
 
 mod actions;
 mod frames;
-mod keys;
+pub(crate) mod keys;
 mod outline;
 mod parts;
 mod refs;
@@ -58,6 +58,7 @@ mod render;
 mod walk;
 
 pub use parts::CursorError;
+pub use render::without_values;
 
 /// DESIGN: each part of the outline has at most 2,000 lines
 /// (`page_truncated`, `page_cursor`), its last one saying how to continue.

@@ -510,6 +510,43 @@ fn quote_within(s: &str, max: usize) -> String {
     serde_json::to_string(&cut).expect("a string serializes")
 }
 
+/// `text` (outline lines) with every `[value="…"]` left out: what a
+/// person typed into fields while they had the task is theirs (DESIGN "A
+/// person at the wheel"). Values are quoted in JSON string syntax, so the
+/// closing quote is the first one not escaped.
+pub fn without_values(text: &str) -> String {
+    const MARK: &str = " [value=\"";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at]);
+        let body = &rest[at + MARK.len()..];
+        let mut escaped = false;
+        let mut end = None;
+        for (i, c) in body.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(i) if body[i + 1..].starts_with(']') => rest = &body[i + 2..],
+            // Not a value we wrote: kept as it is.
+            _ => {
+                out.push_str(MARK);
+                rest = body;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Appends the node's value and states: `[checked]`, `[disabled]`,
 /// `[expanded]`/`[expanded=false]`, `[selected]`, `[value="…"]`…
 fn states(n: &AxNode, line: &mut String, without_level: bool) {
@@ -551,6 +588,16 @@ fn states(n: &AxNode, line: &mut String, without_level: bool) {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_left_out_and_nothing_else() {
+        let text = "- textbox \"Name\" [value=\"Ada \\\"the\\\" ]\"] [ref=e1]\n- textbox \"Code\" [focused] [value=\"123\"] [ref=e2]\n- button \"[value=\\\"x\\\"]\" [ref=e3]";
+        assert_eq!(
+            without_values(text),
+            "- textbox \"Name\" [ref=e1]\n- textbox \"Code\" [focused] [ref=e2]\n- button \"[value=\\\"x\\\"]\" [ref=e3]"
+        );
+        assert_eq!(without_values("- heading \"x\""), "- heading \"x\"");
+    }
     use crate::supervisor::act::walk::parse_walk;
 
     /// A walker reply (`outline.js`): `[parent, role, name, value, states, key]`.
