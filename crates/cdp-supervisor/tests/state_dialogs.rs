@@ -1553,3 +1553,79 @@ fn regression_soak_an_answer_whose_dialog_closed_without_it_is_not_a_success() {
         .contains("nothing was answered")
     );
 }
+
+// ---- a person at the wheel -------------------------------------------------
+
+/// While a person has the task the watchdog waits, however long; at the
+/// hand-back it gets a whole deadline again (DESIGN "A person at the wheel").
+#[test]
+fn a_person_in_control_pauses_the_watchdog_and_the_hand_back_restarts_its_deadline() {
+    let mut h = H::attached(MustRespond);
+    h.st.set_person_in_control(true, h.now);
+    h.alert("S1", "T1", "hi");
+    h.drain();
+    assert_eq!(h.st.poll_timeout(), None, "no wakeup while a person has it");
+    h.advance(DEFAULT_DIALOG_TIMEOUT * 3);
+    h.st.handle_timeout(h.now);
+    assert!(answers(&h.sends()).is_empty(), "the watchdog did not act");
+    assert_eq!(h.pending_ids(), ["d-1"]);
+    h.st.set_person_in_control(false, h.now);
+    assert_eq!(
+        h.st.poll_timeout(),
+        Some(h.now.instant + DEFAULT_DIALOG_TIMEOUT),
+        "a whole deadline from the hand-back"
+    );
+    h.fire_after(DEFAULT_DIALOG_TIMEOUT);
+    assert_eq!(answers(&h.sends()).len(), 1, "then the watchdog dismisses it");
+}
+
+/// An auto policy answers nothing while a person has the task (the person
+/// sees the prompt and answers it); at the hand-back it answers what is
+/// still pending at once, as `auto_policy`.
+#[test]
+fn an_auto_policy_waits_for_the_hand_back_then_answers_at_once() {
+    let mut h = H::attached(AutoAccept);
+    h.st.set_person_in_control(true, h.now);
+    h.open("S1", "T1", "confirm", "ok?", "");
+    assert!(answers(&h.sends()).is_empty(), "nothing answers for the person");
+    h.advance(Duration::from_secs(30));
+    h.st.handle_timeout(h.now);
+    assert!(answers(&h.sends()).is_empty());
+    h.st.set_person_in_control(false, h.now);
+    h.st.handle_timeout(h.now);
+    let cmds = h.sends();
+    let a = answers(&cmds);
+    assert_eq!(a.len(), 1, "{cmds:?}");
+    assert_eq!(a[0].params, json!({"accept": true}));
+    h.closed("S1", "T1", true, "");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::AutoPolicy);
+}
+
+/// What a person typed into a prompt stays with the page: a prompt they
+/// answered is recorded with `user_input: null`; the agent's own answer
+/// after the hand-back is recorded as ever.
+#[test]
+fn a_prompt_the_person_answered_keeps_no_user_input() {
+    let mut h = H::attached(MustRespond);
+    h.st.set_person_in_control(true, h.now);
+    h.open("S1", "T1", "prompt", "Your code?", "");
+    h.drain();
+    h.answer(DialogAction::Accept, Some("424242"), Some("d-1"), 1)
+        .expect("the person's answer is taken");
+    h.closed("S1", "T1", true, "424242");
+    h.answer_reply("S1", "d-1", Ok(json!({})));
+    let r = h.recent();
+    assert_eq!(r[0].accepted, Some(true));
+    assert_eq!(r[0].user_input, None, "{r:?}");
+    h.st.set_person_in_control(false, h.now);
+    h.open("S1", "T1", "prompt", "Name?", "");
+    h.drain();
+    h.answer(DialogAction::Accept, Some("Ada"), Some("d-2"), 2)
+        .expect("the agent's answer");
+    h.closed("S1", "T1", true, "Ada");
+    h.answer_reply("S1", "d-2", Ok(json!({})));
+    let r = h.recent();
+    let agents = r.iter().find(|c| c.dialog.id == "d-2").expect("d-2 closed");
+    assert_eq!(agents.user_input.as_deref(), Some("Ada"));
+}
