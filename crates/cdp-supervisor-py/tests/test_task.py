@@ -281,3 +281,41 @@ def test_connect_to_a_running_browser_and_the_aio_view(chrome_cdp: str, site: st
         assert asyncio.run(main())["status"] == "loaded"
         assert t.snapshot(page=False)["url"] == f"{site}/main.html"
         assert t.disconnect() == {"disconnected": True}
+
+
+def test_handoff_gives_the_browser_to_a_person_and_back(task: Task, site: str) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    from cdp_supervisor import PersonInControl
+
+    task.navigate(f"{site}/main.html")
+    h = task.handoff("Please sign in, then press Done.", wait=False)
+    assert h["status"] == "in_progress" and "/live/" in h["url"], h
+    with pytest.raises(PersonInControl) as e:
+        task.navigate(f"{site}/main.html")
+    assert e.value.reason == "Please sign in, then press Done."
+    assert task.snapshot(page=False)["url"].endswith("/main.html"), "reading still works"
+    with urllib.request.urlopen(h["url"] + "/state", timeout=10) as r:
+        assert json.loads(r.read())["controller"] == "person"
+    # The person presses Done (the page's button posts this).
+    req = urllib.request.Request(h["url"] + "/done", data=b"{}", method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert json.loads(r.read())["handoff"]["ended_by"] == "person"
+    w = task.wait("handed_back", timeout_s=10)
+    assert w["happened"] and w["handoff"]["ended_by"] == "person", w
+    with pytest.raises(urllib.error.HTTPError) as nf:
+        urllib.request.urlopen(h["url"] + "/state", timeout=10)
+    assert nf.value.code == 404, "the control link ended with the handoff"
+    assert task.navigate(f"{site}/main.html")["status"] == "loaded"
+
+
+def test_await_handoff_times_out(site: str) -> None:
+    async def main() -> Dict[str, Any]:
+        async with AsyncTask(chromium_args=[HOST_RULES]) as t:
+            await t.navigate(f"{site}/main.html")
+            return await t.handoff("Nobody comes.", timeout_s=1)
+
+    r = asyncio.run(main())
+    assert r["status"] == "timed_out" and r["handoff"]["ended_by"] == "timeout", r

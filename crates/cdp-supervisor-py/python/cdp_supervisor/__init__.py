@@ -39,6 +39,7 @@ __all__ = [
     "DialogError",
     "InterruptedByDialog",
     "NavigationBlocked",
+    "PersonInControl",
     "Task",
     "TaskClosed",
     "ToolError",
@@ -87,6 +88,17 @@ class DialogError(ToolError):
     answer."""
 
 
+class PersonInControl(ToolError):
+    """A person has the browser (``handoff``): tools that change the page
+    wait for the hand-back. ``since`` and ``until`` are Unix seconds."""
+
+    def __init__(self, message: str, *, tool: str, structured: Json) -> None:
+        super().__init__(message, tool=tool, structured=structured)
+        self.since: float = structured.get("since", 0.0)
+        self.until: float = structured.get("until", 0.0)
+        self.reason: str = structured.get("reason", "")
+
+
 class TaskClosed(ToolError):
     """The task was closed; make a new one."""
 
@@ -109,6 +121,8 @@ def _typed(session: _native.Session, name: str, args: Json, e: _native.NativeToo
         return TaskClosed(message, tool=name)
     if structured and structured.get("interrupted_by_dialog"):
         return InterruptedByDialog(message, tool=name, structured=structured)
+    if structured and structured.get("error") == "person_in_control":
+        return PersonInControl(message, tool=name, structured=structured)
     if name == "browser_dialog":
         return DialogError(message, tool=name, structured=structured)
     url = _navigated_url(name, args)
@@ -266,6 +280,16 @@ class Task(_Base):
     def disconnect(self) -> Json:
         return self.call("browser_disconnect", {})
 
+    def handoff(self, reason: str, timeout_s: Optional[float] = None, wait: Optional[bool] = None) -> Json:
+        """browser_handoff: gives the browser to a person through the live
+        view. Returns ``{status, url, view_url, expires_at, handoff?}``:
+        send ``url`` to your user (it is theirs alone); with ``wait`` (the
+        default) this returns when they press Done (``handed_back``) or at
+        ``timeout_s`` (``timed_out``); with ``wait=False`` at once, and
+        ``wait("handed_back")`` waits. ``handoff`` says what happened,
+        never what the person typed."""
+        return self.call("browser_handoff", _args(reason=reason, timeout_s=timeout_s, wait=wait))
+
 
 Browser = Task
 
@@ -371,4 +395,8 @@ class AsyncTask(_Base):
 
     async def disconnect(self) -> Json:
         return await self.call("browser_disconnect", {})
+
+    async def handoff(self, reason: str, timeout_s: Optional[float] = None, wait: Optional[bool] = None) -> Json:
+        """``Task.handoff`` as a coroutine: the loop runs on while the person works."""
+        return await self.call("browser_handoff", _args(reason=reason, timeout_s=timeout_s, wait=wait))
 
