@@ -410,3 +410,75 @@ fn watch_says_at_attach_what_already_blocks_the_page() {
     );
     drop(chromium);
 }
+
+/// `live URL`: a browser with no agent; the printed control link opens the
+/// live view, whose state says a person has it and shows the page; a wrong
+/// token is a 404; Ctrl-C ends it with exit 0.
+#[test]
+fn live_prints_a_control_link_to_a_browser_with_no_agent() {
+    let mut child = Command::new(BIN)
+        .args(["live", "data:text/html,<title>live-cli</title><p>hello"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cdp-supervisor live");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let until = Instant::now() + Duration::from_secs(60);
+    let mut control = None;
+    while control.is_none() && Instant::now() < until {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200))
+            && let Some(at) = line.find("control (yours alone): ")
+        {
+            control = Some(
+                line[at + "control (yours alone): ".len()..]
+                    .trim()
+                    .to_owned(),
+            );
+        }
+    }
+    let control = control.expect("live printed its control link within 60 s");
+    let get = |url: &str| -> (u16, String) {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let r = reqwest::get(url).await.expect("the live view answers");
+            (r.status().as_u16(), r.text().await.unwrap_or_default())
+        })
+    };
+    let (code, body) = get(&format!("{control}/state"));
+    assert_eq!(code, 200, "{body}");
+    let state: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(state["controller"], "person", "{state}");
+    assert_eq!(state["title"], "live-cli", "{state}");
+    let (page, html) = get(&control);
+    assert!(
+        page == 200 && html.contains("id=\"screen\""),
+        "the page: {page}"
+    );
+    let wrong = format!("{}{}", &control[..control.len() - 32], "0".repeat(32));
+    assert_eq!(get(&wrong).0, 404);
+    // SAFETY: a plain syscall on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let until = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break Some(s);
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "Ctrl-C ends live with exit 0: {status:?}"
+    );
+}

@@ -1576,7 +1576,11 @@ fn a_person_in_control_pauses_the_watchdog_and_the_hand_back_restarts_its_deadli
         "a whole deadline from the hand-back"
     );
     h.fire_after(DEFAULT_DIALOG_TIMEOUT);
-    assert_eq!(answers(&h.sends()).len(), 1, "then the watchdog dismisses it");
+    assert_eq!(
+        answers(&h.sends()).len(),
+        1,
+        "then the watchdog dismisses it"
+    );
 }
 
 /// An auto policy answers nothing while a person has the task (the person
@@ -1587,7 +1591,10 @@ fn an_auto_policy_waits_for_the_hand_back_then_answers_at_once() {
     let mut h = H::attached(AutoAccept);
     h.st.set_person_in_control(true, h.now);
     h.open("S1", "T1", "confirm", "ok?", "");
-    assert!(answers(&h.sends()).is_empty(), "nothing answers for the person");
+    assert!(
+        answers(&h.sends()).is_empty(),
+        "nothing answers for the person"
+    );
     h.advance(Duration::from_secs(30));
     h.st.handle_timeout(h.now);
     assert!(answers(&h.sends()).is_empty());

@@ -1,9 +1,10 @@
-//! The `cdp-supervisor` command line: `demo`, `watch`, `snapshot`, `mcp`.
+//! The `cdp-supervisor` command line: `demo`, `watch`, `snapshot`, `mcp`, `live`.
 //!
 //! A user error (bad flag, bad URL, unreachable endpoint, bad config) ends
 //! with one line on stderr and a non-zero exit; never a panic or a backtrace.
 
 mod demo;
+mod live;
 mod render;
 mod watch;
 
@@ -37,6 +38,20 @@ enum Command {
     Snapshot(SnapshotArgs),
     /// Serve the agent tools over the Model Context Protocol (stdio by default).
     Mcp(McpArgs),
+    /// A live view of a browser with no agent: prints a link where a person
+    /// sees its tab and uses it (mouse, keys, its dialogs) until Ctrl-C.
+    Live(LiveArgs),
+}
+
+#[derive(Args, Debug)]
+struct LiveArgs {
+    /// A URL to open first (else the page as it is).
+    url: Option<String>,
+    #[command(flatten)]
+    browser: BrowserFlags,
+    /// Where the live view listens (browser.live.addr; default 127.0.0.1:0, a free port).
+    #[arg(long, value_name = "ADDR")]
+    addr: Option<String>,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -269,6 +284,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Snapshot(a) => {
             let config = load_config(path, &a.browser)?;
             watch::snapshot(config, &a.url, a.settle_ms).await
+        }
+        Command::Live(a) => {
+            let mut config = load_config(path, &a.browser)?;
+            if let Some(addr) = &a.addr {
+                config
+                    .set("browser.live.addr", addr)
+                    .map_err(|e| CliError(format!("{e} (from --addr)")))?;
+            }
+            live::run(config, a.url).await
         }
         Command::Mcp(a) => {
             let config = load_config(path, &a.browser)?;
