@@ -24,6 +24,9 @@ at a point of the screen image, key presses), never through the agent's tools.
                       reads /state but cannot answer or drive; a page of another
                       origin cannot open the WebSocket (a real browser tries);
                       /state says casting only while someone watches
+  elicitation_and_progress  a client declaring URL-mode elicitation is asked to
+                      open the control link; progress every 10 s while it
+                      waits; a declined elicitation ends the handoff
   timeout_and_watchdog with dialog_timeout_s 2: a confirm opened while the person
                       has the task outlives its watchdog; browser_handoff(wait,
                       timeout_s 3) returns timed_out; then the watchdog dismisses
@@ -522,12 +525,63 @@ async def timeout_and_watchdog(sc: Scenario, binary: str) -> None:
                  f"browser_handoff(wait) returns timed_out at its timeout_s ({timed['status']})")
 
 
+async def elicitation_and_progress(sc: Scenario, binary: str) -> None:
+    """A client that declares URL-mode elicitation is asked to open the
+    control link; a waiting handoff sends progress every 10 s; the person's
+    Done (posted 11 s later) ends it. A declined elicitation ends the
+    handoff at once (cancelled)."""
+    from mcp import types
+
+    port = await start_site(sc, pages)
+    asked: list = []
+    decline = [False]
+
+    async def on_elicit(context, params):
+        asked.append(params)
+        if decline[0]:
+            return types.ElicitResult(action="decline")
+        url = getattr(params, "url", "")
+
+        async def person_later() -> None:
+            await anyio.sleep(11)
+            await anyio.to_thread.run_sync(lambda: http("POST", url + "/done", {}))
+
+        tg.start_soon(person_later)
+        return types.ElicitResult(action="accept")
+
+    progress: list = []
+
+    async def on_progress(value, total, message) -> None:
+        progress.append((value, message))
+
+    async with anyio.create_task_group() as tg, \
+            mcp_server(sc, binary, "agent", [], env=ENV, elicitation_callback=on_elicit) as srv:
+        agent = srv.client
+        await call(agent, "browser_navigate", {"url": f"http://a.test:{port}/main"})
+        r = await agent.call_tool("browser_handoff", {"reason": "Sign in, please.", "timeout_s": 60},
+                                  progress_callback=on_progress)
+        data = r.structured_content or {}
+        sc.check(not r.is_error and data.get("status") == "handed_back", f"handed back after the person's Done ({data.get('status')})")
+        sc.check(len(asked) == 1 and getattr(asked[0], "mode", "") == "url" and getattr(asked[0], "url", "") == data["url"]
+                 and "Sign in, please." in getattr(asked[0], "message", ""),
+                 "the client was asked, in URL mode, to open the control link")
+        sc.check(len(progress) >= 1 and "Done" in (progress[0][1] or ""), f"progress came while it waited ({progress})")
+        decline[0] = True
+        r = await agent.call_tool("browser_handoff", {"reason": "Again?", "timeout_s": 60})
+        data = r.structured_content or {}
+        sc.check(data.get("status") == "cancelled" and data["handoff"]["ended_by"] == "agent",
+                 f"a declined elicitation ends the handoff ({data.get('status')})")
+        sc.check(http("GET", data["url"] + "/state")[0] == 404, "its link ended with it")
+        tg.cancel_scope.cancel()
+
+
 SCENARIOS = {
     "handoff_end_to_end": handoff_end_to_end,
+    "elicitation_and_progress": elicitation_and_progress,
     "tokens_and_origins": tokens_and_origins,
     "timeout_and_watchdog": timeout_and_watchdog,
 }
-PHASES = [["handoff_end_to_end"], ["tokens_and_origins", "timeout_and_watchdog"]]
+PHASES = [["handoff_end_to_end", "elicitation_and_progress"], ["tokens_and_origins", "timeout_and_watchdog"]]
 
 
 async def main() -> int:
