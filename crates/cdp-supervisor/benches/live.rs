@@ -54,7 +54,9 @@ struct Viewer {
 }
 
 async fn viewer(ws: &str) -> Viewer {
-    let (socket, _) = tokio_tungstenite::connect_async(ws).await.expect("viewer connects");
+    let (socket, _) = tokio_tungstenite::connect_async(ws)
+        .await
+        .expect("viewer connects");
     let (mut sink, mut stream) = socket.split();
     let bytes = Arc::new(AtomicU64::new(0));
     let frames = Arc::new(Mutex::new(Vec::new()));
@@ -84,7 +86,13 @@ async fn viewer(ws: &str) -> Viewer {
             }
         }
     });
-    Viewer { bytes, frames, width, send, task }
+    Viewer {
+        bytes,
+        frames,
+        width,
+        send,
+        task,
+    }
 }
 
 fn proc_cpu_s(pid: u32) -> f64 {
@@ -123,7 +131,9 @@ async fn eval(sup: &Supervisor, expression: &str, await_promise: bool) -> Value 
 
 #[tokio::main]
 async fn main() {
-    let chromium = LocalChromium::launch(&LaunchOptions::default()).await.expect("launch Chromium");
+    let chromium = LocalChromium::launch(&LaunchOptions::default())
+        .await
+        .expect("launch Chromium");
     let mut server = Command::new(env!("CARGO_BIN_EXE_cdp-supervisor"))
         .args(["live", PAGE, "--cdp-url", &chromium.http_url()])
         .stdout(Stdio::null())
@@ -160,7 +170,15 @@ async fn main() {
     for i in 0..TRIALS {
         let seen = v.frames.lock().unwrap().len();
         let t0 = Instant::now();
-        eval(&sup, &format!("document.body.style.background = '#{:06x}'", (i * 40_503) % 0xffffff), false).await;
+        eval(
+            &sup,
+            &format!(
+                "document.body.style.background = '#{:06x}'",
+                (i * 40_503) % 0xffffff
+            ),
+            false,
+        )
+        .await;
         let deadline = t0 + Duration::from_secs(5);
         loop {
             if let Some((_, at)) = v.frames.lock().unwrap().get(seen).copied() {
@@ -207,7 +225,10 @@ async fn main() {
         let viewers = futures_util::future::join_all((0..n).map(|_| viewer(&ws))).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let (cpu0, t0) = (proc_cpu_s(pid), Instant::now());
-        let bytes0: Vec<u64> = viewers.iter().map(|v| v.bytes.load(Ordering::Relaxed)).collect();
+        let bytes0: Vec<u64> = viewers
+            .iter()
+            .map(|v| v.bytes.load(Ordering::Relaxed))
+            .collect();
         tokio::time::sleep(WINDOW).await;
         let secs = t0.elapsed().as_secs_f64();
         let cpu = (proc_cpu_s(pid) - cpu0) / secs * 100.0;
@@ -216,7 +237,11 @@ async fn main() {
             .zip(&bytes0)
             .map(|(v, b)| (v.bytes.load(Ordering::Relaxed) - b) as f64 / secs / 1024.0)
             .collect();
-        let avg = if n == 0 { 0.0 } else { per_viewer.iter().sum::<f64>() / n as f64 };
+        let avg = if n == 0 {
+            0.0
+        } else {
+            per_viewer.iter().sum::<f64>() / n as f64
+        };
         println!(
             "  {n:>2} viewer(s): server CPU {cpu:5.1} %, RSS {:5.1} MiB, {avg:7.1} KiB/s per viewer",
             proc_rss_mib(pid)

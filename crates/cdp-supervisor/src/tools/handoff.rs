@@ -191,9 +191,12 @@ impl AgentSession {
             }
             None => {}
         }
-        if let Some(s) = self.current_supervisor() {
-            v["snapshot"] = super::snapshot_result(&s).await.to_json();
-        }
+        v["snapshot"] = match self.current_supervisor() {
+            Some(s) => super::snapshot_result(&s).await.to_json(),
+            // The browser went meanwhile (closed, crashed): the next
+            // browser_navigate starts one again.
+            None => json!({"url": "", "title": "", "note": super::NO_BROWSER_NOTE}),
+        };
         Ok(v)
     }
 

@@ -27,6 +27,9 @@ at a point of the screen image, key presses), never through the agent's tools.
   elicitation_and_progress  a client declaring URL-mode elicitation is asked to
                       open the control link; progress every 10 s while it
                       waits; a declined elicitation ends the handoff
+  browser_dies_during_handoff  the agent's Chromium killed while a person has
+                      it: the live page says so, Done still hands back, the
+                      next navigate starts a browser again
   timeout_and_watchdog with dialog_timeout_s 2: a confirm opened while the person
                       has the task outlives its watchdog; browser_handoff(wait,
                       timeout_s 3) returns timed_out; then the watchdog dismisses
@@ -575,13 +578,46 @@ async def elicitation_and_progress(sc: Scenario, binary: str) -> None:
         tg.cancel_scope.cancel()
 
 
+async def browser_dies_during_handoff(sc: Scenario, binary: str) -> None:
+    """The agent's Chromium is killed while a person has it: the live page
+    says the browser is gone, Done still hands back, and the agent's next
+    navigate starts a browser again."""
+    from common import descendants, is_chromium, kill_tree
+
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "agent", [], transport="http", env=ENV) as srv, \
+            mcp_server(sc, binary, "person", [], env=ENV) as person_srv:
+        agent = srv.client
+        person = Person(person_srv.client)
+        await call(agent, "browser_navigate", {"url": f"http://a.test:{port}/main"})
+        h = await call(agent, "browser_handoff", {"reason": "Crash test.", "wait": False})
+        await person.open(h["url"])
+        await person.screen()
+        chromiums = {p: v for p, v in descendants(srv.pid).items() if is_chromium(v[0])}
+        sc.check(bool(chromiums), f"the agent's Chromium runs ({len(chromiums)} processes)")
+        kill_tree(chromiums)
+        await until("the live page says the browser is gone",
+                    lambda: person.js("document.getElementById('notice').textContent.includes('browser is gone')"), 30)
+        sc.check(True, "the live page says the browser is gone")
+        await person.press(DONE)
+        w = await call(agent, "browser_wait", {"event": "handed_back", "timeout_s": 20})
+        sc.check(w["happened"] and w["handoff"]["ended_by"] == "person", "Done still hands back")
+        r = await call(agent, "browser_navigate", {"url": f"http://a.test:{port}/main"})
+        sc.check(r["status"] == "loaded", "the agent's next navigate starts a browser again")
+
+
 SCENARIOS = {
     "handoff_end_to_end": handoff_end_to_end,
+    "browser_dies_during_handoff": browser_dies_during_handoff,
     "elicitation_and_progress": elicitation_and_progress,
     "tokens_and_origins": tokens_and_origins,
     "timeout_and_watchdog": timeout_and_watchdog,
 }
-PHASES = [["handoff_end_to_end", "elicitation_and_progress"], ["tokens_and_origins", "timeout_and_watchdog"]]
+PHASES = [
+    ["handoff_end_to_end", "elicitation_and_progress"],
+    ["tokens_and_origins", "timeout_and_watchdog"],
+    ["browser_dies_during_handoff"],
+]
 
 
 async def main() -> int:

@@ -104,6 +104,13 @@
       tabs.appendChild(e);
     }
     renderPrompts(s.pending_dialogs);
+    if (s.connection && s.connection !== 'connected') {
+      notice(s.connection === 'closed'
+        ? 'The browser is gone (it closed or crashed). Press Done to hand back: the agent can start it again.'
+        : 'The browser is reconnecting (' + s.connection + ')…');
+    } else if (document.getElementById('notice').textContent.startsWith('The browser ')) {
+      notice('');
+    }
     $('help').textContent = control()
       ? 'Click, scroll and type on the picture as on the page itself; paste with your usual shortcut. Press Done when you have finished: nothing you type is shown to the agent.'
       : '';
