@@ -123,7 +123,7 @@ async fn eval(sup: &Supervisor, expression: &str, await_promise: bool) -> Value 
     )
     .await
     .map(|o| match o {
-        cdp_supervisor::supervisor::driver::CallOutcome::Done(v) => v,
+        cdp_supervisor::supervisor::driver::CallOutcome::Reply(v) => v,
         other => panic!("evaluate {expression}: {other:?}"),
     })
     .expect("evaluate")

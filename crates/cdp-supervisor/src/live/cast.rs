@@ -141,8 +141,9 @@ async fn run_cast(task: Arc<TaskLive>, stop: CancellationToken) {
                     let Some(f) = f else { break };
                     // Acknowledged first: the next frame is being made
                     // while this one goes out.
-                    let _ = conn.send(Some(&f.session), "Page.screencastFrameAck",
-                        serde_json::json!({"sessionId": f.cast_id}), CAST_COMMAND_TIMEOUT);
+                    // Queued as it is called; nobody waits for the reply.
+                    drop(conn.send(Some(&f.session), "Page.screencastFrameAck",
+                        serde_json::json!({"sessionId": f.cast_id}), CAST_COMMAND_TIMEOUT));
                     if f.session != session {
                         continue;
                     }
@@ -172,10 +173,11 @@ async fn run_cast(task: Arc<TaskLive>, stop: CancellationToken) {
 }
 
 fn stop_cast(conn: &crate::cdp::connection::Connection, session: &SessionId) {
-    let _ = conn.send(
+    // Queued as it is called; nobody waits for the reply.
+    drop(conn.send(
         Some(session),
         "Page.stopScreencast",
         serde_json::json!({}),
         CAST_COMMAND_TIMEOUT,
-    );
+    ));
 }

@@ -525,7 +525,7 @@ async fn on_input(task: &TaskLive, access: Access, token: &str, text: &str) -> O
     for c in cmds {
         // Sent in order, replies not awaited: a dialog the input opens
         // holds them, and the person answers it on this page.
-        let _ = conn.send(Some(&session), c.method, c.params, Duration::from_secs(5));
+        drop(conn.send(Some(&session), c.method, c.params, Duration::from_secs(5)));
     }
     None
 }

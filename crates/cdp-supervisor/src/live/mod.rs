@@ -385,10 +385,9 @@ impl TaskLive {
     /// no such handoff was under way (ended already).
     pub fn end_handoff(&self, id: Option<u64>, by: EndedBy) -> Option<HandoffReport> {
         let mut c = lock(&self.control);
-        if !c
-            .active
+        if c.active
             .as_ref()
-            .is_some_and(|a| id.is_none_or(|i| i == a.id))
+            .is_none_or(|a| id.is_some_and(|i| i != a.id))
         {
             return None;
         }

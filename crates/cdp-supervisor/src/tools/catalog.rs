@@ -1111,7 +1111,7 @@ mod tests {
 
     /// The contract (DESIGN "MCP tools"): each tool's arguments, and which
     /// of them are required.
-    const ARGUMENTS: [(&str, &[&str], &[&str]); 12] = [
+    const ARGUMENTS: [(&str, &[&str], &[&str]); 13] = [
         ("browser_navigate", &["url"], &["url"]),
         (
             "browser_snapshot",
@@ -1147,6 +1147,11 @@ mod tests {
         ("browser_wait", &["event", "timeout_s", "since"], &["event"]),
         ("browser_connect", &["cdp_url", "target_id"], &["cdp_url"]),
         ("browser_disconnect", &[], &[]),
+        (
+            "browser_handoff",
+            &["reason", "timeout_s", "wait"],
+            &["reason"],
+        ),
     ];
 
     #[test]

@@ -863,12 +863,13 @@ impl Driver {
             }
         };
         if let (Some(f), Some(conn)) = (rejected, &self.conn) {
-            let _ = conn.send(
+            // Queued as it is called; nobody waits for the reply.
+            drop(conn.send(
                 Some(&f.session),
                 "Page.screencastFrameAck",
                 serde_json::json!({"sessionId": f.cast_id}),
                 Duration::from_secs(2),
-            );
+            ));
         }
     }
 }
