@@ -130,7 +130,7 @@ async fn bad_arguments_are_error_results_the_model_can_act_on() {
             json!({"event": "popup"}),
             &[
                 "popup",
-                "dialog_opened, dialog_closed, page_loaded, tab_opened, download_done, any",
+                "dialog_opened, dialog_closed, page_loaded, tab_opened, download_done, handed_back, any",
             ],
         ),
         (

@@ -864,7 +864,9 @@ impl ToolArgs for TabsArgs {
 ///
 /// Block until something happens in the browser, instead of polling: event is dialog_opened,
 /// dialog_closed, page_loaded, tab_opened, download_done (a download completed or was canceled;
-/// browser_snapshot's downloads has its path) or any. Returns {event, happened: true, snapshot}
+/// browser_snapshot's downloads has its path), handed_back (the person a browser_handoff gave
+/// the browser to pressed Done, or its time ran out: the result's handoff says what happened)
+/// or any. Returns {event, happened: true, snapshot}
 /// as soon as it happens, or {event, happened: false, snapshot} after timeout_s (default 30, at
 /// most 300). Only events after the call count, unless you pass since: the event_seq of the
 /// snapshot you last read (then an event between that read and this call counts too; use it to
