@@ -596,6 +596,7 @@ impl AgentSession {
             downloads: state::downloads::DownloadOptions {
                 dir: (!b.downloads_dir.is_empty()).then(|| b.downloads_dir.clone()),
                 max_bytes: b.downloads_max_bytes,
+                remote: false,
             },
             ..Default::default()
         })

@@ -774,6 +774,7 @@ fn downloads_are_listed_bounded_and_renamed_once_complete() {
         downloads: DownloadOptions {
             dir: Some("/dl".into()),
             max_bytes: 1_000,
+            remote: false,
         },
         ..Options::default()
     });
@@ -864,6 +865,91 @@ fn downloads_are_listed_bounded_and_renamed_once_complete() {
     let all = h.tabs.snapshot().downloads;
     assert_eq!(all.len(), 20);
     assert_eq!(all[19].id, "dl-27");
+}
+
+/// Issue 44: a download whose bytes are all in and that Chromium has not
+/// completed 2 s later (it holds it, e.g. as insecure) says so in a note;
+/// one into a remote browser's directory keeps Chromium's name and says
+/// where it is.
+#[test]
+fn regression_44_a_download_all_in_but_not_completed_says_chromium_holds_it() {
+    use cdp_supervisor::supervisor::state::downloads::{DownloadOptions, HELD_AFTER};
+    let mut h = H::attached(Options {
+        downloads: DownloadOptions {
+            dir: Some("/tmp/on-the-browser".into()),
+            remote: true,
+            max_bytes: 1 << 30,
+        },
+        ..Options::default()
+    });
+    h.ev(None, "Browser.downloadWillBegin", json!({"frameId": "T0", "guid": "G1", "url": "http://a.test/f", "suggestedFilename": "f.bin"}));
+    let d = (*h.tabs.snapshot().downloads[0]).clone();
+    assert_eq!(d.path.as_deref(), Some("/tmp/on-the-browser/G1"));
+    assert!(
+        d.note.as_deref().unwrap().contains("browser's machine"),
+        "{d:?}"
+    );
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G1", "totalBytes": 900, "receivedBytes": 900, "state": "inProgress"}),
+    );
+    let at = h.tabs.poll_timeout().expect("a check is due");
+    assert_eq!(at, h.now.instant + HELD_AFTER);
+    h.now.instant += HELD_AFTER - std::time::Duration::from_millis(1);
+    h.tabs.handle_timeout(h.now);
+    assert!(
+        h.tabs.snapshot().downloads[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("browser's machine")
+    );
+    h.now.instant = at;
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    let note = h.tabs.snapshot().downloads[0].note.clone().unwrap();
+    assert!(
+        note.contains("every byte is in (900 bytes)") && note.contains("holds it"),
+        "{note}"
+    );
+    assert_eq!(h.tabs.poll_timeout(), None, "said once");
+    // Let through at last: completed, the note no longer says held, and
+    // the file is not renamed here (it is not on this machine).
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G1", "totalBytes": 900, "receivedBytes": 900, "state": "completed"}),
+    );
+    let d = (*h.tabs.snapshot().downloads[0]).clone();
+    assert!(
+        d.note.as_deref().unwrap().contains("browser's machine"),
+        "{d:?}"
+    );
+    assert!(h.saves.is_empty(), "{:?}", h.saves);
+}
+
+/// Issue 44: never `Browser.setDownloadBehavior{behavior:"default"}` (it
+/// holds a non-secure origin's download for a person); a core with no
+/// directory sends nothing at all.
+#[test]
+fn regression_44_no_default_download_behavior_is_ever_sent() {
+    let mut h = H::attached(Options::default());
+    h.tabs.attach_page(
+        TargetId::from("T0"),
+        sid("S0"),
+        "https://a.test/",
+        "",
+        h.now,
+    );
+    h.pump();
+    assert!(
+        !h.methods()
+            .iter()
+            .any(|m| m == "Browser.setDownloadBehavior"),
+        "{:?}",
+        h.methods()
+    );
 }
 
 /// What an action waits for (DESIGN "Tabs": no fixed wait): the navigation

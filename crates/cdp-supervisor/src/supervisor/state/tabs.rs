@@ -337,13 +337,14 @@ impl Tabs {
             s.attach_page(target_id, session_id, url, title, now)
         });
         // Browser-wide, and forgotten with the connection: sent at each attach.
-        let behavior = self.opts.downloads.behavior();
-        self.send(
-            Target::Browser,
-            "Browser.setDownloadBehavior",
-            behavior,
-            Purpose::Setup,
-        );
+        if let Some(behavior) = self.opts.downloads.behavior() {
+            self.send(
+                Target::Browser,
+                "Browser.setDownloadBehavior",
+                behavior,
+                Purpose::Setup,
+            );
+        }
         self.send(
             Target::Browser,
             "Target.setAutoAttach",
@@ -579,7 +580,7 @@ impl Tabs {
             }
             Event::DownloadProgress(p) => {
                 self.downloads
-                    .progressed(p, &self.opts.downloads, &mut self.out)
+                    .progressed(p, &self.opts.downloads, now.instant, &mut self.out)
             }
             Event::AttachedToTarget(a) if a.target_info.target_type == "page" => {
                 self.on_page_attached(a, now)
@@ -1010,6 +1011,7 @@ impl Tabs {
             .filter_map(|t| t.state.poll_timeout())
             .chain(self.closing.iter().map(|(.., at)| *at))
             .chain(self.loads.next_check())
+            .chain(self.downloads.next_check())
             .min()
     }
 
@@ -1103,6 +1105,7 @@ impl Tabs {
         for ask in self.loads.due(now.instant) {
             self.ask_load(ask);
         }
+        self.downloads.handle_timeout(now.instant);
         let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
         for k in keys {
             self.drive(k, |s| s.handle_timeout(now));
