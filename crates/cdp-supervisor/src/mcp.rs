@@ -551,7 +551,7 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(crate::cdp::connection::log_filter(
-            &std::env::var("RUST_LOG").unwrap_or_default(),
+            &crate::config::log_directives(),
             "error",
         ))
         .try_init();
