@@ -256,6 +256,7 @@ mod tests {
             closed_by: ClosedBy::AutoPolicy,
             accepted: Some(false),
             user_input: None,
+            user_input_truncated: false,
         })]
         .into_iter()
         .collect();

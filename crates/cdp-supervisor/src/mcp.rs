@@ -392,8 +392,8 @@ impl ServerHandler for McpSession {
         if !ALL_TOOLS.contains(&request.name.as_ref()) {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool {:?}; tools: {}",
-                    request.name,
+                    "unknown tool {}; tools: {}",
+                    crate::supervisor::wording::quoted(&request.name),
                     self.agent.tool_names().join(", ")
                 ),
                 None,

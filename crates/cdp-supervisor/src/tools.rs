@@ -26,6 +26,7 @@ use crate::supervisor::snapshot::{
     ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot, TabView,
 };
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
+use crate::supervisor::wording;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,9 +112,12 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    /// An error whose every quoted part is capped ([`wording::capped_quotes`]):
+    /// whatever of the agent's arguments it quotes, at most 200 characters
+    /// of each (DESIGN "Security").
     fn new(message: impl Into<String>) -> ToolError {
         ToolError {
-            message: message.into(),
+            message: wording::capped_quotes(&message.into()),
             structured: None,
         }
     }
@@ -344,7 +348,8 @@ fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<(), ToolErro
     check_url(url)?;
     policy.check(url).map_err(|r| {
         ToolError::new(format!(
-            "{url} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
+            "{} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
+            wording::cut(url),
             r.rule
         ))
     })
@@ -372,7 +377,8 @@ fn cdp_params(params: Option<Value>) -> Result<Value, ToolError> {
         None | Some(Value::Null) => Ok(json!({})),
         Some(Value::Object(o)) => Ok(Value::Object(o)),
         Some(other) => Err(ToolError::new(format!(
-            "params must be a JSON object (the CDP method's parameters), not {other}"
+            "params must be a JSON object (the CDP method's parameters), not {}",
+            wording::cut(&other.to_string())
         ))),
     }
 }
@@ -384,7 +390,8 @@ fn seconds(timeout_s: Option<f64>, default: f64, max: f64) -> Result<f64, ToolEr
         Ok(timeout_s)
     } else {
         Err(ToolError::new(format!(
-            "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {max}"
+            "timeout_s {} is not allowed; give seconds > 0 and ≤ {max}",
+            wording::number(timeout_s)
         )))
     }
 }
@@ -1877,15 +1884,21 @@ pub fn check_url(url: &str) -> Result<(), ToolError> {
     }
 }
 
+/// The longest CDP method name `browser_cdp` takes: Chromium's longest is
+/// under 60 characters; a longer one would only be echoed back (by
+/// Chromium's "wasn't found" too).
+pub const CDP_METHOD_MAX_CHARS: usize = 100;
+
 fn check_method(method: &str) -> Result<(), ToolError> {
-    let ok = method
-        .split_once('.')
-        .is_some_and(|(d, m)| !d.is_empty() && !m.is_empty() && !m.contains('.'));
+    let ok = method.len() <= CDP_METHOD_MAX_CHARS
+        && method
+            .split_once('.')
+            .is_some_and(|(d, m)| !d.is_empty() && !m.is_empty() && !m.contains('.'));
     if ok {
         Ok(())
     } else {
         Err(ToolError::new(format!(
-            "method {method:?} is not a CDP method; give Domain.method, e.g. Runtime.evaluate"
+            "method {method:?} is not a CDP method; give Domain.method (at most {CDP_METHOD_MAX_CHARS} characters), e.g. Runtime.evaluate"
         )))
     }
 }

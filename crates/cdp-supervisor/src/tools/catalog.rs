@@ -437,7 +437,8 @@ fn flag(v: Option<Value>, what: &str, why: &str) -> Result<Option<bool>, ToolErr
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(b)),
         Some(other) => Err(ToolError::new(format!(
-            "browser_snapshot: {what} must be true or false ({why}), not {other}"
+            "browser_snapshot: {what} must be true or false ({why}), not {}",
+            crate::supervisor::wording::cut(&other.to_string())
         ))),
     }
 }
@@ -448,7 +449,8 @@ fn text(v: Option<Value>, what: &str) -> Result<Option<String>, ToolError> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s)),
         Some(other) => Err(ToolError::new(format!(
-            "browser_snapshot: {what} must be a non-empty string, not {other}"
+            "browser_snapshot: {what} must be a non-empty string, not {}",
+            crate::supervisor::wording::cut(&other.to_string())
         ))),
     }
 }

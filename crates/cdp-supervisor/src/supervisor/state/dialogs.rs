@@ -989,12 +989,14 @@ impl State {
         {
             self.navs.cancelled(frame);
         }
+        let (user_input, user_input_truncated) = ClosedDialog::kept_input(user_input);
         let closed = Arc::new(ClosedDialog {
             dialog: Arc::unwrap_or_clone(d.view),
             closed_at: now.unix_s,
             closed_by: closed_by(cause),
             accepted,
             user_input,
+            user_input_truncated,
         });
         let dialogs = &mut self.dialogs;
         if dialogs.recent.len() == RECENT_DIALOGS_MAX {
