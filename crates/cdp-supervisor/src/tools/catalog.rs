@@ -566,7 +566,7 @@ impl ToolArgs for TypeArgs {
 ///
 /// Press one key on the current tab's focused element, by its DOM key name: Enter, Escape, Tab,
 /// Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, Home, End, PageUp, PageDown,
-/// Space, or one printable character (a, A, 1, /). Refused while a dialog shows on the current
+/// Space (or " "), or one printable character (a, A, 1, /). Refused while a dialog shows on the current
 /// tab (Chromium would drop the key): answer it first. A key whose handler opens a dialog is
 /// interrupted like browser_click (never resend it). Returns {pressed} and tabs_opened when a
 /// tab opened.
