@@ -1914,13 +1914,14 @@ fn askable_dialog(
 ) -> Result<Arc<PendingDialog>, ToolError> {
     let pending = &snap.pending_dialogs;
     let d = match dialog_id {
-        Some(id) => pending
-            .iter()
-            .find(|d| d.id == id)
-            .ok_or_else(|| DialogError::UnknownId {
-                id: id.to_owned(),
-                known: pending.iter().map(|d| d.id.clone()).collect(),
-            }),
+        Some(id) => pending.iter().find(|d| d.id == id).ok_or_else(|| {
+            crate::supervisor::state::not_pending(
+                id,
+                snap.recent_dialogs.iter().map(|c| &**c),
+                pending.iter().map(|d| d.id.clone()),
+                crate::supervisor::state::Now::system().unix_s,
+            )
+        }),
         None => match &pending[..] {
             [] => Err(DialogError::NoDialog),
             [one] => Ok(one),

@@ -432,6 +432,53 @@ fn dialogs_of_all_tabs_share_one_list_with_unique_ids_and_answer_on_their_own_se
     ));
 }
 
+/// Issue 44 (F2): an answer to a dialog that closed moments before said
+/// "unknown dialog_id"; it says how and when it closed.
+#[test]
+fn regression_44_an_answer_to_a_dialog_just_closed_says_how_it_closed() {
+    let mut h = H::attached(Options::default());
+    h.dialog("S0", "T0", "sure?");
+    h.ev(
+        Some("S0"),
+        "Page.javascriptDialogClosed",
+        json!({"frameId": "T0", "result": false, "userInput": ""}),
+    );
+    h.now.unix_s += 0.5;
+    let e = h
+        .tabs
+        .answer_dialog_as(accept(Some("d-1")), 1, ClosedBy::Agent, h.now)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        DialogError::AlreadyClosed {
+            id: "d-1".into(),
+            closed_by: ClosedBy::Remote,
+            closed_at: 1_700_000_000.0,
+            before_s: 0.5,
+        }
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("closed_by: remote")
+            && text.contains("0.5 s before")
+            && !text.contains("unknown"),
+        "{text}"
+    );
+    h.pump();
+    assert!(
+        !h.methods()
+            .iter()
+            .any(|m| m == "Page.handleJavaScriptDialog"),
+        "nothing is sent"
+    );
+    // An id never given is still unknown.
+    assert!(matches!(
+        h.tabs
+            .answer_dialog_as(accept(Some("d-7")), 2, ClosedBy::Agent, h.now),
+        Err(DialogError::UnknownId { .. })
+    ));
+}
+
 #[test]
 fn the_current_tab_closing_makes_its_opener_current_and_the_last_one_opens_a_blank_tab() {
     let mut h = H::attached(Options::default());

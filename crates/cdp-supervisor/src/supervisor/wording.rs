@@ -27,6 +27,16 @@ impl fmt::Display for DialogError {
                     known.join(", ")
                 }
             ),
+            DialogError::AlreadyClosed {
+                id,
+                closed_by,
+                closed_at,
+                before_s,
+            } => write!(
+                f,
+                "dialog {id} is no longer pending: it closed {before_s:.1} s before this answer (closed_at {closed_at:.3}, closed_by: {}); nothing was answered; see recent_dialogs",
+                closed_by.as_str()
+            ),
             DialogError::BadAction(a) => {
                 write!(
                     f,

@@ -961,9 +961,17 @@ impl Tabs {
                 .iter()
                 .find(|t| t.state.pending_dialogs().any(|d| &d.id == id))
                 .map(|t| t.key)
-                .ok_or_else(|| DialogError::UnknownId {
-                    id: id.clone(),
-                    known: self.pending_dialogs().map(|d| d.id.clone()).collect(),
+                .ok_or_else(|| {
+                    super::not_pending(
+                        id,
+                        self.tabs
+                            .iter()
+                            .chain(self.closed.iter())
+                            .flat_map(|t| t.state.recent_dialogs())
+                            .map(|c| &**c),
+                        self.pending_dialogs().map(|d| d.id.clone()),
+                        now.unix_s,
+                    )
                 })?,
             None => match with_pending.as_slice() {
                 [] => return Err(DialogError::NoDialog),
