@@ -1264,6 +1264,12 @@ impl AgentSession {
             return Err(ToolError::new(ENDED_NOTE));
         }
         let s = self.supervisor().await?;
+        check_refused(
+            method,
+            CdpScope {
+                owns_browser: s.owns_browser(),
+            },
+        )?;
         let before = tab_ids(&s);
         if method == CREATE_TARGET {
             // A browser-level command whatever frame_id or target_id say:
@@ -1884,6 +1890,53 @@ pub fn check_url(url: &str) -> Result<(), ToolError> {
     }
 }
 
+/// What a `browser_cdp` call would reach, as [`CDP_REFUSALS`] judge it.
+#[derive(Clone, Copy, Debug)]
+pub struct CdpScope {
+    /// The browser is the task's own (we launched it): ending it ends no
+    /// one else's tabs.
+    pub owns_browser: bool,
+}
+
+/// A `browser_cdp` method refused where it would reach past the task.
+pub struct CdpRefusal {
+    /// The CDP method, e.g. `Browser.close`.
+    pub method: &'static str,
+    /// Whether it is refused in this scope.
+    pub refused: fn(&CdpScope) -> bool,
+    /// Why, for the agent, with what to do instead.
+    pub why: &'static str,
+}
+
+/// Every `browser_cdp` refusal, in one place: a method is refused when it
+/// would end or change what is not the task's own.
+pub const CDP_REFUSALS: &[CdpRefusal] = &[
+    CdpRefusal {
+        method: "Browser.close",
+        refused: |s| !s.owns_browser,
+        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, perhaps shared): closing it would end every other client's tabs. browser_disconnect detaches this task; browser_tabs close closes one of its tabs",
+    },
+    CdpRefusal {
+        method: "Browser.crash",
+        refused: |s| !s.owns_browser,
+        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, perhaps shared): crashing it would end every other client's tabs. Page.crash on this task's tab tests a crash without that",
+    },
+];
+
+/// `method` against [`CDP_REFUSALS`] in `scope`: refused, nothing sent.
+fn check_refused(method: &str, scope: CdpScope) -> Result<(), ToolError> {
+    match CDP_REFUSALS
+        .iter()
+        .find(|r| r.method == method && (r.refused)(&scope))
+    {
+        Some(r) => Err(ToolError::new(format!(
+            "browser_cdp {method} is refused (nothing was sent): {}",
+            r.why
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The longest CDP method name `browser_cdp` takes: Chromium's longest is
 /// under 60 characters; a longer one would only be echoed back (by
 /// Chromium's "wasn't found" too).
@@ -2150,6 +2203,28 @@ mod tests {
             ToolCall::Disconnect
         );
         assert!(p("browser_teleport", json!({})).is_err());
+    }
+
+    /// Issue 44: `browser_cdp Browser.close` killed a shared browser.
+    #[test]
+    fn regression_44_browser_close_and_crash_are_refused_on_a_browser_not_the_tasks_own() {
+        let shared = CdpScope {
+            owns_browser: false,
+        };
+        let own = CdpScope { owns_browser: true };
+        for method in ["Browser.close", "Browser.crash"] {
+            let e = check_refused(method, shared).unwrap_err();
+            assert!(
+                e.message.contains("not this task's own") && e.message.contains("nothing was sent"),
+                "{e}"
+            );
+            assert!(
+                check_refused(method, own).is_ok(),
+                "{method} on our own browser"
+            );
+        }
+        assert!(check_refused("Browser.getVersion", shared).is_ok());
+        assert!(check_refused("Page.close", shared).is_ok());
     }
 
     #[test]

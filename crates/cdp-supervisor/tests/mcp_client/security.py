@@ -29,6 +29,10 @@ policy through the official MCP Python SDK, the HTTP bounds over raw HTTP.
                                 marked; a 20 MB browser_cdp reply is an error
                                 within its timeout_s and the session answers
                                 at once after it
+  browser_cdp_cannot_end_a_browser_it_does_not_own  (issue 44) through
+                                --cdp-url, browser_cdp Browser.close and
+                                Browser.crash are refused saying why, and
+                                the browser lives on
 
 Each scenario has its own server, Chromium (launched by the server, with
 *.test mapped to loopback), profile and site; every wait has a deadline.
@@ -53,6 +57,7 @@ import anyio
 
 from common import (
     exit_with,
+    launch_chromium,
     run_phases,
     REDIRECT,
     Fail,
@@ -503,6 +508,23 @@ async def what_the_agent_sends_is_capped_where_echoed(sc: Scenario, binary: str)
         sc.expect(title == "Ask" and time.monotonic() - t < 2.0, f"the next call answers at once ({time.monotonic() - t:.1f} s)")
 
 
+async def browser_cdp_cannot_end_a_browser_it_does_not_own(sc: Scenario, binary: str) -> None:
+    chromium = await launch_chromium(sc, "x")
+    async with mcp_server(sc, binary, "s", ["--cdp-url", chromium.http_url]) as srv:
+        c = srv.client
+        await snapshot(c)
+        for method in ("Browser.close", "Browser.crash"):
+            r = await call_raw(c, "browser_cdp", {"method": method})
+            sc.check(r.is_error and "not this task's own" in r.text, f"{method} is refused, saying why ({r.text[:300]!r})")
+            await anyio.sleep(0.5)
+            version = await anyio.to_thread.run_sync(
+                lambda: urllib.request.urlopen(f"{chromium.http_url}/json/version", timeout=5).read()
+            )
+            sc.check(b"Browser" in version, "the browser lives on")
+        snap = await snapshot(c)
+        sc.check(snap.get("connection") == "connected", f"and the session is still on it ({snap.get('connection')})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "blocked_origins_everywhere": blocked_origins_everywhere,
     "file_urls": file_urls,
@@ -512,11 +534,12 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "http_max_sessions": http_max_sessions,
     "http_idle_session": http_idle_session,
     "what_the_agent_sends_is_capped_where_echoed": what_the_agent_sends_is_capped_where_echoed,
+    "browser_cdp_cannot_end_a_browser_it_does_not_own": browser_cdp_cannot_end_a_browser_it_does_not_own,
 }
 PHASES = [
     ["blocked_origins_everywhere", "http_body_too_large", "http_max_sessions"],
     ["file_urls", "allowed_origins_only", "http_idle_session", "popup_past_max_tabs"],
-    ["what_the_agent_sends_is_capped_where_echoed"],
+    ["what_the_agent_sends_is_capped_where_echoed", "browser_cdp_cannot_end_a_browser_it_does_not_own"],
 ]
 
 

@@ -29,6 +29,7 @@ impl Supervisor {
         let dialog_timeout = opts.dialog_timeout;
         let max_tabs = opts.max_tabs;
         let checks_documents = opts.navigation.document_pattern().is_some();
+        let owns_browser = local.is_some();
         let cancel = CancellationToken::new();
         let exited = CancellationToken::new();
         let (mut driver, ends) = new_driver(attached, opts, shown_url.clone(), local);
@@ -72,6 +73,7 @@ impl Supervisor {
                 dialog_timeout,
                 max_tabs,
                 checks_documents,
+                owns_browser,
             }),
         })
     }
