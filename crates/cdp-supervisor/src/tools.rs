@@ -1834,7 +1834,20 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
         "method": method,
         "pending_dialogs": pending_dialogs,
     });
-    let remedy = if refused {
+    // A top document's beforeunload answers no navigation: only closing
+    // its tab releases it.
+    let closing = refused
+        && pending_dialogs.iter().all(|d| {
+            matches!(
+                state::not_answerable(d),
+                DialogError::OnlyClosingReleases { .. }
+            )
+        });
+    let remedy = if closing {
+        format!(
+            "Chromium refuses to answer the beforeunload blocking it (answerable: false), and its page answers no navigation: only closing its tab releases it (browser_tabs close; the watchdog does that after dialog_timeout_s); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
+        )
+    } else if refused {
         format!(
             "Chromium refuses to answer the dialog blocking it (answerable: false): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
         )
@@ -1986,10 +1999,7 @@ fn askable_dialog(
     .map_err(|e| dialog_error(s, e))?
     .clone();
     if !d.answerable {
-        return Err(dialog_error(
-            s,
-            DialogError::NotAnswerable { id: d.id.clone() },
-        ));
+        return Err(dialog_error(s, state::not_answerable(&d)));
     }
     if d.dialog_type == DialogType::HttpAuth {
         return Err(ToolError::new(format!(

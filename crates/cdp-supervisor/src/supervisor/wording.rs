@@ -47,6 +47,14 @@ impl fmt::Display for DialogError {
                 f,
                 "dialog {id} cannot be answered: Chromium says no dialog is showing, yet its frame stays blocked; only navigating the page releases it (call browser_navigate, e.g. to the current URL)"
             ),
+            DialogError::OnlyClosingReleases { id, target_id } => write!(
+                f,
+                "dialog {id} cannot be answered: Chromium says no dialog is showing, yet this beforeunload keeps its tab's page blocked, and that page answers no navigation of its own; only closing the tab releases it (browser_tabs close{}; the watchdog does that after dialog_timeout_s)",
+                target_id
+                    .as_ref()
+                    .map(|t| format!(" with target_id {t}"))
+                    .unwrap_or_default()
+            ),
             DialogError::NotMostRecent { id, newer } => write!(
                 f,
                 "dialog {id} cannot be answered while {newer} shows on the same page: Chromium answers a page's most recent dialog, so this answer would answer {newer} instead (nothing was sent); answer {newer} first"

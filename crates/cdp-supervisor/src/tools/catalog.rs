@@ -657,8 +657,9 @@ impl ToolArgs for SelectArgs {
 /// with username and password, dismiss cancels (the page then shows the server's 401 response);
 /// a wrong login comes back as a new http_auth dialog; ask_user cannot answer it (passwords
 /// must not go through elicitation). Errors when no dialog is pending, the dialog_id is
-/// unknown, or Chromium refuses to answer it (answerable:false): then only navigating the page
-/// releases it. Returns {answered, pending_dialogs, completed_calls}: completed_calls carries
+/// unknown (a dialog that closed already says how), or Chromium refuses to answer it
+/// (answerable:false): then only navigating the page releases it, or for a beforeunload of the
+/// tab's top document only closing the tab (the error says which). Returns {answered, pending_dialogs, completed_calls}: completed_calls carries
 /// the outcome ({call_id, method, result | error}) of each call the dialog had interrupted,
 /// once.
 #[derive(Deserialize, JsonSchema)]

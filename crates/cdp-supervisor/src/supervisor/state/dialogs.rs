@@ -239,6 +239,10 @@ impl Dialogs {
         self.unnavigable = false;
     }
 
+    fn get(&self, id: &str) -> Option<&Dialog> {
+        self.pending.iter().find(|d| d.view.id == id)
+    }
+
     fn get_mut(&mut self, id: &str) -> Option<&mut Dialog> {
         self.pending.iter_mut().find(|d| d.view.id == id)
     }
@@ -813,7 +817,7 @@ impl State {
             return Err(DialogError::LoginNeeded { id });
         }
         if !d.view.answerable {
-            return Err(DialogError::NotAnswerable { id });
+            return Err(super::not_answerable(&d.view));
         }
         Ok(())
     }
@@ -1120,7 +1124,10 @@ impl State {
             ClosedBy::Watchdog | ClosedBy::AutoPolicy => self.release(&[id.to_owned()], by),
             _ => {
                 if let Some(ticket) = ticket {
-                    let error = answer_error(id, refused, &e);
+                    let error = match self.dialogs.get(id) {
+                        Some(d) if refused => super::not_answerable(&d.view),
+                        _ => answer_error(id, refused, &e),
+                    };
                     self.out.push(Output::AnswerDone {
                         ticket,
                         result: Box::new(Err(error)),

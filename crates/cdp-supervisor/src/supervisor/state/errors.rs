@@ -86,6 +86,16 @@ pub enum DialogError {
         /// The dialog's id.
         id: String,
     },
+    /// Like [`DialogError::NotAnswerable`], for a `beforeunload` of the
+    /// tab's top document (one Chromium showed before a reconnect, say):
+    /// that frame answers no navigation of its own, so only closing the tab
+    /// releases it (what the watchdog's release does).
+    OnlyClosingReleases {
+        /// The dialog's id.
+        id: String,
+        /// Its tab.
+        target_id: Option<String>,
+    },
     /// A newer dialog shows on the same page: Chromium answers a page's
     /// most recent dialog whichever one a `Page.handleJavaScriptDialog`
     /// names, so this answer would go to `newer`.
@@ -205,5 +215,20 @@ pub fn not_pending<'a>(
             id: id.to_owned(),
             known: pending.into_iter().collect(),
         },
+    }
+}
+
+/// Why pending dialog `d`, which Chromium will not answer, cannot be
+/// answered, with what releases its page: navigating, or for a
+/// `beforeunload` of the top document (whose frame answers no navigation
+/// of its own) closing its tab.
+pub fn not_answerable(d: &crate::supervisor::snapshot::PendingDialog) -> DialogError {
+    if d.dialog_type == crate::cdp::protocol::DialogType::Beforeunload && d.is_top_document() {
+        DialogError::OnlyClosingReleases {
+            id: d.id.clone(),
+            target_id: d.target_id.clone(),
+        }
+    } else {
+        DialogError::NotAnswerable { id: d.id.clone() }
     }
 }

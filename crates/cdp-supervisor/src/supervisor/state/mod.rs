@@ -81,7 +81,9 @@ mod timers;
 
 pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
-pub use errors::{DialogAction, DialogError, DialogRequest, Login, RouteError, not_pending};
+pub use errors::{
+    DialogAction, DialogError, DialogRequest, Login, RouteError, not_answerable, not_pending,
+};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
 pub use navigations::ActionNavigation;
 pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
