@@ -988,6 +988,7 @@ impl AgentSession {
                 } else {
                     s.caught_up().await;
                 }
+                new_tabs_heading_somewhere(&s, &before).await;
                 add_tabs_opened(&mut v, &s, &before);
                 if let Some(d) = dialog_opened_during(&s.snapshot(), tab.as_deref(), dialogs_before)
                 {
@@ -1700,6 +1701,32 @@ fn tab_ids(s: &Supervisor) -> Vec<String> {
 /// result when tabs opened during the call (not in `before`), and
 /// `downloads_started: [{id, url, suggested_filename, path}]` when
 /// downloads began.
+/// How long an action's result waits for the tabs it opened to say where
+/// they are going: a popup's first navigation starts about 70 ms after
+/// Chromium reports it (its URL is `""` until then); one that loads nothing
+/// (`window.open()`) costs the whole wait.
+pub const NEW_TAB_URL_WAIT: Duration = Duration::from_millis(500);
+
+/// Waits, at most [`NEW_TAB_URL_WAIT`], until every tab not in `before`
+/// has a URL (the one it is loading, before its commit).
+async fn new_tabs_heading_somewhere(s: &Supervisor, before: &[String]) {
+    let mut snaps = s.subscribe();
+    let all_named = |snap: &Snapshot| {
+        snap.tabs
+            .iter()
+            .filter(|t| !before.contains(&t.target_id))
+            .all(|t| !t.url.is_empty())
+    };
+    let _ = tokio::time::timeout(NEW_TAB_URL_WAIT, async {
+        while !all_named(&snaps.borrow_and_update()) {
+            if snaps.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+}
+
 fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
     let snap = s.snapshot();
     let opened: Vec<Value> = snap

@@ -479,6 +479,39 @@ fn regression_44_an_answer_to_a_dialog_just_closed_says_how_it_closed() {
     ));
 }
 
+/// Issue 44: a popup is `""` until its first commit; once its first
+/// navigation starts, its tab says where it is going.
+#[test]
+fn regression_44_a_popup_shows_the_url_it_is_loading_before_it_commits() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    // Nothing committed yet: its frame tree says "".
+    while !h.sent.is_empty() {
+        let c = h.sent.remove(0);
+        let reply = match c.purpose {
+            Purpose::FrameTree => {
+                json!({"frameTree": {"frame": {"id": "T1", "url": "", "securityOrigin": "://"}}})
+            }
+            _ => json!({}),
+        };
+        h.reply(&c, Ok(reply));
+    }
+    let url = |h: &mut H| h.tabs.snapshot().tabs[1].url.to_string();
+    assert_eq!(url(&mut h), "");
+    h.ev(
+        Some("S1"),
+        "Page.frameStartedNavigating",
+        json!({"frameId": "T1", "url": "https://a.test/late", "loaderId": "L1", "navigationType": "differentDocument"}),
+    );
+    assert_eq!(url(&mut h), "https://a.test/late");
+    h.ev(
+        Some("S1"),
+        "Page.frameNavigated",
+        json!({"frame": {"id": "T1", "loaderId": "L1", "url": "https://a.test/landed", "securityOrigin": "https://a.test", "mimeType": "text/html"}, "type": "Navigation"}),
+    );
+    assert_eq!(url(&mut h), "https://a.test/landed", "the commit wins");
+}
+
 #[test]
 fn the_current_tab_closing_makes_its_opener_current_and_the_last_one_opens_a_blank_tab() {
     let mut h = H::attached(Options::default());

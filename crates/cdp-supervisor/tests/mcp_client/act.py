@@ -15,7 +15,8 @@ inside another):
                         browser_click returns interrupted (method
                         browser_click), the agent accepts, completed_calls
                         carries the click's own result once, the handler ran once
-  target_blank_link     a target=_blank link clicked: tabs_opened
+  target_blank_link     a target=_blank link clicked: tabs_opened; one to a
+                        page that commits 3 s later names its URL already
   beforeunload_left     a browser_click is the user gesture; browser_navigate
                         away then returns dialog_pending with the beforeunload
   slow_link             a link to a page that answers after 12 s: the
@@ -96,7 +97,8 @@ def pages(port: int) -> dict[str, str]:
             "Confirm",
             "<button onclick=\"window.count=(window.count||0)+1; window.answer=confirm('Pay?');\">Pay</button>",
         ),
-        "/blank": page("Blank", '<a href="/form" target=_blank>Open form</a>'),
+        "/blank": page("Blank", '<a href="/form" target=_blank>Open form</a> <a href="/late" target=_blank>Open late</a>'),
+        "/late": SLOW + "3:" + page("Late", "<p>late</p>"),
         "/links": page("Links", '<a href="/form">Form</a> <a href="/slow">Slow</a>'),
         "/slow": SLOW + "12:" + page("Slow", "<p>late</p>"),
         "/unload": page(
@@ -302,6 +304,12 @@ async def target_blank_link(sc: Scenario, binary: str) -> None:
         sc.check(len(opened) == 1, f"browser_click returns tabs_opened with the new tab ({r})")
         tabs = (await call(c, "browser_tabs", {"action": "list"}))["tabs"]
         sc.check(any(t["target_id"] == opened[0]["target_id"] for t in tabs), "the new tab is supervised")
+        # Issue 44: a tab whose document has not committed yet (its server
+        # answers in 3 s) says where it is going, not "".
+        r = await call(c, "browser_click", {"ref": ref_of(snap["page"], "link", "Open late")})
+        opened = r.get("tabs_opened") or []
+        sc.check(len(opened) == 1, f"the second click returns tabs_opened ({r})")
+        sc.expect(opened[0].get("url") == f"http://a.test:{port}/late", f"with the URL it is loading ({opened[0]})")
 
 
 async def slow_link(sc: Scenario, binary: str) -> None:
