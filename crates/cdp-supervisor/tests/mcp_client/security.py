@@ -56,6 +56,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from common import (
+    dead_port,
     exit_with,
     launch_chromium,
     run_phases,
@@ -458,6 +459,7 @@ async def what_the_agent_sends_is_capped_where_echoed(sc: Scenario, binary: str)
         cases: list[tuple[str, str, dict]] = [
             ("a 2 MB URL that is not one", "browser_navigate", {"url": "notaurl" + "u" * (2 * mb)}),
             ("a 2 MB URL the policy refuses", "browser_navigate", {"url": "http://c.test/" + "u" * (2 * mb)}),
+            ("a 2 MB URL that does not load", "browser_navigate", {"url": f"http://127.0.0.1:{dead_port()}/" + "u" * (2 * mb)}),
             ("a 1 MB ref", "browser_click", {"ref": "e" + "9" * mb}),
             ("a 1 MB method", "browser_cdp", {"method": "Runtime." + "m" * mb}),
             ("1 MB params", "browser_cdp", {"method": "Runtime.evaluate", "params": ["p" * mb]}),
@@ -480,6 +482,7 @@ async def what_the_agent_sends_is_capped_where_echoed(sc: Scenario, binary: str)
                 sc.expect(not re.search(r"\d{40}", r.text), f"{what}: not printed as hundreds of digits ({r.text[:300]!r})")
 
         # A prompt answered with 1 MB: the page gets it whole, recent_dialogs keeps 4,096 characters.
+        await call(c, "browser_navigate", {"url": f"{site}/ask"})  # a failed load above left an error page
         await evaluate(c, "setTimeout(() => window.ask(), 0); 1")
         deadline = time.monotonic() + BLOCK_DEADLINE_S
         pending: list = []
@@ -501,7 +504,9 @@ async def what_the_agent_sends_is_capped_where_echoed(sc: Scenario, binary: str)
         t = time.monotonic()
         r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "'x'.repeat(20 * 1024 * 1024)", "returnByValue": True}, "timeout_s": 2})
         took = time.monotonic() - t
-        sc.expect(r.is_error and "bytes" in r.text and len(r.text) < 2_000, f"a 20 MB reply is an error saying its size ({len(r.text)} chars: {r.text[:200]!r})")
+        # Chromium may take longer than timeout_s to build it on a loaded machine: timed out then.
+        sized = "bytes" in r.text or "no reply within 2.0 s" in r.text
+        sc.expect(r.is_error and sized and len(r.text) < 2_000, f"a 20 MB reply is an error saying its size (or its timeout) ({len(r.text)} chars: {r.text[:200]!r})")
         sc.expect(took < BIG_REPLY_DEADLINE_S, f"within its timeout_s 2 and a margin ({took:.1f} s)")
         t = time.monotonic()
         title = await evaluate(c, "document.title")
