@@ -85,6 +85,11 @@ pub struct PendingDialog {
     /// opened: a call racing dialogs need not stop for it. Not shown.
     #[serde(skip)]
     pub answered_at_once: bool,
+    /// Chromium will not answer it and its page answers no navigation: a
+    /// `beforeunload` of the top document left from before a reconnect,
+    /// which only closing its tab releases. Not shown (`answerable` is).
+    #[serde(skip)]
+    pub only_closing_releases: bool,
     /// For an `http_auth`: the challenge (its fields are inlined in the JSON).
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub http_auth: Option<HttpAuthChallenge>,
@@ -558,6 +563,7 @@ mod tests {
             target_id: Some(tab.into()),
             http_auth: None,
             answered_at_once: false,
+            only_closing_releases: false,
         }
     }
 

@@ -356,6 +356,7 @@ impl State {
             target_id: self.targets.top_target().map(|t| t.0.clone()),
             http_auth,
             answered_at_once: action.is_some(),
+            only_closing_releases: false,
         });
         self.dialogs.pending.push(Dialog {
             view: view.clone(),
@@ -1430,6 +1431,7 @@ impl State {
     /// Ends a carried dialog's re-check: `closed` while we were away, or
     /// still open (its timers count again).
     fn settle_carried(&mut self, id: &str, closed: bool, now: Now) {
+        let top = self.frames.top().cloned();
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
@@ -1439,7 +1441,12 @@ impl State {
             // Still open, but Chromium answers `-32602` for a dialog it
             // showed before this session existed (CDP facts): only
             // navigating releases it, and the snapshot says so now.
-            Arc::make_mut(&mut d.view).answerable = false;
+            let view = Arc::make_mut(&mut d.view);
+            view.answerable = false;
+            // A top frame's beforeunload: its release closes the tab (see
+            // [`State::release`]), and the agent is told so.
+            view.only_closing_releases =
+                view.dialog_type == DialogType::Beforeunload && d.frame_id.as_ref() == top.as_ref();
             d.orphaned = true;
         }
         if let (true, Some(a)) = (closed, at_drop) {

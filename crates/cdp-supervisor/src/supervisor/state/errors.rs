@@ -87,9 +87,9 @@ pub enum DialogError {
         id: String,
     },
     /// Like [`DialogError::NotAnswerable`], for a `beforeunload` of the
-    /// tab's top document (one Chromium showed before a reconnect, say):
-    /// that frame answers no navigation of its own, so only closing the tab
-    /// releases it (what the watchdog's release does).
+    /// tab's top document that Chromium showed before a reconnect: that
+    /// frame answers no navigation, so only closing the tab releases it
+    /// (what the watchdog's release does).
     OnlyClosingReleases {
         /// The dialog's id.
         id: String,
@@ -219,11 +219,11 @@ pub fn not_pending<'a>(
 }
 
 /// Why pending dialog `d`, which Chromium will not answer, cannot be
-/// answered, with what releases its page: navigating, or for a
-/// `beforeunload` of the top document (whose frame answers no navigation
-/// of its own) closing its tab.
+/// answered, with what releases its page: navigating, or for an orphaned
+/// `beforeunload` of the top document (whose frame answers no navigation)
+/// closing its tab.
 pub fn not_answerable(d: &crate::supervisor::snapshot::PendingDialog) -> DialogError {
-    if d.dialog_type == crate::cdp::protocol::DialogType::Beforeunload && d.is_top_document() {
+    if d.only_closing_releases {
         DialogError::OnlyClosingReleases {
             id: d.id.clone(),
             target_id: d.target_id.clone(),
