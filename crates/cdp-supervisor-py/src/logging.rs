@@ -18,8 +18,9 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-/// The environment variable that picks which records are made.
-const LOG_ENV: &str = "CDP_SUPERVISOR_LOG";
+/// The environment variable that picks which records are made (the
+/// binary's log switch too).
+use cdp_supervisor::config::LOG_ENV;
 /// Records waiting for the logging thread; more are dropped.
 const QUEUE: usize = 4096;
 

@@ -225,6 +225,7 @@ mod tests {
             target_id: Some("T".into()),
             http_auth: None,
             answered_at_once: false,
+            only_closing_releases: false,
         }
     }
 
@@ -256,6 +257,7 @@ mod tests {
             closed_by: ClosedBy::AutoPolicy,
             accepted: Some(false),
             user_input: None,
+            user_input_truncated: false,
         })]
         .into_iter()
         .collect();

@@ -65,6 +65,21 @@ use std::sync::Arc;
 /// Environment variable naming the YAML config file (used when no `--config`).
 pub const CONFIG_PATH_ENV: &str = "CDP_SUPERVISOR_CONFIG";
 
+/// Environment variable that picks what is logged: an `EnvFilter`
+/// directive (`debug`, `cdp_supervisor=trace,warn`…), the same switch for
+/// the binary and the Python module (one name, one meaning). Not a config
+/// key; for the binary it wins over `RUST_LOG`.
+pub const LOG_ENV: &str = "CDP_SUPERVISOR_LOG";
+
+/// What to log, by [`LOG_ENV`], else `RUST_LOG` (`""`: the caller's default).
+pub fn log_directives() -> String {
+    [LOG_ENV, "RUST_LOG"]
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|v| !v.trim().is_empty())
+        .unwrap_or_default()
+}
+
 /// Prefix of the per-key environment variables: `CDP_SUPERVISOR_` + the key
 /// path upper-cased with `__` between levels.
 pub const ENV_PREFIX: &str = "CDP_SUPERVISOR_";
@@ -492,7 +507,7 @@ impl Config {
             })?;
         }
         for (name, value) in &vars {
-            if name == CONFIG_PATH_ENV {
+            if name == CONFIG_PATH_ENV || name == LOG_ENV {
                 continue;
             }
             let key = env_var_to_key(name);
@@ -1401,6 +1416,17 @@ mod tests {
         .unwrap();
         assert_eq!(c.browser.dialog_policy, DialogPolicy::AutoDismiss.into());
         assert_eq!(c.browser.target_id, "T1");
+    }
+
+    /// Issue 44: `CDP_SUPERVISOR_LOG=debug` is the Python module's log
+    /// switch; the binary refused it as an unknown config key and exited.
+    #[test]
+    fn regression_44_the_log_switch_is_not_a_config_key() {
+        let c = Config::load(None, env(&[(LOG_ENV, "debug")])).unwrap();
+        assert_eq!(c, Config::default());
+        // A key that is not one is still refused.
+        let e = Config::load(None, env(&[("CDP_SUPERVISOR_LOGS", "debug")])).unwrap_err();
+        assert!(e.to_string().contains("unknown config key `logs`"), "{e}");
     }
 
     #[test]

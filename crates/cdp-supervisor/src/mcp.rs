@@ -496,8 +496,8 @@ impl ServerHandler for McpSession {
         if !ALL_TOOLS.contains(&request.name.as_ref()) {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool {:?}; tools: {}",
-                    request.name,
+                    "unknown tool {}; tools: {}",
+                    crate::supervisor::wording::quoted(&request.name),
                     self.agent.tool_names().join(", ")
                 ),
                 None,
@@ -658,7 +658,7 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(crate::cdp::connection::log_filter(
-            &std::env::var("RUST_LOG").unwrap_or_default(),
+            &crate::config::log_directives(),
             "error",
         ))
         .try_init();

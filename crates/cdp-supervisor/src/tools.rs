@@ -26,6 +26,7 @@ use crate::supervisor::snapshot::{
     ClosedBy, ConnectionStatus, List, PendingDialog, Snapshot, TabView,
 };
 use crate::supervisor::state::{self, DialogAction, DialogError, DialogRequest, Login};
+use crate::supervisor::wording;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,9 +116,12 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    /// An error whose every quoted part is capped ([`wording::capped_quotes`]):
+    /// whatever of the agent's arguments it quotes, at most 200 characters
+    /// of each (DESIGN "Security").
     fn new(message: impl Into<String>) -> ToolError {
         ToolError {
-            message: message.into(),
+            message: wording::capped_quotes(&message.into()),
             structured: None,
         }
     }
@@ -360,7 +364,8 @@ fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<(), ToolErro
     check_url(url)?;
     policy.check(url).map_err(|r| {
         ToolError::new(format!(
-            "{url} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
+            "{} is not allowed by the navigation policy (rule {}); the browser refuses this document, whoever asks for it. Navigate to an allowed URL instead",
+            wording::cut(url),
             r.rule
         ))
     })
@@ -388,7 +393,8 @@ fn cdp_params(params: Option<Value>) -> Result<Value, ToolError> {
         None | Some(Value::Null) => Ok(json!({})),
         Some(Value::Object(o)) => Ok(Value::Object(o)),
         Some(other) => Err(ToolError::new(format!(
-            "params must be a JSON object (the CDP method's parameters), not {other}"
+            "params must be a JSON object (the CDP method's parameters), not {}",
+            wording::cut(&other.to_string())
         ))),
     }
 }
@@ -400,7 +406,8 @@ fn seconds(timeout_s: Option<f64>, default: f64, max: f64) -> Result<f64, ToolEr
         Ok(timeout_s)
     } else {
         Err(ToolError::new(format!(
-            "timeout_s {timeout_s} is not allowed; give seconds > 0 and ≤ {max}"
+            "timeout_s {} is not allowed; give seconds > 0 and ≤ {max}",
+            wording::number(timeout_s)
         )))
     }
 }
@@ -648,6 +655,7 @@ impl AgentSession {
             downloads: state::downloads::DownloadOptions {
                 dir: (!b.downloads_dir.is_empty()).then(|| b.downloads_dir.clone()),
                 max_bytes: b.downloads_max_bytes,
+                remote: false,
             },
             ..Default::default()
         })
@@ -1038,6 +1046,7 @@ impl AgentSession {
                 } else {
                     s.caught_up().await;
                 }
+                new_tabs_heading_somewhere(&s, &before).await;
                 add_tabs_opened(&mut v, &s, &before);
                 if let Some(d) = dialog_opened_during(&s.snapshot(), tab.as_deref(), dialogs_before)
                 {
@@ -1314,6 +1323,12 @@ impl AgentSession {
             return Err(ToolError::new(ENDED_NOTE));
         }
         let s = self.supervisor().await?;
+        check_refused(
+            method,
+            CdpScope {
+                owns_browser: s.owns_browser(),
+            },
+        )?;
         let before = tab_ids(&s);
         if method == CREATE_TARGET {
             // A browser-level command whatever frame_id or target_id say:
@@ -1748,6 +1763,32 @@ fn tab_ids(s: &Supervisor) -> Vec<String> {
 /// result when tabs opened during the call (not in `before`), and
 /// `downloads_started: [{id, url, suggested_filename, path}]` when
 /// downloads began.
+/// How long an action's result waits for the tabs it opened to say where
+/// they are going: a popup's first navigation starts about 70 ms after
+/// Chromium reports it (its URL is `""` until then); one that loads nothing
+/// (`window.open()`) costs the whole wait.
+pub const NEW_TAB_URL_WAIT: Duration = Duration::from_millis(500);
+
+/// Waits, at most [`NEW_TAB_URL_WAIT`], until every tab not in `before`
+/// has a URL (the one it is loading, before its commit).
+async fn new_tabs_heading_somewhere(s: &Supervisor, before: &[String]) {
+    let mut snaps = s.subscribe();
+    let all_named = |snap: &Snapshot| {
+        snap.tabs
+            .iter()
+            .filter(|t| !before.contains(&t.target_id))
+            .all(|t| !t.url.is_empty())
+    };
+    let _ = tokio::time::timeout(NEW_TAB_URL_WAIT, async {
+        while !all_named(&snaps.borrow_and_update()) {
+            if snaps.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+}
+
 fn add_tabs_opened(out: &mut Value, s: &Supervisor, before: &[String]) {
     let snap = s.snapshot();
     let opened: Vec<Value> = snap
@@ -1882,7 +1923,20 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
         "method": method,
         "pending_dialogs": pending_dialogs,
     });
-    let remedy = if refused {
+    // A top document's beforeunload answers no navigation: only closing
+    // its tab releases it.
+    let closing = refused
+        && pending_dialogs.iter().all(|d| {
+            matches!(
+                state::not_answerable(d),
+                DialogError::OnlyClosingReleases { .. }
+            )
+        });
+    let remedy = if closing {
+        format!(
+            "Chromium refuses to answer the beforeunload blocking it (answerable: false), and its page answers no navigation: only closing its tab releases it (browser_tabs close; the watchdog does that after dialog_timeout_s); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
+        )
+    } else if refused {
         format!(
             "Chromium refuses to answer the dialog blocking it (answerable: false): only navigating releases the page (browser_navigate, e.g. to the current URL); browser_snapshot's completed_calls then lists call_id {call_id} with this command's outcome."
         )
@@ -1938,15 +1992,68 @@ pub fn check_url(url: &str) -> Result<(), ToolError> {
     }
 }
 
+/// What a `browser_cdp` call would reach, as [`CDP_REFUSALS`] judge it.
+#[derive(Clone, Copy, Debug)]
+pub struct CdpScope {
+    /// The browser is the task's own (we launched it): ending it ends no
+    /// one else's tabs.
+    pub owns_browser: bool,
+}
+
+/// A `browser_cdp` method refused where it would reach past the task.
+pub struct CdpRefusal {
+    /// The CDP method, e.g. `Browser.close`.
+    pub method: &'static str,
+    /// Whether it is refused in this scope.
+    pub refused: fn(&CdpScope) -> bool,
+    /// Why, for the agent, with what to do instead.
+    pub why: &'static str,
+}
+
+/// Every `browser_cdp` refusal, in one place: a method is refused when it
+/// would end or change what is not the task's own.
+pub const CDP_REFUSALS: &[CdpRefusal] = &[
+    CdpRefusal {
+        method: "Browser.close",
+        refused: |s| !s.owns_browser,
+        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, perhaps shared): closing it would end every other client's tabs. browser_disconnect detaches this task; browser_tabs close closes one of its tabs",
+    },
+    CdpRefusal {
+        method: "Browser.crash",
+        refused: |s| !s.owns_browser,
+        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, perhaps shared): crashing it would end every other client's tabs. Page.crash on this task's tab tests a crash without that",
+    },
+];
+
+/// `method` against [`CDP_REFUSALS`] in `scope`: refused, nothing sent.
+fn check_refused(method: &str, scope: CdpScope) -> Result<(), ToolError> {
+    match CDP_REFUSALS
+        .iter()
+        .find(|r| r.method == method && (r.refused)(&scope))
+    {
+        Some(r) => Err(ToolError::new(format!(
+            "browser_cdp {method} is refused (nothing was sent): {}",
+            r.why
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The longest CDP method name `browser_cdp` takes: Chromium's longest is
+/// under 60 characters; a longer one would only be echoed back (by
+/// Chromium's "wasn't found" too).
+pub const CDP_METHOD_MAX_CHARS: usize = 100;
+
 fn check_method(method: &str) -> Result<(), ToolError> {
-    let ok = method
-        .split_once('.')
-        .is_some_and(|(d, m)| !d.is_empty() && !m.is_empty() && !m.contains('.'));
+    let ok = method.len() <= CDP_METHOD_MAX_CHARS
+        && method
+            .split_once('.')
+            .is_some_and(|(d, m)| !d.is_empty() && !m.is_empty() && !m.contains('.'));
     if ok {
         Ok(())
     } else {
         Err(ToolError::new(format!(
-            "method {method:?} is not a CDP method; give Domain.method, e.g. Runtime.evaluate"
+            "method {method:?} is not a CDP method; give Domain.method (at most {CDP_METHOD_MAX_CHARS} characters), e.g. Runtime.evaluate"
         )))
     }
 }
@@ -1962,13 +2069,14 @@ fn askable_dialog(
 ) -> Result<Arc<PendingDialog>, ToolError> {
     let pending = &snap.pending_dialogs;
     let d = match dialog_id {
-        Some(id) => pending
-            .iter()
-            .find(|d| d.id == id)
-            .ok_or_else(|| DialogError::UnknownId {
-                id: id.to_owned(),
-                known: pending.iter().map(|d| d.id.clone()).collect(),
-            }),
+        Some(id) => pending.iter().find(|d| d.id == id).ok_or_else(|| {
+            crate::supervisor::state::not_pending(
+                id,
+                snap.recent_dialogs.iter().map(|c| &**c),
+                pending.iter().map(|d| d.id.clone()),
+                crate::supervisor::state::Now::system().unix_s,
+            )
+        }),
         None => match &pending[..] {
             [] => Err(DialogError::NoDialog),
             [one] => Ok(one),
@@ -1980,10 +2088,7 @@ fn askable_dialog(
     .map_err(|e| dialog_error(s, e))?
     .clone();
     if !d.answerable {
-        return Err(dialog_error(
-            s,
-            DialogError::NotAnswerable { id: d.id.clone() },
-        ));
+        return Err(dialog_error(s, state::not_answerable(&d)));
     }
     if d.dialog_type == DialogType::HttpAuth {
         return Err(ToolError::new(format!(
@@ -2197,6 +2302,28 @@ mod tests {
             ToolCall::Disconnect
         );
         assert!(p("browser_teleport", json!({})).is_err());
+    }
+
+    /// Issue 44: `browser_cdp Browser.close` killed a shared browser.
+    #[test]
+    fn regression_44_browser_close_and_crash_are_refused_on_a_browser_not_the_tasks_own() {
+        let shared = CdpScope {
+            owns_browser: false,
+        };
+        let own = CdpScope { owns_browser: true };
+        for method in ["Browser.close", "Browser.crash"] {
+            let e = check_refused(method, shared).unwrap_err();
+            assert!(
+                e.message.contains("not this task's own") && e.message.contains("nothing was sent"),
+                "{e}"
+            );
+            assert!(
+                check_refused(method, own).is_ok(),
+                "{method} on our own browser"
+            );
+        }
+        assert!(check_refused("Browser.getVersion", shared).is_ok());
+        assert!(check_refused("Page.close", shared).is_ok());
     }
 
     #[test]

@@ -44,6 +44,28 @@ fn demo_runs_to_the_end_and_shows_every_kind_of_answer() {
     }
 }
 
+/// Issue 44: `CDP_SUPERVISOR_LOG=debug` is the Python module's log switch;
+/// the binary refused it as an unknown config key and exited. It means the
+/// same here: what is logged.
+#[test]
+fn regression_44_cdp_supervisor_log_is_the_log_switch_not_a_config_key() {
+    let dead = "http://127.0.0.1:9";
+    let args = ["snapshot", "http://127.0.0.1:9/", "--cdp-url", dead];
+    let (code, _, err) = run(&args, &[("CDP_SUPERVISOR_LOG", "debug")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("unknown config key"), "{err}");
+    assert!(err.contains("cannot attach to"), "it ran: {err}");
+    assert!(
+        err.contains("DEBUG") && err.contains("resolving the CDP WebSocket URL"),
+        "at debug level: {err}"
+    );
+    let (_, _, quiet) = run(
+        &args,
+        &[("CDP_SUPERVISOR_LOG", "warn"), ("RUST_LOG", "debug")],
+    );
+    assert!(!quiet.contains("DEBUG"), "it wins over RUST_LOG: {quiet}");
+}
+
 #[test]
 fn user_errors_are_one_line_on_stderr_with_a_nonzero_exit() {
     // (arguments, environment, what the error must name)

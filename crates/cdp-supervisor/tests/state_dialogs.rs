@@ -944,6 +944,47 @@ fn regression_soak_a_beforeunload_kept_across_a_drop_is_released_by_closing_its_
     assert_eq!(h.st.poll_timeout(), None, "nothing left to do");
 }
 
+/// Issue 44: an agent answering the orphaned beforeunload above was told
+/// "only navigating the page releases it", but its page answers no
+/// navigation: the release closes the tab, and the error says so.
+#[test]
+fn regression_44_an_orphaned_beforeunload_says_only_closing_its_tab_releases_it() {
+    let mut h = H::attached(MustRespond);
+    h.open("S1", "T1", "beforeunload", "", "");
+    h.drain();
+    h.st.connection_lost();
+    h.st.attach_page("T1".into(), sid("S1b"), PAGE_URL, "", h.now);
+    h.drain();
+    h.fire_after(PAGE_ENABLE_GRACE);
+    assert!(!h.snap().pending_dialogs[0].answerable);
+    let err = h.answer(Accept, None, None, 1).unwrap_err();
+    assert_eq!(
+        err,
+        DialogError::OnlyClosingReleases {
+            id: "d-1".into(),
+            target_id: Some("T1".into()),
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("only closing the tab releases it")
+            && text.contains("browser_tabs close with target_id T1")
+            && !text.contains("only navigating"),
+        "{text}"
+    );
+    // An alert Chromium refuses is still released by navigating.
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "x");
+    h.answer(Accept, None, None, 5).unwrap();
+    h.drain();
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    let done = answer_done(&h.drain());
+    assert_eq!(
+        done[0].1.clone().unwrap_err(),
+        DialogError::NotAnswerable { id: "d-1".into() }
+    );
+}
+
 /// The orphaned beforeunload of a page with an OOPIF: navigating the OOPIF
 /// frees a beforeunload Chromium will not answer otherwise (defect 13's
 /// release), but not one orphaned by a reconnect — measured: that

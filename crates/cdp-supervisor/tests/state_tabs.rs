@@ -432,6 +432,86 @@ fn dialogs_of_all_tabs_share_one_list_with_unique_ids_and_answer_on_their_own_se
     ));
 }
 
+/// Issue 44 (F2): an answer to a dialog that closed moments before said
+/// "unknown dialog_id"; it says how and when it closed.
+#[test]
+fn regression_44_an_answer_to_a_dialog_just_closed_says_how_it_closed() {
+    let mut h = H::attached(Options::default());
+    h.dialog("S0", "T0", "sure?");
+    h.ev(
+        Some("S0"),
+        "Page.javascriptDialogClosed",
+        json!({"frameId": "T0", "result": false, "userInput": ""}),
+    );
+    h.now.unix_s += 0.5;
+    let e = h
+        .tabs
+        .answer_dialog_as(accept(Some("d-1")), 1, ClosedBy::Agent, h.now)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        DialogError::AlreadyClosed {
+            id: "d-1".into(),
+            closed_by: ClosedBy::Remote,
+            closed_at: 1_700_000_000.0,
+            before_s: 0.5,
+        }
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("closed_by: remote")
+            && text.contains("0.5 s before")
+            && !text.contains("unknown"),
+        "{text}"
+    );
+    h.pump();
+    assert!(
+        !h.methods()
+            .iter()
+            .any(|m| m == "Page.handleJavaScriptDialog"),
+        "nothing is sent"
+    );
+    // An id never given is still unknown.
+    assert!(matches!(
+        h.tabs
+            .answer_dialog_as(accept(Some("d-7")), 2, ClosedBy::Agent, h.now),
+        Err(DialogError::UnknownId { .. })
+    ));
+}
+
+/// Issue 44: a popup is `""` until its first commit; once its first
+/// navigation starts, its tab says where it is going.
+#[test]
+fn regression_44_a_popup_shows_the_url_it_is_loading_before_it_commits() {
+    let mut h = H::attached(Options::default());
+    h.page_attached("S1", "T1", Some("T0"), true);
+    // Nothing committed yet: its frame tree says "".
+    while !h.sent.is_empty() {
+        let c = h.sent.remove(0);
+        let reply = match c.purpose {
+            Purpose::FrameTree => {
+                json!({"frameTree": {"frame": {"id": "T1", "url": "", "securityOrigin": "://"}}})
+            }
+            _ => json!({}),
+        };
+        h.reply(&c, Ok(reply));
+    }
+    let url = |h: &mut H| h.tabs.snapshot().tabs[1].url.to_string();
+    assert_eq!(url(&mut h), "");
+    h.ev(
+        Some("S1"),
+        "Page.frameStartedNavigating",
+        json!({"frameId": "T1", "url": "https://a.test/late", "loaderId": "L1", "navigationType": "differentDocument"}),
+    );
+    assert_eq!(url(&mut h), "https://a.test/late");
+    h.ev(
+        Some("S1"),
+        "Page.frameNavigated",
+        json!({"frame": {"id": "T1", "loaderId": "L1", "url": "https://a.test/landed", "securityOrigin": "https://a.test", "mimeType": "text/html"}, "type": "Navigation"}),
+    );
+    assert_eq!(url(&mut h), "https://a.test/landed", "the commit wins");
+}
+
 #[test]
 fn the_current_tab_closing_makes_its_opener_current_and_the_last_one_opens_a_blank_tab() {
     let mut h = H::attached(Options::default());
@@ -774,6 +854,7 @@ fn downloads_are_listed_bounded_and_renamed_once_complete() {
         downloads: DownloadOptions {
             dir: Some("/dl".into()),
             max_bytes: 1_000,
+            remote: false,
         },
         ..Options::default()
     });
@@ -864,6 +945,91 @@ fn downloads_are_listed_bounded_and_renamed_once_complete() {
     let all = h.tabs.snapshot().downloads;
     assert_eq!(all.len(), 20);
     assert_eq!(all[19].id, "dl-27");
+}
+
+/// Issue 44: a download whose bytes are all in and that Chromium has not
+/// completed 2 s later (it holds it, e.g. as insecure) says so in a note;
+/// one into a remote browser's directory keeps Chromium's name and says
+/// where it is.
+#[test]
+fn regression_44_a_download_all_in_but_not_completed_says_chromium_holds_it() {
+    use cdp_supervisor::supervisor::state::downloads::{DownloadOptions, HELD_AFTER};
+    let mut h = H::attached(Options {
+        downloads: DownloadOptions {
+            dir: Some("/tmp/on-the-browser".into()),
+            remote: true,
+            max_bytes: 1 << 30,
+        },
+        ..Options::default()
+    });
+    h.ev(None, "Browser.downloadWillBegin", json!({"frameId": "T0", "guid": "G1", "url": "http://a.test/f", "suggestedFilename": "f.bin"}));
+    let d = (*h.tabs.snapshot().downloads[0]).clone();
+    assert_eq!(d.path.as_deref(), Some("/tmp/on-the-browser/G1"));
+    assert!(
+        d.note.as_deref().unwrap().contains("browser's machine"),
+        "{d:?}"
+    );
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G1", "totalBytes": 900, "receivedBytes": 900, "state": "inProgress"}),
+    );
+    let at = h.tabs.poll_timeout().expect("a check is due");
+    assert_eq!(at, h.now.instant + HELD_AFTER);
+    h.now.instant += HELD_AFTER - std::time::Duration::from_millis(1);
+    h.tabs.handle_timeout(h.now);
+    assert!(
+        h.tabs.snapshot().downloads[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("browser's machine")
+    );
+    h.now.instant = at;
+    h.tabs.handle_timeout(h.now);
+    h.pump();
+    let note = h.tabs.snapshot().downloads[0].note.clone().unwrap();
+    assert!(
+        note.contains("every byte is in (900 bytes)") && note.contains("holds it"),
+        "{note}"
+    );
+    assert_eq!(h.tabs.poll_timeout(), None, "said once");
+    // Let through at last: completed, the note no longer says held, and
+    // the file is not renamed here (it is not on this machine).
+    h.ev(
+        None,
+        "Browser.downloadProgress",
+        json!({"guid": "G1", "totalBytes": 900, "receivedBytes": 900, "state": "completed"}),
+    );
+    let d = (*h.tabs.snapshot().downloads[0]).clone();
+    assert!(
+        d.note.as_deref().unwrap().contains("browser's machine"),
+        "{d:?}"
+    );
+    assert!(h.saves.is_empty(), "{:?}", h.saves);
+}
+
+/// Issue 44: never `Browser.setDownloadBehavior{behavior:"default"}` (it
+/// holds a non-secure origin's download for a person); a core with no
+/// directory sends nothing at all.
+#[test]
+fn regression_44_no_default_download_behavior_is_ever_sent() {
+    let mut h = H::attached(Options::default());
+    h.tabs.attach_page(
+        TargetId::from("T0"),
+        sid("S0"),
+        "https://a.test/",
+        "",
+        h.now,
+    );
+    h.pump();
+    assert!(
+        !h.methods()
+            .iter()
+            .any(|m| m == "Browser.setDownloadBehavior"),
+        "{:?}",
+        h.methods()
+    );
 }
 
 /// What an action waits for (DESIGN "Tabs": no fixed wait): the navigation

@@ -237,6 +237,18 @@ pub enum CommandError {
         /// The command's deadline, counted from when it was sent.
         after: Duration,
     },
+    /// The reply was larger than the command may return: dropped unread.
+    #[error(
+        "{method}: the reply is {bytes} bytes, over the {max} bytes this command may return; it was dropped unread (ask for less: a smaller expression result, a clip, a part of the tree)"
+    )]
+    TooLarge {
+        /// The CDP method of the command.
+        method: String,
+        /// The reply's size, in bytes.
+        bytes: usize,
+        /// The bound it passed.
+        max: usize,
+    },
     /// The connection dropped (or was closed) before the reply came.
     #[error("{method}: the CDP connection dropped before the reply ({reason})")]
     Disconnected {
@@ -386,6 +398,8 @@ enum ReplyTo {
 struct Pending {
     method: String,
     reply: ReplyTo,
+    /// A larger reply is [`CommandError::TooLarge`], never parsed.
+    max_reply: usize,
     /// The deadline task of an in-order command: aborted once the reply is
     /// delivered, so no timer outlives its command.
     timer: Option<tokio::task::AbortHandle>,
@@ -551,6 +565,7 @@ impl Shared {
         method: &str,
         params: &Value,
         reply: ReplyTo,
+        max_reply: usize,
     ) -> (u64, Result<(), (String, ReplyTo)>) {
         let mut state = self.lock();
         let id = state.next_id;
@@ -564,6 +579,7 @@ impl Shared {
                 Pending {
                     method: method.to_owned(),
                     reply,
+                    max_reply,
                     timer: None,
                 },
             );
@@ -733,7 +749,13 @@ impl Connection {
         let shared = &self.owner.shared;
         let deadline = deadline_after(timeout);
         let (reply_tx, reply_rx) = oneshot::channel();
-        let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Future(reply_tx));
+        let (id, queued) = shared.queue(
+            session_id,
+            method,
+            &params,
+            ReplyTo::Future(reply_tx),
+            usize::MAX,
+        );
         if let Err((reason, ReplyTo::Future(reply_tx))) = queued {
             let _ = reply_tx.send(Err(CommandError::Disconnected {
                 method: method.to_owned(),
@@ -766,8 +788,23 @@ impl Connection {
         params: Value,
         timeout: Duration,
     ) -> u64 {
+        self.send_in_order_capped(session_id, method, params, timeout, usize::MAX)
+    }
+
+    /// [`Connection::send_in_order`], and a reply larger than `max_reply`
+    /// bytes is [`CommandError::TooLarge`]: it is dropped as it comes off
+    /// the socket, never parsed, so the reader moves on to the next frame
+    /// at once (an agent's `browser_cdp` that asks for 20 MB).
+    pub fn send_in_order_capped(
+        &self,
+        session_id: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        max_reply: usize,
+    ) -> u64 {
         let shared = &self.owner.shared;
-        let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Stream);
+        let (id, queued) = shared.queue(session_id, method, &params, ReplyTo::Stream, max_reply);
         match queued {
             Ok(()) => {
                 let weak = Arc::downgrade(shared);
@@ -1037,6 +1074,7 @@ async fn grid_keep_alive(shared: std::sync::Weak<Shared>) {
             "Browser.getVersion",
             &Value::Null,
             ReplyTo::Future(reply_tx),
+            usize::MAX,
         );
         if queued.is_err() {
             return;
@@ -1206,11 +1244,17 @@ fn dispatch(
         Ok(None) => {}
         Ok(Some(Routed::Event(event))) => burst.push(Incoming::Event(event)),
         Ok(Some(Routed::Reply { id, outcome })) => {
+            let max = shared
+                .lock()
+                .pending
+                .get(&id)
+                .map_or(usize::MAX, |p| p.max_reply);
             // Parsed before taking the lock: a result can be tens of MiB.
             let outcome = match outcome {
+                Ok(_) if len > max => Err(None),
                 Ok(raw) => serde_json::from_str::<Value>(raw.get())
-                    .map_err(|e| (0, format!("unreadable result: {e}"), None)),
-                Err(error) => Err((error.code, error.message.clone(), error.data_text())),
+                    .map_err(|e| Some((0, format!("unreadable result: {e}"), None))),
+                Err(error) => Err(Some((error.code, error.message.clone(), error.data_text()))),
             };
             let mut state = shared.lock();
             let Some(pending) = state.pending.remove(&id) else {
@@ -1221,11 +1265,18 @@ fn dispatch(
                 return;
             };
             give_back(&mut state.pending);
-            let result = outcome.map_err(|(code, message, data)| CommandError::Protocol {
-                method: pending.method.clone(),
-                code,
-                message,
-                data,
+            let result = outcome.map_err(|e| match e {
+                Some((code, message, data)) => CommandError::Protocol {
+                    method: pending.method.clone(),
+                    code,
+                    message,
+                    data,
+                },
+                None => CommandError::TooLarge {
+                    method: pending.method.clone(),
+                    bytes: len,
+                    max,
+                },
             });
             match pending.reply {
                 // In order with the events before and after it, and on the

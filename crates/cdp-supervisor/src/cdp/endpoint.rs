@@ -318,7 +318,9 @@ fn carry_credentials(given: &url::Url, ws: &str) -> String {
     out.to_string()
 }
 
-fn is_loopback(url: &url::Url) -> bool {
+/// Whether `url`'s host is this machine's loopback (`localhost`,
+/// `127.0.0.0/8`, `::1`).
+pub fn is_loopback(url: &url::Url) -> bool {
     match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),

@@ -204,8 +204,7 @@ fn load_config(path: Option<&std::path::Path>, flags: &BrowserFlags) -> Result<C
 }
 
 fn init_logging() {
-    let directives = std::env::var("RUST_LOG").unwrap_or_default();
-    let filter = crate::cdp::connection::log_filter(&directives, "warn");
+    let filter = crate::cdp::connection::log_filter(&crate::config::log_directives(), "warn");
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

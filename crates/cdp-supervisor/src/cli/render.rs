@@ -311,6 +311,7 @@ mod tests {
             target_id: None,
             http_auth: None,
             answered_at_once: false,
+            only_closing_releases: false,
         };
         let line = notice_line(&Notice::DialogOpened { dialog: d.into() });
         assert!(!line.chars().any(|c| c.is_control()), "{line:?}");

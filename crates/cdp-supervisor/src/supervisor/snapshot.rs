@@ -85,6 +85,11 @@ pub struct PendingDialog {
     /// opened: a call racing dialogs need not stop for it. Not shown.
     #[serde(skip)]
     pub answered_at_once: bool,
+    /// Chromium will not answer it and its page answers no navigation: a
+    /// `beforeunload` of the top document left from before a reconnect,
+    /// which only closing its tab releases. Not shown (`answerable` is).
+    #[serde(skip)]
+    pub only_closing_releases: bool,
     /// For an `http_auth`: the challenge (its fields are inlined in the JSON).
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub http_auth: Option<HttpAuthChallenge>,
@@ -137,9 +142,35 @@ pub struct ClosedDialog {
     /// Whether it was accepted (`Page.javascriptDialogClosed.result`), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accepted: Option<bool>,
-    /// The text a prompt returned to the page, when known.
+    /// The text a prompt returned to the page, when known: its first
+    /// [`USER_INPUT_KEPT_CHARS`] characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_input: Option<String>,
+    /// `user_input` was cut (the page got it whole).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub user_input_truncated: bool,
+}
+
+/// The most of a prompt's answer `recent_dialogs[].user_input` keeps
+/// (DESIGN "Security": what the agent sends is capped where it is echoed;
+/// the page gets all of it).
+pub const USER_INPUT_KEPT_CHARS: usize = 4096;
+
+impl ClosedDialog {
+    /// `user_input` as kept: at most [`USER_INPUT_KEPT_CHARS`] characters,
+    /// and whether it was cut.
+    pub fn kept_input(user_input: Option<String>) -> (Option<String>, bool) {
+        match user_input {
+            Some(mut s) => match s.char_indices().nth(USER_INPUT_KEPT_CHARS) {
+                Some((cut, _)) => {
+                    s.truncate(cut);
+                    (Some(s), true)
+                }
+                None => (Some(s), false),
+            },
+            None => (None, false),
+        }
+    }
 }
 
 /// The top frame (`frame_tree.top`).
@@ -532,6 +563,7 @@ mod tests {
             target_id: Some(tab.into()),
             http_auth: None,
             answered_at_once: false,
+            only_closing_releases: false,
         }
     }
 

@@ -15,7 +15,8 @@ inside another):
                         browser_click returns interrupted (method
                         browser_click), the agent accepts, completed_calls
                         carries the click's own result once, the handler ran once
-  target_blank_link     a target=_blank link clicked: tabs_opened
+  target_blank_link     a target=_blank link clicked: tabs_opened; one to a
+                        page that commits 3 s later names its URL already
   beforeunload_left     a browser_click is the user gesture; browser_navigate
                         away then returns dialog_pending with the beforeunload
   slow_link             a link to a page that answers after 12 s: the
@@ -29,6 +30,13 @@ inside another):
                         so; nothing was clicked
   big_page_capped       a page of 5,000 elements: page_truncated, 2,000 lines;
                         page:false leaves the outline out; page:"yes" is an error
+  app_shells            (issue 44) pages whose body is overflow:hidden (an
+                        app shell with its own scroller, a fixed layer in
+                        a body of no height, a scroll-locked page under a
+                        modal, a fixed menu in a clipped bar of no
+                        height): every control on screen is in the
+                        outline and clicks through its ref; a collapsed
+                        panel's button (height 0, overflow hidden) is not
   outline_timed         1,000 elements and 3 OOPIFs: prints the median time of a
                         browser_snapshot with and without the outline, and the
                         bytes per line (node) of the outline (a figure, not an
@@ -89,7 +97,8 @@ def pages(port: int) -> dict[str, str]:
             "Confirm",
             "<button onclick=\"window.count=(window.count||0)+1; window.answer=confirm('Pay?');\">Pay</button>",
         ),
-        "/blank": page("Blank", '<a href="/form" target=_blank>Open form</a>'),
+        "/blank": page("Blank", '<a href="/form" target=_blank>Open form</a> <a href="/late" target=_blank>Open late</a>'),
+        "/late": SLOW + "3:" + page("Late", "<p>late</p>"),
         "/links": page("Links", '<a href="/form">Form</a> <a href="/slow">Slow</a>'),
         "/slow": SLOW + "12:" + page("Slow", "<p>late</p>"),
         "/unload": page(
@@ -109,6 +118,49 @@ def pages(port: int) -> dict[str, str]:
             thousand + "".join(frame.format(f"{h}/form") for h in (b, c, b)),
         ),
     }
+
+
+def shell(title: str, style: str, body: str) -> str:
+    """A page of its own style (no min-height on body: app shells set theirs)."""
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title><style>{style}</style></head>"
+        f"<body>{body}</body></html>"
+    )
+
+
+CLICKED = "onclick=\"window.clicked=(window.clicked||[]).concat([this.textContent])\""
+APP_SHELLS = {
+    # html and body fill the screen and do not scroll; #app does.
+    "/shell-scroller": shell(
+        "Scroller",
+        "html,body{height:100%;margin:0;overflow:hidden} #app{height:100%;overflow:auto}",
+        f'<div id=app><header><button {CLICKED}>Shell menu</button></header>'
+        + "".join(f"<p>row {i}</p>" for i in range(200))
+        + "</div>",
+    ),
+    # Only fixed and absolute children: the body has no height at all.
+    "/shell-fixed": shell(
+        "Fixed",
+        "body{margin:0;overflow:hidden} #layer{position:fixed;inset:0}",
+        f'<div id=layer><nav><a href="#home">Home link</a></nav><button {CLICKED}>Fixed save</button></div>',
+    ),
+    # A modal locks the page's scrolling; the page behind it is still drawn.
+    "/shell-modal": shell(
+        "Modal",
+        "body{margin:0;overflow:hidden} .modal{position:fixed;top:20%;left:20%;width:60%;background:#fff;border:1px solid}",
+        '<main style="height:3000px"><h1>Behind</h1></main>'
+        f'<div class=modal role=dialog aria-label="Cookies"><p>We use cookies</p><button {CLICKED}>Accept all</button></div>',
+    ),
+    # A bar of no height that clips (overflow:hidden) holding a fixed menu:
+    # the fixed box escapes the clip. Beside it, a collapsed panel does not.
+    "/shell-bar": shell(
+        "Bar",
+        "body{margin:0;overflow:hidden} #bar{height:0;overflow:hidden} #menu{position:fixed;top:0;left:0}"
+        " #panel{height:0;overflow:hidden}",
+        f'<div id=bar><div id=menu><button {CLICKED}>Bar menu</button></div></div>'
+        f'<div id=panel><button {CLICKED}>Collapsed</button></div><p>content</p>',
+    ),
+}
 
 
 def ref_of(text: str, role: str, name: str) -> str:
@@ -252,6 +304,12 @@ async def target_blank_link(sc: Scenario, binary: str) -> None:
         sc.check(len(opened) == 1, f"browser_click returns tabs_opened with the new tab ({r})")
         tabs = (await call(c, "browser_tabs", {"action": "list"}))["tabs"]
         sc.check(any(t["target_id"] == opened[0]["target_id"] for t in tabs), "the new tab is supervised")
+        # Issue 44: a tab whose document has not committed yet (its server
+        # answers in 3 s) says where it is going, not "".
+        r = await call(c, "browser_click", {"ref": ref_of(snap["page"], "link", "Open late")})
+        opened = r.get("tabs_opened") or []
+        sc.check(len(opened) == 1, f"the second click returns tabs_opened ({r})")
+        sc.expect(opened[0].get("url") == f"http://a.test:{port}/late", f"with the URL it is loading ({opened[0]})")
 
 
 async def slow_link(sc: Scenario, binary: str) -> None:
@@ -330,6 +388,31 @@ async def big_page_capped(sc: Scenario, binary: str) -> None:
         sc.check(r.is_error and "page must be true or false" in r.text, f"page:'yes' is a clear error ({r.text!r})")
 
 
+async def app_shells(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, lambda port: APP_SHELLS)
+    base = f"http://a.test:{port}"
+    wanted = {
+        "/shell-scroller": [("button", "Shell menu")],
+        "/shell-fixed": [("link", "Home link"), ("button", "Fixed save")],
+        "/shell-modal": [("heading", "Behind"), ("button", "Accept all")],
+        "/shell-bar": [("button", "Bar menu")],
+    }
+    async with mcp_server(sc, binary, "s", [], env=ENV) as srv:
+        c = srv.client
+        for path, controls in wanted.items():
+            await call(c, "browser_navigate", {"url": base + path})
+            text = (await outline(c))["page"]
+            for role, name in controls:
+                sc.expect(f'- {role} "{name}"' in text, f"{path}: {role} {name!r} is in the outline:\n{text[:600]}")
+            for role, name in controls:
+                if role == "button" and f'- {role} "{name}"' in text:
+                    await call(c, "browser_click", {"ref": ref_of(text, role, name)})
+                    clicked = await evaluate(c, "window.clicked || []")
+                    sc.expect(name in clicked, f"{path}: its ref clicks {name!r} ({clicked})")
+            if path == "/shell-bar":
+                sc.expect('"Collapsed"' not in text, f"{path}: the collapsed panel's button is left out:\n{text[:600]}")
+
+
 async def outline_timed(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     async with mcp_server(sc, binary, "m", [], env=ENV) as srv:
@@ -377,6 +460,7 @@ SCENARIOS = {
     "stale_and_covered": stale_and_covered,
     "big_page_capped": big_page_capped,
     "outline_timed": outline_timed,
+    "app_shells": app_shells,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
 PHASES = [
@@ -384,6 +468,7 @@ PHASES = [
     ["confirm_in_oopif", "target_blank_link"],
     ["beforeunload_left", "stale_and_covered"],
     ["big_page_capped", "slow_link"],
+    ["app_shells"],
     ["outline_timed"],
 ]
 

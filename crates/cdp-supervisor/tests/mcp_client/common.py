@@ -303,9 +303,10 @@ class Chromium:
         return f"http://127.0.0.1:{self.port}"
 
 
-async def launch_chromium(sc: Scenario, label: str) -> Chromium:
+async def launch_chromium(sc: Scenario, label: str, args: list[str] | None = None) -> Chromium:
     """Our own headless Chromium (its own process group), killed and its
-    user-data-dir removed when the scenario ends, whatever happened."""
+    user-data-dir removed when the scenario ends, whatever happened; args
+    are added to its command line."""
     udd = os.path.join(sc.tmp, f"c{label}")
     os.makedirs(udd)
     # Chromium's own scratch dirs (org.chromium.Chromium.*) go with the scenario's.
@@ -324,6 +325,7 @@ async def launch_chromium(sc: Scenario, label: str) -> Chromium:
             "--disable-sync",
             "--remote-debugging-port=0",
             f"--user-data-dir={udd}",
+            *(args or []),
             "about:blank",
         ],
         stdin=subprocess.DEVNULL,

@@ -35,6 +35,11 @@ the way an agent sees the product:
                                 a same-site popup's confirm freezes its opener:
                                 the opener's browser_navigate says
                                 dialog_pending at once, not load_timeout at 30 s
+  an_answer_to_a_dialog_just_closed_says_how_it_closed
+                                (issue 44, F2) a confirm the 1 s watchdog
+                                dismissed: browser_dialog with its id says it
+                                is no longer pending, closed_by watchdog and
+                                when, not "unknown dialog_id"
   a_click_that_loaded_nothing_closes_nothing_later
                                 a link to a 204 clicked (a navigation that
                                 never commits), then an alert that another
@@ -520,6 +525,27 @@ async def a_click_that_loaded_nothing_closes_nothing_later(sc: Scenario, binary:
                  f"still remote once the page changed ({closed})")
 
 
+async def an_answer_to_a_dialog_just_closed_says_how_it_closed(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site)
+    env = {"CDP_SUPERVISOR_BROWSER__DIALOG_TIMEOUT_S": "1"}
+    async with mcp_server(sc, binary, "s", [], env=env) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/ask.html"})
+        await trigger(c, "openConfirm")
+        d = await wait_pending(sc, c, "confirm", "keep going?", "the confirm")
+        deadline = time.monotonic() + RECONNECT_DEADLINE_S
+        closed = None
+        while closed is None and time.monotonic() < deadline:
+            closed = recent_has(await snapshot(c), d["id"])
+            if closed is None:
+                await anyio.sleep(0.1)
+        sc.check(closed is not None and closed.get("closed_by") == "watchdog", f"the watchdog dismissed it ({closed})")
+        r = await call_raw(c, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
+        sc.check(r.is_error, f"answering it now is an error ({r.text[:200]})")
+        sc.expect("unknown" not in r.text and "no longer pending" in r.text, f"saying it is no longer pending ({r.text})")
+        sc.expect("closed_by: watchdog" in r.text and "closed_at" in r.text, f"how and when it closed ({r.text})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
@@ -529,6 +555,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "answering_past_the_most_recent_dialog": answering_past_the_most_recent_dialog,
     "a_same_site_popups_dialog_claims_the_openers_navigation": a_same_site_popups_dialog_claims_the_openers_navigation,
     "a_click_that_loaded_nothing_closes_nothing_later": a_click_that_loaded_nothing_closes_nothing_later,
+    "an_answer_to_a_dialog_just_closed_says_how_it_closed": an_answer_to_a_dialog_just_closed_says_how_it_closed,
 }
 # Not in the default run: beforeunload_and_an_oopif_alert_are_both_freed
 # passes on an idle machine but failed once in a loaded CI run (Chromium

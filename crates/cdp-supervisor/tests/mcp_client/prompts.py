@@ -64,6 +64,18 @@ Authorization header it received, so a check reads what the site really got.
   download_from_a_blocked_origin  a download link to an origin the policy
                               blocks: in blocked_navigations, never in
                               downloads, no file on disk
+  download_on_a_browser_we_did_not_launch  (issue 44) a Chromium this
+                              test launched, attached through a loopback
+                              --cdp-url: a click-started download from the
+                              non-secure http://a.test completes (Chromium's
+                              default behaviour held it as insecure for
+                              ever) into the task's directory here, gone
+                              with the session
+  download_on_a_remote_browser  the same Chromium reached through this
+                              machine's non-loopback address (a remote
+                              browser): the download completes into a
+                              directory on the browser's disk, its path
+                              and a note saying so
   a_click_returns_with_what_it_started  a click on a link to a page the
                               server answers late returns once that page
                               committed (its own changes.navigated says so);
@@ -102,6 +114,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from common import (
     Fail,
     Scenario,
+    launch_chromium,
     call,
     call_raw,
     evaluate,
@@ -721,6 +734,117 @@ async def a_click_returns_with_what_it_started(sc: Scenario, binary: str) -> Non
         sc.check(any(x.get("id") not in (None, started[0].get("id") if started else None) for x in told), f"the attribute link's download is told in a result ({told})")
 
 
+async def wait_download_done(sc: Scenario, c: Any, download_id: str, what: str) -> dict:
+    """Polls the snapshot until download_id is no longer in_progress."""
+    deadline = time.monotonic() + LOAD_DEADLINE_S
+    d: list = []
+    while time.monotonic() < deadline:
+        d = [x for x in (await snapshot(c)).get("downloads", []) if x.get("id") == download_id]
+        if d and d[0].get("state") != "in_progress":
+            return d[0]
+        await anyio.sleep(0.2)
+    raise Fail(f"{what}: {download_id} still not done after {LOAD_DEADLINE_S:.0f} s ({d})")
+
+
+TEST_HOSTS = "--host-resolver-rules=MAP *.test 127.0.0.1"
+
+
+async def download_on_a_browser_we_did_not_launch(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    chromium = await launch_chromium(sc, "x", [TEST_HOSTS])
+    async with mcp_server(sc, binary, "s", ["--cdp-url", chromium.http_url]) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/files", "a.test")})
+        clicked = await click_link(sc, c, "small file")
+        started = clicked.get("downloads_started") or []
+        sc.check(len(started) == 1, f"the click started one download ({clicked})")
+        d = await wait_download_done(sc, c, started[0]["id"], "a download from http://a.test")
+        sc.check(d["state"] == "completed" and d["received_bytes"] == MIB, f"it completes with every byte ({d})")
+        path = d.get("path") or ""
+        sc.check(os.path.basename(path) == "small.bin" and os.path.isfile(path), f"under its suggested name here ({path})")
+        sc.check(os.path.getsize(path) == MIB, f"all of it ({os.path.getsize(path)} bytes)")
+        sc.check(not d.get("note"), f"no note: it is on this machine ({d.get('note')})")
+        directory = os.path.dirname(path)
+    sc.check(not os.path.exists(directory), f"the task's download directory is gone with the session ({directory})")
+
+
+def own_address() -> str:
+    """This machine's address on its network (not loopback)."""
+    import socket
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("203.0.113.1", 9))  # no packet is sent: it only picks a route
+        return s.getsockname()[0]
+    finally:
+        s.close()
+
+
+def forward(sc: Scenario, host: str, to_port: int) -> int:
+    """A TCP forwarder on host:PORT to 127.0.0.1:to_port; returns PORT."""
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind((host, 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while True:
+                data = a.recv(1 << 16)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for x in (a, b):
+                try:
+                    x.close()
+                except OSError:
+                    pass
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            up = socket.create_connection(("127.0.0.1", to_port))
+            threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
+            threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
+        listener.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    sc.stack.callback(stop.set)
+    return listener.getsockname()[1]
+
+
+async def download_on_a_remote_browser(sc: Scenario, binary: str) -> None:
+    site = site_for(sc)
+    chromium = await launch_chromium(sc, "x", [TEST_HOSTS])
+    host = own_address()
+    sc.check(not host.startswith("127."), f"this machine has a non-loopback address ({host})")
+    port = forward(sc, host, chromium.port)
+    async with mcp_server(sc, binary, "s", ["--cdp-url", f"http://{host}:{port}"]) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": site.url("/files", "a.test")})
+        clicked = await click_link(sc, c, "small file")
+        started = clicked.get("downloads_started") or []
+        sc.check(len(started) == 1, f"the click started one download ({clicked})")
+        d = await wait_download_done(sc, c, started[0]["id"], "a download on a remote browser")
+        sc.check(d["state"] == "completed" and d["received_bytes"] == MIB, f"it completes with every byte ({d})")
+        path = d.get("path") or ""
+        note = d.get("note") or ""
+        sc.check(path.startswith("/tmp/cdp-supervisor-downloads-"), f"into a directory on the browser's disk ({path})")
+        sc.check("browser's machine" in note, f"a note says the path is on the browser's machine ({note})")
+        # The "remote" browser is on this machine after all: the file is there.
+        sc.stack.callback(lambda: __import__("shutil").rmtree(os.path.dirname(path), ignore_errors=True))
+        sc.check(os.path.isfile(path) and os.path.getsize(path) == MIB, f"Chromium wrote it there ({path})")
+
+
 SCENARIOS = {
     "accept_after_a_wrong_login": accept_after_a_wrong_login,
     "dismiss_shows_the_401": dismiss_shows_the_401,
@@ -733,6 +857,8 @@ SCENARIOS = {
     "download_past_max_bytes": download_past_max_bytes,
     "download_from_a_blocked_origin": download_from_a_blocked_origin,
     "a_click_returns_with_what_it_started": a_click_returns_with_what_it_started,
+    "download_on_a_browser_we_did_not_launch": download_on_a_browser_we_did_not_launch,
+    "download_on_a_remote_browser": download_on_a_remote_browser,
 }
 PHASES = [
     ["accept_after_a_wrong_login", "dismiss_shows_the_401", "stored_credentials"],
@@ -741,6 +867,7 @@ PHASES = [
     # scenario's click can miss the supervisor's 1 s element deadline.
     ["download_50_mib"],
     ["download_past_max_bytes", "download_from_a_blocked_origin", "a_click_returns_with_what_it_started"],
+    ["download_on_a_browser_we_did_not_launch", "download_on_a_remote_browser"],
 ]
 
 

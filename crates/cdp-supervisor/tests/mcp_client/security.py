@@ -19,6 +19,20 @@ policy through the official MCP Python SDK, the HTTP bounds over raw HTTP.
   http_idle_session             --idle-timeout-s 2: an idle session's
                                 Chromium is gone within the bound, and the
                                 session then gets 404
+  what_the_agent_sends_is_capped_where_echoed  (issue 44) errors for a
+                                2 MB URL, a 1 MB ref, method, key, event,
+                                dialog_id, tab action, cursor or argument
+                                name quote at most 200 characters of it;
+                                1e308 is not printed as 309 digits; a 1 MB
+                                prompt answer reaches the page whole but
+                                recent_dialogs keeps 4,096 characters of it,
+                                marked; a 20 MB browser_cdp reply is an error
+                                within its timeout_s and the session answers
+                                at once after it
+  browser_cdp_cannot_end_a_browser_it_does_not_own  (issue 44) through
+                                --cdp-url, browser_cdp Browser.close and
+                                Browser.crash are refused saying why, and
+                                the browser lives on
 
 Each scenario has its own server, Chromium (launched by the server, with
 *.test mapped to loopback), profile and site; every wait has a deadline.
@@ -42,7 +56,9 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from common import (
+    dead_port,
     exit_with,
+    launch_chromium,
     run_phases,
     REDIRECT,
     Fail,
@@ -423,6 +439,97 @@ async def http_idle_session(sc: Scenario, binary: str) -> None:
 
 # --- main -------------------------------------------------------------------------
 
+ECHO_MAX = 200  # DESIGN "Security": an error quotes at most this much of an argument
+USER_INPUT_KEPT = 4096  # …and recent_dialogs[].user_input keeps at most this much
+BIG_REPLY_DEADLINE_S = 8.0  # a 20 MB reply's error, with timeout_s 2, comes by then
+
+
+async def what_the_agent_sends_is_capped_where_echoed(sc: Scenario, binary: str) -> None:
+    port = await start_site(
+        sc,
+        lambda port: {
+            "/ask": page("Ask", "<h1>ask</h1>", "window.ask = () => { window.got = prompt('Name?', ''); };"),
+        },
+    )
+    site = f"http://a.test:{port}"
+    async with mcp_server(sc, binary, "s", ["--blocked-origins", "http://c.test"], env=policy_env()) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"{site}/ask"})
+        mb = 1_000_000
+        cases: list[tuple[str, str, dict]] = [
+            ("a 2 MB URL that is not one", "browser_navigate", {"url": "notaurl" + "u" * (2 * mb)}),
+            ("a 2 MB URL the policy refuses", "browser_navigate", {"url": "http://c.test/" + "u" * (2 * mb)}),
+            ("a 2 MB URL that does not load", "browser_navigate", {"url": f"http://127.0.0.1:{dead_port()}/" + "u" * (2 * mb)}),
+            ("a 1 MB ref", "browser_click", {"ref": "e" + "9" * mb}),
+            ("a 1 MB method", "browser_cdp", {"method": "Runtime." + "m" * mb}),
+            ("1 MB params", "browser_cdp", {"method": "Runtime.evaluate", "params": ["p" * mb]}),
+            ("a 1 MB key", "browser_press_key", {"key": "k" * mb}),
+            ("a 1 MB event", "browser_wait", {"event": "v" * mb}),
+            ("a 1 MB dialog_id", "browser_dialog", {"action": "accept", "dialog_id": "d-" + "1" * mb}),
+            ("a 1 MB tab action", "browser_tabs", {"action": "t" * mb}),
+            ("a 1 MB page_cursor", "browser_snapshot", {"page_cursor": "c" * mb}),
+            ("a 1 MB argument name", "browser_snapshot", {"z" * mb: 1}),
+            ("a 1 MB string for a flag", "browser_snapshot", {"page": "f" * mb}),
+            ("timeout_s 1e308", "browser_wait", {"event": "any", "timeout_s": 1e308}),
+            ("click_count 1e308", "browser_click", {"ref": "e1", "click_count": 1e308}),
+        ]
+        for what, tool, args in cases:
+            r = await call_raw(c, tool, args)
+            sc.expect(r.is_error, f"{what}: {tool} is a tool error ({r.text[:120]!r})")
+            runs = [m.group(0) for m in re.finditer(r"([a-z0-9])\1{%d,}" % ECHO_MAX, r.text)]
+            sc.expect(not runs and len(r.text) < 2_000, f"{what}: the error quotes at most {ECHO_MAX} characters of it ({len(r.text)} chars: {r.text[:300]!r})")
+            if "1e308" in what:
+                sc.expect(not re.search(r"\d{40}", r.text), f"{what}: not printed as hundreds of digits ({r.text[:300]!r})")
+
+        # A prompt answered with 1 MB: the page gets it whole, recent_dialogs keeps 4,096 characters.
+        await call(c, "browser_navigate", {"url": f"{site}/ask"})  # a failed load above left an error page
+        await evaluate(c, "setTimeout(() => window.ask(), 0); 1")
+        deadline = time.monotonic() + BLOCK_DEADLINE_S
+        pending: list = []
+        while not pending and time.monotonic() < deadline:
+            pending = (await snapshot(c)).get("pending_dialogs", [])
+            if not pending:
+                await anyio.sleep(0.1)
+        sc.check(len(pending) == 1, f"the prompt is pending ({pending})")
+        answer = "a" * mb
+        await call(c, "browser_dialog", {"action": "accept", "prompt_text": answer})
+        got = await evaluate(c, "window.got.length")
+        sc.check(got == mb, f"the page got all of it ({got} characters)")
+        closed = [d for d in (await snapshot(c)).get("recent_dialogs", []) if d.get("id") == pending[0]["id"]]
+        kept = closed[0].get("user_input") if closed else None
+        sc.expect(isinstance(kept, str) and len(kept) == USER_INPUT_KEPT, f"recent_dialogs keeps {USER_INPUT_KEPT} characters of it ({len(kept or '')})")
+        sc.expect(bool(closed) and closed[0].get("user_input_truncated") is True, f"marked as cut ({ {k: v for k, v in (closed[0] if closed else {}).items() if k != 'user_input'} })")
+
+        # A 20 MB reply: an error within its timeout_s, and the socket goes on at once.
+        t = time.monotonic()
+        r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "'x'.repeat(20 * 1024 * 1024)", "returnByValue": True}, "timeout_s": 2})
+        took = time.monotonic() - t
+        # Chromium may take longer than timeout_s to build it on a loaded machine: timed out then.
+        sized = "bytes" in r.text or "no reply within 2.0 s" in r.text
+        sc.expect(r.is_error and sized and len(r.text) < 2_000, f"a 20 MB reply is an error saying its size (or its timeout) ({len(r.text)} chars: {r.text[:200]!r})")
+        sc.expect(took < BIG_REPLY_DEADLINE_S, f"within its timeout_s 2 and a margin ({took:.1f} s)")
+        t = time.monotonic()
+        title = await evaluate(c, "document.title")
+        sc.expect(title == "Ask" and time.monotonic() - t < 2.0, f"the next call answers at once ({time.monotonic() - t:.1f} s)")
+
+
+async def browser_cdp_cannot_end_a_browser_it_does_not_own(sc: Scenario, binary: str) -> None:
+    chromium = await launch_chromium(sc, "x")
+    async with mcp_server(sc, binary, "s", ["--cdp-url", chromium.http_url]) as srv:
+        c = srv.client
+        await snapshot(c)
+        for method in ("Browser.close", "Browser.crash"):
+            r = await call_raw(c, "browser_cdp", {"method": method})
+            sc.check(r.is_error and "not this task's own" in r.text, f"{method} is refused, saying why ({r.text[:300]!r})")
+            await anyio.sleep(0.5)
+            version = await anyio.to_thread.run_sync(
+                lambda: urllib.request.urlopen(f"{chromium.http_url}/json/version", timeout=5).read()
+            )
+            sc.check(b"Browser" in version, "the browser lives on")
+        snap = await snapshot(c)
+        sc.check(snap.get("connection") == "connected", f"and the session is still on it ({snap.get('connection')})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "blocked_origins_everywhere": blocked_origins_everywhere,
     "file_urls": file_urls,
@@ -431,10 +538,13 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "http_body_too_large": http_body_too_large,
     "http_max_sessions": http_max_sessions,
     "http_idle_session": http_idle_session,
+    "what_the_agent_sends_is_capped_where_echoed": what_the_agent_sends_is_capped_where_echoed,
+    "browser_cdp_cannot_end_a_browser_it_does_not_own": browser_cdp_cannot_end_a_browser_it_does_not_own,
 }
 PHASES = [
     ["blocked_origins_everywhere", "http_body_too_large", "http_max_sessions"],
     ["file_urls", "allowed_origins_only", "http_idle_session", "popup_past_max_tabs"],
+    ["what_the_agent_sends_is_capped_where_echoed", "browser_cdp_cannot_end_a_browser_it_does_not_own"],
 ]
 
 

@@ -6,7 +6,7 @@
 //! [`Supervisor::interruptible`]: crate::supervisor::driver::Supervisor::interruptible
 
 use super::frames::{UNSEEN_REMEDY, known_remedy};
-use super::keys::{NAMED_KEYS, key_of, press};
+use super::keys::{key_of, press, unknown_key};
 use super::refs::NodeRef;
 use super::{ACTION_TIMEOUT, ActError, Page, act_read};
 use crate::cdp::connection::{CommandError, Connection};
@@ -264,12 +264,7 @@ impl Page {
     /// # Errors
     /// An unknown key name; the dispatch's failure.
     pub async fn press_key(&self, key: &str) -> Result<CallOutcome, ActError> {
-        let k = key_of(key).ok_or_else(|| {
-            ActError::Element(format!(
-                "key {key:?} is not one browser_press_key knows; give a DOM key name: one printable character (a, A, 1, /), or {}",
-                NAMED_KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
-            ))
-        })?;
+        let k = key_of(key).ok_or_else(|| ActError::Element(unknown_key(key)))?;
         let page = self
             .refuse_input_while_blocked(&format!(
                 "the key {key:?} would be lost (nothing was pressed)"

@@ -224,6 +224,7 @@ mod tests {
                 target_id: Some("T".into()),
                 http_auth: None,
                 answered_at_once: false,
+                only_closing_releases: false,
             })
         };
         let snap = |dialogs: Vec<Arc<PendingDialog>>, unseen: &[&str]| Snapshot {

@@ -34,6 +34,23 @@ pub(super) const NAMED_KEYS: &[(&str, &str, u32, Option<&str>)] = &[
     ("Space", "Space", 32, Some(" ")),
 ];
 
+/// The error for a key name [`key_of`] does not know: the names it does,
+/// each quoted (the space key is `" "` or `Space`, never a blank in a list).
+pub(super) fn unknown_key(name: &str) -> String {
+    let named: Vec<String> = NAMED_KEYS
+        .iter()
+        .map(|k| match k.0 {
+            " " => "\" \" (the space key)".to_owned(),
+            key => format!("{key:?}"),
+        })
+        .collect();
+    format!(
+        "key {} is not one browser_press_key knows; give a DOM key name: one printable character (\"a\", \"A\", \"1\", \"/\"), or one of {}",
+        crate::supervisor::wording::quoted(name),
+        named.join(", ")
+    )
+}
+
 pub(crate) fn key_of(name: &str) -> Option<Key> {
     if let Some((key, code, vk, text)) = NAMED_KEYS.iter().find(|k| k.0 == name) {
         let key = if *key == "Space" { " " } else { key };
@@ -105,5 +122,26 @@ mod tests {
         assert_eq!(key_of("Enter").unwrap().text.as_deref(), Some("\r"));
         assert_eq!(key_of("a").unwrap().code, "KeyA");
         assert!(key_of("Hyper").is_none());
+    }
+
+    /// Issue 44: the list in the error showed the space key as a blank
+    /// (`PageDown,  , Space`).
+    #[test]
+    fn regression_44_the_key_list_names_the_space_key() {
+        let e = unknown_key("Hyper");
+        assert!(
+            e.contains(r#""PageDown", " " (the space key), "Space""#),
+            "{e}"
+        );
+        assert!(!e.contains(",  ,") && !e.contains(", ,"), "{e}");
+        // Every name listed is one key_of takes.
+        for k in NAMED_KEYS {
+            assert!(key_of(k.0).is_some(), "{}", k.0);
+        }
+        let long = unknown_key(&"k".repeat(100_000));
+        assert!(
+            long.len() < 1_000,
+            "the name given is quoted capped: {long}"
+        );
     }
 }

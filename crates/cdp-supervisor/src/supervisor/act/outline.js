@@ -47,12 +47,31 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
   // collapsed panel). A control stays listed wherever it is (a skip link
   // parked above the page shows when focused; clicking one of no size is
   // an error that says so).
+  // A box of no size that clips (overflow other than visible) shows none
+  // of its content, except what is positioned out of its clip: a fixed
+  // box, or an absolute one whose containing block is outside it. An app
+  // shell's `body{overflow:hidden}` holding only fixed layers has no
+  // height at all, and a person sees every one of them. The first
+  // ESCAPE_SCAN elements inside are looked at (a layer is near the top of
+  // its container; a collapsed menu costs no more than that).
+  const ESCAPE_SCAN = 200;
+  const escapesClip = (el) => {
+    const inside = el.getElementsByTagName('*');
+    const n = Math.min(inside.length, ESCAPE_SCAN);
+    for (let i = 0; i < n; i++) {
+      const d = inside[i];
+      const p = getComputedStyle(d).position;
+      if (p === 'fixed') return true;
+      if (p === 'absolute' && !(d.offsetParent && el.contains(d.offsetParent))) return true;
+    }
+    return false;
+  };
   const offCanvas = (el, control) => {
     if (control) return false;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.height === 0) {
       const o = getComputedStyle(el);
-      return o.display !== 'contents' && o.overflow !== 'visible';
+      return o.display !== 'contents' && o.overflow !== 'visible' && !escapesClip(el);
     }
     return r.right + window.scrollX <= 0 || r.bottom + window.scrollY <= 0 ||
       r.left + window.scrollX >= document.documentElement.scrollWidth;

@@ -155,6 +155,8 @@ impl Page {
             (Some(t), Some(n)) => n < t.first_of_last,
             _ => false,
         };
+        // The agent's own text, echoed: capped (DESIGN "Security").
+        let r = crate::supervisor::wording::cut(r);
         Err(ActError::Stale(if older {
             format!(
                 "ref {r} is from an older browser_snapshot of this tab (refs last until the next snapshot): {STALE_HINT}"

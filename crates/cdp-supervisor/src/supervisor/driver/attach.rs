@@ -29,6 +29,7 @@ impl Supervisor {
         let dialog_timeout = opts.dialog_timeout;
         let max_tabs = opts.max_tabs;
         let checks_documents = opts.navigation.document_pattern().is_some();
+        let owns_browser = local.is_some();
         let cancel = CancellationToken::new();
         let exited = CancellationToken::new();
         let (mut driver, ends) = new_driver(attached, opts, shown_url.clone(), local);
@@ -74,6 +75,7 @@ impl Supervisor {
                 dialog_timeout,
                 max_tabs,
                 checks_documents,
+                owns_browser,
             }),
         })
     }
@@ -154,7 +156,8 @@ fn new_driver(
     shown_url: String,
     local: Option<LocalChromium>,
 ) -> (Driver, HandleEnds) {
-    let (downloads_dir, downloads) = download_dir(&opts.downloads, local.is_some());
+    let (ws, conn, events, target, session) = attached;
+    let (downloads_dir, downloads) = download_dir(&opts.downloads, local.is_some(), &ws);
     let mut state = Tabs::new(state::Options {
         policy: opts.policy,
         dialog_timeout: opts.dialog_timeout,
@@ -165,7 +168,6 @@ fn new_driver(
         downloads,
         ..Default::default()
     });
-    let (ws, conn, events, target, session) = attached;
     state.attach_page(
         target.target_id,
         session,
@@ -213,37 +215,69 @@ fn new_driver(
 }
 
 /// Where downloads go, and the temporary directory that must live as long
-/// as the driver when it is one of ours. A Chromium we `launched` downloads
-/// into a directory of ours, gone with this supervisor, unless the config
-/// names one; a remote one's disk is not ours to name. A configured
-/// directory is created if missing (a warning if it cannot be).
+/// as the driver when it is one of ours (DESIGN "Downloads"). A browser on
+/// this machine — we `launched` it, or `ws` is loopback — downloads into
+/// the configured directory, else a temporary one of ours gone with this
+/// supervisor (created if missing; a warning if it cannot be). A remote
+/// one downloads into a directory on its own disk: the configured one, or
+/// a fresh name under its `/tmp` (Chromium creates it), reported as such.
+/// Never Chromium's `default` behaviour, which holds a download from a
+/// non-secure origin for a person to confirm.
 fn download_dir(
     configured: &state::downloads::DownloadOptions,
     launched: bool,
+    ws: &str,
 ) -> (Option<tempfile::TempDir>, state::downloads::DownloadOptions) {
-    let downloads_dir = (launched && configured.dir.is_none())
-        .then(|| {
-            tempfile::Builder::new()
-                .prefix("cdp-supervisor-downloads-")
-                .tempdir()
-                .inspect_err(|e| {
-                    tracing::warn!(
-                        "no download directory: {e}; downloads go where Chromium puts them"
-                    )
-                })
-                .ok()
-        })
-        .flatten();
-    if let Some(dir) = &configured.dir
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        tracing::warn!("cannot create the download directory {dir}: {e}");
-    }
+    let here = launched || url::Url::parse(ws).is_ok_and(|u| crate::cdp::endpoint::is_loopback(&u));
     let mut downloads = configured.clone();
-    if let Some(d) = &downloads_dir {
-        downloads.dir = Some(d.path().to_string_lossy().into_owned());
+    if !here {
+        downloads.remote = true;
+        downloads.dir.get_or_insert_with(remote_download_dir);
+        return (None, downloads);
     }
-    (downloads_dir, downloads)
+    if let Some(dir) = &configured.dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            tracing::warn!("cannot create the download directory {dir}: {e}");
+        }
+        return (None, downloads);
+    }
+    match tempfile::Builder::new()
+        .prefix("cdp-supervisor-downloads-")
+        .tempdir()
+    {
+        Ok(d) => {
+            downloads.dir = Some(d.path().to_string_lossy().into_owned());
+            (Some(d), downloads)
+        }
+        Err(e) => {
+            // Still a directory of its own, never Chromium's default.
+            let dir = std::env::temp_dir().join(unique_name());
+            tracing::warn!(
+                "no temporary download directory: {e}; downloads go to {} (not removed)",
+                dir.display()
+            );
+            downloads.dir = Some(dir.to_string_lossy().into_owned());
+            (None, downloads)
+        }
+    }
+}
+
+/// A download directory on a remote browser's disk: a name of its own
+/// under `/tmp`, which Chromium creates with the first download.
+fn remote_download_dir() -> String {
+    format!("/tmp/{}", unique_name())
+}
+
+/// `cdp-supervisor-downloads-<16 hex digits>`, unlikely to be anyone else's.
+fn unique_name() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("cdp-supervisor-downloads-{:016x}", h.finish())
 }
 
 /// `ws://host:port/devtools/…` → `http://host:port`.
@@ -444,4 +478,38 @@ pub(super) fn first_of<'a>(wanted: &[String], pages: &[&'a TargetInfo]) -> Optio
     wanted
         .iter()
         .find_map(|want| pages.iter().find(|t| t.target_id.0 == *want).copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use state::downloads::DownloadOptions;
+
+    /// Issue 44 (DESIGN "Downloads"): a browser on this machine downloads
+    /// into a directory here (ours when none is configured); a remote one
+    /// into a directory on its own disk, marked remote. Never none at all.
+    #[test]
+    fn regression_44_downloads_go_here_for_a_local_browser_and_to_its_disk_for_a_remote_one() {
+        let none = DownloadOptions::default();
+        for (launched, ws) in [
+            (true, "ws://127.0.0.1:9/devtools/browser/x"),
+            (false, "ws://127.0.0.1:9/devtools/browser/x"),
+            (false, "ws://localhost:9/devtools/browser/x"),
+            (false, "ws://[::1]:9/devtools/browser/x"),
+        ] {
+            let (tmp, d) = download_dir(&none, launched, ws);
+            let tmp = tmp.expect("a directory of ours");
+            assert_eq!(d.dir.as_deref(), tmp.path().to_str(), "{ws}");
+            assert!(!d.remote && tmp.path().is_dir(), "{ws}");
+        }
+        let (tmp, d) = download_dir(&none, false, "wss://connect.example.com/?token=x");
+        assert!(tmp.is_none() && d.remote);
+        let dir = d.dir.unwrap();
+        assert!(dir.starts_with("/tmp/cdp-supervisor-downloads-"), "{dir}");
+        assert!(!std::path::Path::new(&dir).exists(), "nothing made here");
+        let configured = DownloadOptions::into_dir("/srv/downloads");
+        let (tmp, d) = download_dir(&configured, false, "ws://10.0.0.7:9222/devtools/browser/x");
+        assert!(tmp.is_none() && d.remote);
+        assert_eq!(d.dir.as_deref(), Some("/srv/downloads"));
+    }
 }

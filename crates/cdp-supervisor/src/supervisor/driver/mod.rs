@@ -416,6 +416,8 @@ struct Shared {
     max_tabs: usize,
     /// The navigation policy checks documents in the browser (`Fetch`).
     checks_documents: bool,
+    /// We launched the browser: it is this supervisor's, and ends with it.
+    owns_browser: bool,
 }
 
 type LiveConnection = Arc<Mutex<Option<Connection>>>;
@@ -512,6 +514,13 @@ impl Supervisor {
         let chromium = LocalChromium::launch(launch).await?;
         let url = chromium.ws_url().to_owned();
         Self::start_inner(&url, opts, Some(chromium)).await
+    }
+
+    /// Whether the browser is this supervisor's own: launched by it
+    /// ([`Supervisor::start_local`]), not one it attached to (`cdp_url`,
+    /// a cloud provider's, a Grid's), whose other clients it must not end.
+    pub fn owns_browser(&self) -> bool {
+        self.shared.owns_browser
     }
 
     /// The latest snapshot. Never waits for the event loop.

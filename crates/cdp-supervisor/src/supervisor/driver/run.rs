@@ -662,11 +662,18 @@ impl Driver {
             self.tree_pending += 1;
         }
         tracing::debug!(method = %cmd.method, target = ?cmd.target, purpose = ?cmd.purpose, "send");
-        let id = conn.send_in_order(
+        // An agent's reply is echoed whole into its result: bounded
+        // (DESIGN "Security"), and dropped unread when past the bound.
+        let max_reply = match cmd.purpose {
+            Purpose::Agent { .. } => state::AGENT_REPLY_MAX_BYTES,
+            _ => usize::MAX,
+        };
+        let id = conn.send_in_order_capped(
             cmd.target.session(),
             &cmd.method,
             cmd.params,
             cmd.timeout.unwrap_or(self.opts.command_timeout),
+            max_reply,
         );
         self.inflight.insert(
             id,
@@ -788,6 +795,7 @@ pub(super) fn reply_error(e: CommandError) -> ReplyError {
             data,
         },
         CommandError::Timeout { after, .. } => ReplyError::Timeout { after },
+        CommandError::TooLarge { bytes, max, .. } => ReplyError::TooLarge { bytes, max },
         CommandError::Disconnected { reason, .. } => ReplyError::Lost { reason },
     }
 }
@@ -807,6 +815,7 @@ pub(super) fn command_error(method: &str, e: ReplyError) -> CommandError {
             data,
         },
         ReplyError::Timeout { after } => CommandError::Timeout { method, after },
+        ReplyError::TooLarge { bytes, max } => CommandError::TooLarge { method, bytes, max },
         ReplyError::Lost { reason } => CommandError::Disconnected { method, reason },
     }
 }

@@ -319,7 +319,10 @@ impl Supervisor {
             return Err(CdpCallError::Command(CommandError::Protocol {
                 method: "Page.navigate".into(),
                 code: 0,
-                message: format!("navigation to {url} failed: {err}"),
+                message: format!(
+                    "navigation to {} failed: {err}",
+                    crate::supervisor::wording::cut(url)
+                ),
                 data: None,
             }));
         }

@@ -239,6 +239,10 @@ impl Dialogs {
         self.unnavigable = false;
     }
 
+    fn get(&self, id: &str) -> Option<&Dialog> {
+        self.pending.iter().find(|d| d.view.id == id)
+    }
+
     fn get_mut(&mut self, id: &str) -> Option<&mut Dialog> {
         self.pending.iter_mut().find(|d| d.view.id == id)
     }
@@ -355,6 +359,7 @@ impl State {
             target_id: self.targets.top_target().map(|t| t.0.clone()),
             http_auth,
             answered_at_once: action.is_some(),
+            only_closing_releases: false,
         });
         self.dialogs.pending.push(Dialog {
             view: view.clone(),
@@ -843,7 +848,7 @@ impl State {
             return Err(DialogError::LoginNeeded { id });
         }
         if !d.view.answerable {
-            return Err(DialogError::NotAnswerable { id });
+            return Err(super::not_answerable(&d.view));
         }
         Ok(())
     }
@@ -1022,12 +1027,14 @@ impl State {
         {
             self.navs.cancelled(frame);
         }
+        let (user_input, user_input_truncated) = ClosedDialog::kept_input(user_input);
         let closed = Arc::new(ClosedDialog {
             dialog: Arc::unwrap_or_clone(d.view),
             closed_at: now.unix_s,
             closed_by: closed_by(cause),
             accepted,
             user_input,
+            user_input_truncated,
         });
         let dialogs = &mut self.dialogs;
         if dialogs.recent.len() == RECENT_DIALOGS_MAX {
@@ -1151,7 +1158,10 @@ impl State {
             ClosedBy::Watchdog | ClosedBy::AutoPolicy => self.release(&[id.to_owned()], by),
             _ => {
                 if let Some(ticket) = ticket {
-                    let error = answer_error(id, refused, &e);
+                    let error = match self.dialogs.get(id) {
+                        Some(d) if refused => super::not_answerable(&d.view),
+                        _ => answer_error(id, refused, &e),
+                    };
                     self.out.push(Output::AnswerDone {
                         ticket,
                         result: Box::new(Err(error)),
@@ -1454,6 +1464,7 @@ impl State {
     /// Ends a carried dialog's re-check: `closed` while we were away, or
     /// still open (its timers count again).
     fn settle_carried(&mut self, id: &str, closed: bool, now: Now) {
+        let top = self.frames.top().cloned();
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
@@ -1463,7 +1474,12 @@ impl State {
             // Still open, but Chromium answers `-32602` for a dialog it
             // showed before this session existed (CDP facts): only
             // navigating releases it, and the snapshot says so now.
-            Arc::make_mut(&mut d.view).answerable = false;
+            let view = Arc::make_mut(&mut d.view);
+            view.answerable = false;
+            // A top frame's beforeunload: its release closes the tab (see
+            // [`State::release`]), and the agent is told so.
+            view.only_closing_releases =
+                view.dialog_type == DialogType::Beforeunload && d.frame_id.as_ref() == top.as_ref();
             d.orphaned = true;
         }
         if let (true, Some(a)) = (closed, at_drop) {

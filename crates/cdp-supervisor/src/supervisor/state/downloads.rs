@@ -8,6 +8,10 @@
 //! browser-wide; with `allowAndName` the file is written as
 //! `<downloadPath>/<guid>`; `totalBytes` is `0` without `Content-Length`; a
 //! canceled download reports `0` bytes received (the last figure is kept).
+//! Never `behavior:"default"`: under it Chromium holds a click-started
+//! download from a non-secure origin as "insecure", every byte received and
+//! no event after, waiting for a person; a download whose bytes are all in
+//! and that has not completed [`HELD_AFTER`] later says so in its `note`.
 
 use super::{Notice, Output, Purpose, Target};
 use crate::cdp::protocol::{DownloadProgress, DownloadWillBegin};
@@ -15,6 +19,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A download whose bytes are all in and that has not completed this long
+/// after is held by Chromium (DESIGN "Downloads": it says so in a `note`).
+/// Chromium completes one within milliseconds of its last byte otherwise.
+pub const HELD_AFTER: Duration = Duration::from_secs(2);
+
+/// How the `note` of a download Chromium holds starts.
+const HELD_NOTE_START: &str = "every byte is in";
+
+/// The `note` of every download into a remote browser's directory.
+pub const REMOTE_NOTE: &str = "saved on the browser's machine (a remote browser: path is on its disk, not this one, under Chromium's name for the file)";
 
 /// The snapshot's `downloads` keeps the last 20.
 pub const DOWNLOADS_KEPT: usize = 20;
@@ -22,36 +38,37 @@ pub const DOWNLOADS_KEPT: usize = 20;
 pub const DOWNLOAD_MAX_BYTES_DEFAULT: u64 = 100 * 1024 * 1024;
 
 /// Where downloads go (`Browser.setDownloadBehavior`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DownloadOptions {
-    /// The directory files are written to (`allowAndName`); `None`: the
-    /// browser's own choice (`default`: a remote browser's disk), with
-    /// events still on.
+    /// The directory files are written to (`allowAndName`). The driver
+    /// always names one; `None` (a core built by hand) sends nothing.
     pub dir: Option<String>,
+    /// `dir` is on the browser's machine, not this one (a remote browser):
+    /// files keep Chromium's name and each entry says where it is.
+    pub remote: bool,
     /// A download past this many bytes received is canceled.
     pub max_bytes: u64,
 }
 
-impl Default for DownloadOptions {
-    fn default() -> Self {
+impl DownloadOptions {
+    /// Downloads into `dir`, bounded by the default `max_bytes`.
+    pub fn into_dir(dir: impl Into<String>) -> Self {
         DownloadOptions {
-            dir: None,
+            dir: Some(dir.into()),
+            remote: false,
             max_bytes: DOWNLOAD_MAX_BYTES_DEFAULT,
         }
     }
-}
 
-impl DownloadOptions {
-    /// The `Browser.setDownloadBehavior` params.
-    pub fn behavior(&self) -> serde_json::Value {
-        match &self.dir {
-            Some(dir) => json!({
-                "behavior": "allowAndName",
-                "downloadPath": dir,
-                "eventsEnabled": true,
-            }),
-            None => json!({ "behavior": "default", "eventsEnabled": true }),
-        }
+    /// The `Browser.setDownloadBehavior` params, when there is a directory.
+    /// Always `allowAndName`, never `default` (see the module).
+    pub fn behavior(&self) -> Option<serde_json::Value> {
+        let dir = self.dir.as_ref()?;
+        Some(json!({
+            "behavior": "allowAndName",
+            "downloadPath": dir,
+            "eventsEnabled": true,
+        }))
     }
 }
 
@@ -93,6 +110,9 @@ pub struct DownloadView {
     /// Chromium's id (`guid`). Not shown.
     #[serde(skip)]
     pub guid: String,
+    /// When its last byte came while it was not complete. Not shown.
+    #[serde(skip)]
+    pub all_in_at: Option<Instant>,
 }
 
 /// The last [`DOWNLOADS_KEPT`] downloads of a task.
@@ -124,7 +144,7 @@ impl Downloads {
             return;
         }
         self.next += 1;
-        let path = opts.dir.as_ref().map(|dir| join(dir, &d.guid));
+        let path = opts.dir.as_ref().map(|dir| join(dir, &d.guid, opts.remote));
         let view = Arc::new(DownloadView {
             id: format!("dl-{}", self.next),
             url: d.url,
@@ -134,8 +154,9 @@ impl Downloads {
             received_bytes: 0,
             total_bytes: 0,
             target_id,
-            note: None,
+            note: opts.remote.then(|| REMOTE_NOTE.to_owned()),
             guid: d.guid,
+            all_in_at: None,
         });
         if self.list.len() == DOWNLOADS_KEPT {
             self.list.pop_front();
@@ -151,6 +172,7 @@ impl Downloads {
         &mut self,
         p: DownloadProgress,
         opts: &DownloadOptions,
+        now: Instant,
         out: &mut VecDeque<Output>,
     ) {
         let Some(d) = self.by_guid(&p.guid) else {
@@ -167,7 +189,16 @@ impl Downloads {
                 view.state = DownloadState::Completed;
                 view.received_bytes = received.max(view.received_bytes);
                 view.total_bytes = total.max(view.total_bytes);
-                if let Some(from) = view.path.clone() {
+                view.all_in_at = None;
+                if view
+                    .note
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(HELD_NOTE_START))
+                {
+                    // Held, then let through (a person in the browser): no longer true.
+                    view.note = opts.remote.then(|| REMOTE_NOTE.to_owned());
+                }
+                if let Some(from) = view.path.clone().filter(|_| !opts.remote) {
                     out.push_back(Output::SaveDownload {
                         id: view.id.clone(),
                         from,
@@ -186,6 +217,9 @@ impl Downloads {
             _ => {
                 view.received_bytes = received;
                 view.total_bytes = total;
+                if total > 0 && received >= total {
+                    view.all_in_at.get_or_insert(now);
+                }
                 if received > opts.max_bytes || total > opts.max_bytes {
                     view.note = Some(format!(
                         "canceled: larger than downloads.max_bytes ({} bytes)",
@@ -200,6 +234,36 @@ impl Downloads {
                         0,
                     ));
                 }
+            }
+        }
+    }
+
+    /// When [`Downloads::handle_timeout`] should next be called: the
+    /// first download all in and not completed whose [`HELD_AFTER`] is
+    /// not over, nor said.
+    pub fn next_check(&self) -> Option<Instant> {
+        self.list
+            .iter()
+            .filter(|d| d.state == DownloadState::InProgress)
+            .filter_map(|d| d.all_in_at)
+            .map(|at| at + HELD_AFTER)
+            .min()
+    }
+
+    /// Every download all in for [`HELD_AFTER`] and still not completed
+    /// says Chromium holds it.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for d in &mut self.list {
+            let held = d.state == DownloadState::InProgress
+                && d.all_in_at.is_some_and(|at| now >= at + HELD_AFTER);
+            if held {
+                let view = Arc::make_mut(d);
+                view.all_in_at = None;
+                view.note = Some(format!(
+                    "{HELD_NOTE_START} ({} bytes) but Chromium has not completed it {} s later: it holds it (an insecure download waiting for a person in the browser, or a scan); browser_wait(download_done) or the next snapshot shows when it completes",
+                    view.received_bytes,
+                    HELD_AFTER.as_secs()
+                ));
             }
         }
     }
@@ -227,7 +291,17 @@ fn bytes(n: f64) -> u64 {
     }
 }
 
-fn join(dir: &str, name: &str) -> String {
+/// `dir/name`; on a `remote` machine with its own separator (`\\` when
+/// `dir` has one and no `/`: a Windows browser), never this one's.
+fn join(dir: &str, name: &str, remote: bool) -> String {
+    if remote {
+        let sep = if dir.contains('\\') && !dir.contains('/') {
+            '\\'
+        } else {
+            '/'
+        };
+        return format!("{}{sep}{name}", dir.trim_end_matches(sep));
+    }
     std::path::Path::new(dir)
         .join(name)
         .to_string_lossy()

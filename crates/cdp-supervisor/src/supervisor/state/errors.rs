@@ -65,6 +65,18 @@ pub enum DialogError {
         /// The ids of the pending dialogs.
         known: Vec<String>,
     },
+    /// `dialog_id` names a dialog that is no longer pending: it is in
+    /// `recent_dialogs`, closed before this answer was asked for.
+    AlreadyClosed {
+        /// The `dialog_id` given.
+        id: String,
+        /// Who closed it.
+        closed_by: crate::supervisor::snapshot::ClosedBy,
+        /// When, Unix seconds.
+        closed_at: f64,
+        /// How long before this answer, in seconds.
+        before_s: f64,
+    },
     /// The action is neither `accept` nor `dismiss` (the text given).
     BadAction(String),
     /// Chromium refuses to answer this dialog (`-32602 "No dialog is
@@ -73,6 +85,16 @@ pub enum DialogError {
     NotAnswerable {
         /// The dialog's id.
         id: String,
+    },
+    /// Like [`DialogError::NotAnswerable`], for a `beforeunload` of the
+    /// tab's top document that Chromium showed before a reconnect: that
+    /// frame answers no navigation, so only closing the tab releases it
+    /// (what the watchdog's release does).
+    OnlyClosingReleases {
+        /// The dialog's id.
+        id: String,
+        /// Its tab.
+        target_id: Option<String>,
     },
     /// A newer dialog shows on the same page: Chromium answers a page's
     /// most recent dialog whichever one a `Page.handleJavaScriptDialog`
@@ -171,4 +193,42 @@ pub enum RouteError {
         /// The crashed tab's target id.
         target_id: String,
     },
+}
+
+/// Why `id` cannot be answered when it is not pending: how it closed, when
+/// it is among the `recent` closed dialogs (an answer that came moments
+/// too late must say so, not "unknown"), else unknown among `pending`.
+pub fn not_pending<'a>(
+    id: &str,
+    recent: impl IntoIterator<Item = &'a crate::supervisor::snapshot::ClosedDialog>,
+    pending: impl IntoIterator<Item = String>,
+    now_unix_s: f64,
+) -> DialogError {
+    match recent.into_iter().find(|c| c.dialog.id == id) {
+        Some(c) => DialogError::AlreadyClosed {
+            id: id.to_owned(),
+            closed_by: c.closed_by,
+            closed_at: c.closed_at,
+            before_s: (now_unix_s - c.closed_at).max(0.0),
+        },
+        None => DialogError::UnknownId {
+            id: id.to_owned(),
+            known: pending.into_iter().collect(),
+        },
+    }
+}
+
+/// Why pending dialog `d`, which Chromium will not answer, cannot be
+/// answered, with what releases its page: navigating, or for an orphaned
+/// `beforeunload` of the top document (whose frame answers no navigation)
+/// closing its tab.
+pub fn not_answerable(d: &crate::supervisor::snapshot::PendingDialog) -> DialogError {
+    if d.only_closing_releases {
+        DialogError::OnlyClosingReleases {
+            id: d.id.clone(),
+            target_id: d.target_id.clone(),
+        }
+    } else {
+        DialogError::NotAnswerable { id: d.id.clone() }
+    }
 }

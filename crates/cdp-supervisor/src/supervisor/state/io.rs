@@ -142,6 +142,15 @@ pub enum ReplyError {
         /// The deadline.
         after: Duration,
     },
+    /// The reply was larger than the command may return (an agent's,
+    /// [`crate::supervisor::state::AGENT_REPLY_MAX_BYTES`]): dropped unread.
+    #[error("the reply is {bytes} bytes, over the {max} bytes this command may return")]
+    TooLarge {
+        /// The reply's size, in bytes.
+        bytes: usize,
+        /// The bound it passed.
+        max: usize,
+    },
     /// The command never reached Chromium (no connection when it was due),
     /// or the connection dropped before its reply.
     #[error("the CDP connection dropped before the reply ({reason})")]

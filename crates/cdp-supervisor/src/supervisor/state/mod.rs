@@ -81,7 +81,9 @@ mod timers;
 
 pub use blocking::BLOCKED_NAVIGATIONS_MAX;
 pub use dialogs::{CloseCause, closed_by};
-pub use errors::{DialogAction, DialogError, DialogRequest, Login, RouteError};
+pub use errors::{
+    DialogAction, DialogError, DialogRequest, Login, RouteError, not_answerable, not_pending,
+};
 pub use io::{Command, Notice, Now, Options, Output, Purpose, ReplyError, Target};
 pub use navigations::ActionNavigation;
 pub use tabs::{CLOSED_TABS_KEPT, CLOSING_GRACE, Tabs};
@@ -104,6 +106,12 @@ use targets::{Adopted, Intercept, SessionKind};
 pub const FRAME_TREE_MAX_ENTRIES: usize = 30;
 /// spec: `frame_tree` is capped at OOPIF depth 2 (OOPIF boundaries from the top).
 pub const FRAME_TREE_MAX_OOPIF_DEPTH: usize = 2;
+/// The largest reply an agent's command (`browser_cdp`, an action's
+/// dispatch) may have: past it the call is an error and the reply is
+/// dropped unread (DESIGN "Security": a 20 MB reply took 15 s to reach the
+/// agent, whose context it would flood anyway).
+pub const AGENT_REPLY_MAX_BYTES: usize = 8 << 20;
+
 /// spec: `recent_dialogs` keeps the last 20.
 pub const RECENT_DIALOGS_MAX: usize = 20;
 /// spec: the console ring keeps the last 50.

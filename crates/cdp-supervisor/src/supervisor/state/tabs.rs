@@ -33,6 +33,7 @@ use crate::supervisor::origins::BlockedNavigation;
 use crate::supervisor::snapshot::{
     ClosedBy, ClosedDialog, List, PendingDialog, Snapshot, TabView, share,
 };
+use arcstr::ArcStr;
 use serde_json::{Value, json};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub const CLOSED_TABS_KEPT: usize = 8;
 pub const CLOSING_GRACE: Duration = Duration::from_secs(5);
 /// Created targets whose attach has not come yet, at most (a bound only).
 const EXPECTED_MAX: usize = 32;
+
 /// The key of [`Tabs`]' own commands ([`super::Command::tab`]).
 const OWN: u32 = 0;
 
@@ -62,6 +64,9 @@ struct Tab {
     crashed: bool,
     /// The entry the snapshot last showed for it, shared while still true.
     view: Option<Arc<TabView>>,
+    /// Where its first document is going, until it commits (a popup's,
+    /// from its opener's request): its URL meanwhile.
+    pending_url: Option<ArcStr>,
 }
 
 /// Every supervised tab of one task; see the module doc.
@@ -355,13 +360,14 @@ impl Tabs {
             s.attach_page(target_id, session_id, url, title, now)
         });
         // Browser-wide, and forgotten with the connection: sent at each attach.
-        let behavior = self.opts.downloads.behavior();
-        self.send(
-            Target::Browser,
-            "Browser.setDownloadBehavior",
-            behavior,
-            Purpose::Setup,
-        );
+        if let Some(behavior) = self.opts.downloads.behavior() {
+            self.send(
+                Target::Browser,
+                "Browser.setDownloadBehavior",
+                behavior,
+                Purpose::Setup,
+            );
+        }
         self.send(
             Target::Browser,
             "Target.setAutoAttach",
@@ -390,6 +396,7 @@ impl Tabs {
             state,
             crashed: false,
             view: None,
+            pending_url: None,
         });
         key
     }
@@ -562,6 +569,10 @@ impl Tabs {
         };
         let top = kind == SessionKind::Page;
         match &event {
+            // `frameStartedNavigating` (the one with a loader).
+            Event::NavigationRequested(r) if top && r.loader_id.is_some() => {
+                self.top_started_navigating(key, r)
+            }
             Event::InspectorTargetCrashed if top => return self.crashed(key, now),
             Event::FrameNavigated(n) if top && n.frame.parent_id.is_none() => self.revived(key),
             // A page re-attached after a reconnect may hear no
@@ -571,6 +582,21 @@ impl Tabs {
             _ => {}
         }
         self.drive(key, |s| s.on_event_of(session_id, kind, event, now));
+    }
+
+    /// Tab `key`'s top frame started navigating: before its first commit
+    /// (a popup just opened, whose URL Chromium gives as `""` until then)
+    /// the tab shows where it is going.
+    fn top_started_navigating(&mut self, key: u32, r: &crate::cdp::protocol::NavigationRequested) {
+        let Some(t) = self.tab_mut(key) else {
+            return;
+        };
+        if r.frame_id.0 != t.target_id.0 || !t.state.top_url().is_empty() {
+            return;
+        }
+        if let Some(url) = r.url.as_deref().filter(|u| !u.is_empty()) {
+            t.pending_url = Some(url.into());
+        }
     }
 
     fn on_browser_event(&mut self, event: Event, now: Now) {
@@ -599,7 +625,7 @@ impl Tabs {
             }
             Event::DownloadProgress(p) => {
                 self.downloads
-                    .progressed(p, &self.opts.downloads, &mut self.out)
+                    .progressed(p, &self.opts.downloads, now.instant, &mut self.out)
             }
             Event::AttachedToTarget(a) if a.target_info.target_type == "page" => {
                 self.on_page_attached(a, now)
@@ -980,9 +1006,17 @@ impl Tabs {
                 .iter()
                 .find(|t| t.state.pending_dialogs().any(|d| &d.id == id))
                 .map(|t| t.key)
-                .ok_or_else(|| DialogError::UnknownId {
-                    id: id.clone(),
-                    known: self.pending_dialogs().map(|d| d.id.clone()).collect(),
+                .ok_or_else(|| {
+                    super::not_pending(
+                        id,
+                        self.tabs
+                            .iter()
+                            .chain(self.closed.iter())
+                            .flat_map(|t| t.state.recent_dialogs())
+                            .map(|c| &**c),
+                        self.pending_dialogs().map(|d| d.id.clone()),
+                        now.unix_s,
+                    )
                 })?,
             None => match with_pending.as_slice() {
                 [] => return Err(DialogError::NoDialog),
@@ -1030,6 +1064,7 @@ impl Tabs {
             .filter_map(|t| t.state.poll_timeout())
             .chain(self.closing.iter().map(|(.., at)| *at))
             .chain(self.loads.next_check())
+            .chain(self.downloads.next_check())
             .min()
     }
 
@@ -1123,6 +1158,7 @@ impl Tabs {
         for ask in self.loads.due(now.instant) {
             self.ask_load(ask);
         }
+        self.downloads.handle_timeout(now.instant);
         let keys: Vec<u32> = self.tabs.iter().map(|t| t.key).collect();
         for k in keys {
             self.drive(k, |s| s.handle_timeout(now));
@@ -1135,7 +1171,10 @@ impl Tabs {
     pub fn views(&mut self) -> List<TabView> {
         let current = self.current;
         for t in &mut self.tabs {
-            let url = t.state.top_url();
+            let url = match (t.state.top_url(), &t.pending_url) {
+                (u, Some(pending)) if u.is_empty() => pending,
+                (u, _) => u,
+            };
             let title = t.state.title();
             let is_current = Some(t.key) == current;
             let pending = t.state.pending_dialogs().count();
