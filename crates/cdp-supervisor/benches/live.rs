@@ -141,9 +141,16 @@ async fn main() {
         .spawn()
         .expect("spawn cdp-supervisor live");
     let pid = server.id();
-    let lines = BufReader::new(server.stderr.take().unwrap());
+    let stderr = BufReader::new(server.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    // Read to the end: a closed pipe would end the server at its next line.
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
     let mut control = String::new();
-    for line in lines.lines().map_while(Result::ok) {
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
         if let Some(at) = line.find("control (yours alone): ") {
             control = line[at + 23..].trim().to_owned();
             break;

@@ -120,10 +120,13 @@ async fn guard(State(hosts): State<Arc<HostCheck>>, request: Request, next: Next
             .into_response();
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let same = origin
-            .to_str()
-            .ok()
-            .is_some_and(|o| o.eq_ignore_ascii_case(&format!("http://{host}")));
+        // The live page's own origin: this Host, over http (or https
+        // behind a proxy that terminates TLS).
+        let host = host.to_ascii_lowercase();
+        let same = origin.to_str().ok().is_some_and(|o| {
+            let o = o.to_ascii_lowercase();
+            o == format!("http://{host}") || o == format!("https://{host}")
+        });
         if !same {
             tracing::warn!("refused a live-view request from another origin");
             return (
