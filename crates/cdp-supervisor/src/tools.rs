@@ -34,6 +34,7 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 mod catalog;
+pub mod text;
 
 pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
 
