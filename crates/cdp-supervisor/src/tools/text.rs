@@ -39,12 +39,14 @@ const NEW_ENTRIES: [&str; 5] = [
     "blocked_navigations",
     "completed_calls",
 ];
-/// Flags whose `false` is the normal case, left out.
-const DEFAULT_FALSE: [&str; 4] = [
+/// Flags whose `false` is the normal case, left out (`submitted`: no
+/// Enter was asked for).
+const DEFAULT_FALSE: [&str; 5] = [
     "page_blocked",
     "page_truncated",
     "tabs_truncated",
     "truncated",
+    "submitted",
 ];
 /// Entries remembered per list at most: the lists are capped (50 console
 /// errors, 20 dialogs…), so past this the memory keeps only the last result's.
@@ -91,6 +93,13 @@ impl Shown {
         strip_empty(&mut v);
         slim_dialogs(&mut v);
         once(&mut v);
+        // The outline's first line names the document by its title.
+        if let (Some(p), Some(Value::String(title))) = (&page, v.get("title"))
+            && names_title(p, title)
+            && let Some(o) = v.as_object_mut()
+        {
+            o.shift_remove("title");
+        }
         let mut text = v.to_string();
         if let Some(p) = page.filter(|p| !p.is_empty()) {
             text.push('\n');
@@ -125,6 +134,12 @@ impl Shown {
             }
             self.parts.insert(key, d);
         }
+        // The dialog just answered is shown whole here: not again in the
+        // next snapshot's recent_dialogs.
+        if let Some(d) = obj.get("answered") {
+            let d = entry_digest("recent_dialogs", d);
+            self.entries.entry("recent_dialogs").or_default().insert(d);
+        }
         for key in NEW_ENTRIES {
             let Some(Value::Array(items)) = obj.get_mut(key) else {
                 continue;
@@ -142,13 +157,23 @@ impl Shown {
 }
 
 /// A list entry's identity: a completed call's id (a snapshot lists it
-/// again after `browser_dialog` handed it out), else all of it (a download
-/// whose state moved is shown again).
+/// again after `browser_dialog` handed it out), a closed dialog's id (the
+/// dialog `browser_dialog` answered is the one `recent_dialogs` lists next),
+/// else all of it (a download whose state moved is shown again).
 fn entry_digest(key: &str, entry: &Value) -> u64 {
-    match (key, entry.get("call_id")) {
-        ("completed_calls", Some(id)) => digest(id),
+    match (key, entry.get("call_id"), entry.get("id")) {
+        ("completed_calls", Some(id), _) | ("recent_dialogs", _, Some(id)) => digest(id),
         _ => digest(entry),
     }
+}
+
+/// Whether the outline's first line is its document named `title`.
+fn names_title(page: &str, title: &str) -> bool {
+    page.lines()
+        .next()
+        .and_then(|l| l.strip_prefix("- RootWebArea \""))
+        .and_then(|l| l.strip_suffix('"'))
+        == Some(title)
 }
 
 fn digest(v: &Value) -> u64 {
@@ -183,18 +208,26 @@ fn strip_empty(v: &mut Value) {
     }
 }
 
-/// A dialog's fields at their usual value (no default text, answerable)
-/// and unknown ones (`null`) left out, wherever dialogs are listed.
+/// A dialog's fields at their usual value (no default text, answerable),
+/// unknown ones (`null`), its frame id when it is its tab's (a top
+/// document's) and its Unix times left out, wherever dialogs are listed.
 fn slim_dialogs(v: &mut Value) {
     let Some(obj) = v.as_object_mut() else {
         return;
     };
     let slim = |d: &mut Value| {
         if let Some(d) = d.as_object_mut() {
+            // A dialog of its tab's top document: its frame id is the tab's.
+            let top = d.get("frame_id").is_some() && d.get("frame_id") == d.get("target_id");
+            // Unix times say when to a program, nothing to a reader (the
+            // structured result keeps them).
             d.retain(|k, x| {
                 !(x.is_null()
                     || (k == "default_prompt" && x == "")
-                    || (k == "answerable" && *x == Value::Bool(true)))
+                    || (k == "answerable" && *x == Value::Bool(true))
+                    || (k == "frame_id" && top)
+                    || k == "opened_at"
+                    || k == "closed_at")
             });
         }
     };
@@ -268,18 +301,18 @@ mod tests {
             "tabs": [{"target_id": "T", "url": "http://a.test/", "title": "A", "current": true,
                       "pending_dialogs": 0, "crashed": false}],
             "tabs_truncated": false, "completed_calls": [], "blocked_navigations": [], "downloads": [],
-            "page": "- heading \"A\" [level=1]\n- button \"Go\" [ref=e1]",
+            "page": "- RootWebArea \"A\"\n  - button \"Go\" [ref=e1]",
             "page_truncated": false, "frame_refs": {}
         })
     }
 
     #[test]
-    fn a_plain_snapshot_is_its_url_title_and_outline_lines() {
+    fn a_plain_snapshot_is_its_url_and_outline_lines_whose_root_names_the_title() {
         let mut shown = Shown::default();
         let text = shown.render("browser_snapshot", &Ok(snapshot()));
         assert_eq!(
             text,
-            "{\"url\":\"http://a.test/\",\"title\":\"A\",\"event_seq\":7}\n- heading \"A\" [level=1]\n- button \"Go\" [ref=e1]"
+            "{\"url\":\"http://a.test/\",\"event_seq\":7}\n- RootWebArea \"A\"\n  - button \"Go\" [ref=e1]"
         );
     }
 
