@@ -33,8 +33,9 @@ def unfaithful(name: str, text: str, data: dict) -> str | None:
             return f"{name}: the text has {k!r}, structuredContent has not"
         if k not in ("changes", "snapshot", *LISTS) and v != data[k] and not isinstance(v, (dict, list)):
             return f"{name}: {k} is {v!r} in the text, {data[k]!r} in structuredContent"
+    shown = {d.get("id"): d for d in line.get("pending_dialogs") or []}
     for d in data.get("pending_dialogs") or []:
-        if d["id"] not in text or d.get("message", "") not in text:
+        if shown.get(d["id"], {}).get("message") != d.get("message"):
             return f"{name}: pending dialog {d['id']} is missing from the text: {text[:300]!r}"
     if data.get("page_blocked") is True and line.get("page_blocked") is not True:
         return f"{name}: page_blocked is missing from the text"
