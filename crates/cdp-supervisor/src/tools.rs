@@ -1070,6 +1070,7 @@ impl AgentSession {
             );
             return;
         }
+        parsed(&s).await;
         let Some(outline) = self
             .page(&s)
             .outline_first(&OutlineMode::Default, NEW_PAGE_MAX_LINES)
@@ -1880,6 +1881,38 @@ fn live_tab_views(tabs: &List<TabView>, live: &[LivePage]) -> List<TabView> {
         })
         .collect()
 }
+
+/// Waits, at most [`PARSE_WAIT`], until the current tab's document is no
+/// longer `loading`: a navigation the action's script started late (a
+/// submit handler's `location.href`) may have committed a document whose
+/// elements are not parsed yet, and its outline would be empty.
+async fn parsed(s: &Supervisor) {
+    let deadline = tokio::time::Instant::now() + PARSE_WAIT;
+    // Straight to the page session, not as an agent call: a dialog opening
+    // meanwhile makes it time out (bounded), never an interrupted call.
+    let Some(session) = s.page_session_id().await else {
+        return;
+    };
+    while tokio::time::Instant::now() < deadline {
+        let state = s
+            .cdp_on_session(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({"expression": "document.readyState", "returnByValue": true}),
+                READ_TIMEOUT,
+            )
+            .await;
+        match state {
+            Ok(v) if v.pointer("/result/value") == Some(&json!("loading")) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// The longest an action's outline waits for its document to be parsed.
+const PARSE_WAIT: Duration = Duration::from_secs(5);
 
 /// The page's URL and title now ([`Supervisor::live_page`]), else the last
 /// known ones from `snap`.

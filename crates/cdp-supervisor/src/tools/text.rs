@@ -58,6 +58,9 @@ const ENTRIES_REMEMBERED: usize = 256;
 pub struct Shown {
     parts: HashMap<&'static str, u64>,
     entries: HashMap<&'static str, HashSet<u64>>,
+    /// The page URL the last text gave (its `url`, or `changes.navigated`):
+    /// the snapshot that follows a click's navigation need not repeat it.
+    url: Option<Value>,
 }
 
 impl Shown {
@@ -93,6 +96,7 @@ impl Shown {
         strip_empty(&mut v);
         slim_dialogs(&mut v);
         once(&mut v);
+        self.same_url(&mut v);
         // The outline's first line names the document by its title.
         if let (Some(p), Some(Value::String(title))) = (&page, v.get("title"))
             && names_title(p, title)
@@ -106,6 +110,25 @@ impl Shown {
             text.push_str(&p);
         }
         text
+    }
+
+    /// Leaves out `url` when the last text gave this same URL (a snapshot
+    /// after the click whose `changes.navigated` named it); remembers the
+    /// URL this text gives.
+    fn same_url(&mut self, v: &mut Value) {
+        let Some(obj) = v.as_object_mut() else {
+            return;
+        };
+        let now = obj
+            .get("url")
+            .or_else(|| obj.get("changes").and_then(|c| c.get("navigated")))
+            .cloned();
+        if now.is_some() && now == self.url && obj.get("changes").is_none() {
+            obj.shift_remove("url");
+        }
+        if now.is_some() {
+            self.url = now;
+        }
     }
 
     /// Leaves out of `v` the parts and list entries this session's text
@@ -363,6 +386,7 @@ mod tests {
             !second.contains("frame_tree") && !second.contains("boom"),
             "{second}"
         );
+        assert!(!second.contains("\"url\""), "the same url again: {second}");
         assert!(!second.contains("frame_refs"), "{second}");
         s["console_errors"] =
             json!([{"level": "error", "text": "boom"}, {"level": "error", "text": "bang"}]);
