@@ -554,15 +554,19 @@ impl AgentSession {
             ToolCall::Navigate { url, snapshot } => {
                 let mut v = self.browser_navigate(&url).await?;
                 if snapshot && v["status"] == "loaded" {
-                    self.add_page(&mut v).await;
+                    self.add_page(&mut v, None).await;
                 }
                 Ok(v)
             }
             ToolCall::Snapshot { page } => self.browser_snapshot(page).await,
             ToolCall::Act { action, snapshot } => {
+                let before = self
+                    .registry
+                    .get(&self.task_id)
+                    .map(|s| s.events().latest());
                 let mut v = self.act(action).await?;
                 if snapshot {
-                    self.add_page(&mut v).await;
+                    self.add_page(&mut v, before).await;
                 }
                 Ok(v)
             }
@@ -1051,7 +1055,14 @@ impl AgentSession {
     /// the tab's earlier ones, as a snapshot's do), so the next step needs
     /// no snapshot call. Not while a dialog holds the tab (the result's
     /// pending dialogs say so first: the page cannot be read) or it crashed.
-    async fn add_page(&self, v: &mut Value) {
+    ///
+    /// `since` is the event before the action (`None`: a navigation that
+    /// waited for its load): when no document committed during the
+    /// action, one its script or input scheduled may be announced late
+    /// (seen under load 16–23 on 2 cores: Enter in a search form, the old
+    /// page's outline returned, its refs gone a moment later), so a commit
+    /// within [`LATE_COMMIT`] after the read makes it read again.
+    async fn add_page(&self, v: &mut Value, since: Option<u64>) {
         let Some(s) = self.registry.get(&self.task_id) else {
             return;
         };
@@ -1070,12 +1081,32 @@ impl AgentSession {
             );
             return;
         }
+        let committed = |after: u64| {
+            s.events()
+                .after(after, &[EventKind::PageCommitted])
+                .is_some()
+        };
+        let settled = since.is_none_or(committed);
         parsed(&s).await;
-        let Some(outline) = self
+        let read_from = s.events().latest();
+        let mut outline = self
             .page(&s)
             .outline_first(&OutlineMode::Default, NEW_PAGE_MAX_LINES)
-            .await
-        else {
+            .await;
+        let late = tokio::time::Instant::now() + LATE_COMMIT;
+        if !settled
+            && s.events()
+                .wait_after(read_from, &[EventKind::PageCommitted], late)
+                .await
+                .is_some()
+        {
+            parsed(&s).await;
+            outline = self
+                .page(&s)
+                .outline_first(&OutlineMode::Default, NEW_PAGE_MAX_LINES)
+                .await;
+        }
+        let Some(outline) = outline else {
             return;
         };
         let (url, title) = live_url_title(&s, &s.snapshot()).await;
@@ -1910,6 +1941,10 @@ async fn parsed(s: &Supervisor) {
         }
     }
 }
+
+/// How long an action asked for the page's outline, during which no
+/// document committed, watches for a late commit (see `add_page`).
+const LATE_COMMIT: Duration = Duration::from_millis(500);
 
 /// The longest an action's outline waits for its document to be parsed.
 const PARSE_WAIT: Duration = Duration::from_secs(5);
