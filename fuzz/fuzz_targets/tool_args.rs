@@ -67,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     match ToolCall::parse(name, args, policy) {
-        Ok(ToolCall::Navigate { url }) => {
+        Ok(ToolCall::Navigate { url, .. }) => {
             assert!(check_url(&url).is_ok(), "{url}");
             assert!(policy.check(&url).is_ok(), "{url}");
         }
@@ -93,11 +93,17 @@ fuzz_target!(|data: &[u8]| {
             assert!(!cdp_url.trim().is_empty());
             assert!(target_id.is_none_or(|t| !t.is_empty()));
         }
-        Ok(ToolCall::Act(Action::Click { button, count, .. })) => {
+        Ok(ToolCall::Act {
+            action: Action::Click { button, count, .. },
+            ..
+        }) => {
             assert!(CLICK_BUTTONS.contains(&button.as_str()));
             assert!((1..=CLICK_COUNT_MAX).contains(&count));
         }
-        Ok(ToolCall::Act(Action::Select { values, .. })) => assert!(!values.is_empty()),
+        Ok(ToolCall::Act {
+            action: Action::Select { values, .. },
+            ..
+        }) => assert!(!values.is_empty()),
         Ok(ToolCall::Snapshot {
             page: PageRequest::Continue(cursor),
         }) => assert!(!cursor.trim().is_empty()),

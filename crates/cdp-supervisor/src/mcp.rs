@@ -11,7 +11,9 @@
 //!   session end, [`Registry::stop_all`] on shutdown and Ctrl-C.
 //! - A failure the model can act on ([`ToolError`]) is a tool result with
 //!   `isError: true` and the error text, never a protocol error. Results are
-//!   structured JSON (`structuredContent`) with the same JSON as text.
+//!   structured JSON (`structuredContent`, every field); the text content
+//!   is what the model reads, the cheapest faithful rendering of it
+//!   ([`crate::tools::text`]).
 //! - Gating: without a CDP endpoint (`browser.cloud_provider: camofox`)
 //!   the tools that need one (`browser_dialog`, `browser_cdp`, …) are not
 //!   listed (and calling them is an error result).
@@ -45,6 +47,7 @@
 use crate::config::Config;
 use crate::supervisor::registry::{EMERGENCY_CLEANUP_BOUND, Registry};
 use crate::supervisor::state::DialogAction;
+use crate::tools::text::Shown;
 use crate::tools::{
     ALL_TOOLS, ASK_USER, AgentSession, Hints, HumanReply, PageRequest, ToolError, tool,
 };
@@ -152,6 +155,9 @@ pub struct McpSession {
     /// The snapshot resource's watcher, while the client is subscribed;
     /// cancelled by `resources/unsubscribe` and when the session ends.
     watcher: std::sync::Mutex<Option<CancellationToken>>,
+    /// What this session's text content has shown ([`Shown`]): its next
+    /// text leaves out what did not change since.
+    shown: std::sync::Mutex<Shown>,
 }
 
 impl McpSession {
@@ -178,6 +184,7 @@ impl McpSession {
         McpSession {
             agent: Arc::new(agent),
             watcher: std::sync::Mutex::new(None),
+            shown: std::sync::Mutex::new(Shown::default()),
         }
     }
 
@@ -523,7 +530,11 @@ impl ServerHandler for McpSession {
                 return Err(ErrorData::internal_error("the client cancelled the request", None));
             }
         };
-        Ok(tool_result(&request.name, result).into())
+        let mut shown = self
+            .shown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(tool_result(&request.name, result, &mut shown).into())
     }
 }
 
@@ -593,25 +604,21 @@ async fn watch_snapshot(agent: Arc<AgentSession>, peer: Peer<RoleServer>, stop: 
     }
 }
 
-/// A tools-layer result as an MCP tool result: structured JSON (and the same
-/// JSON as text) on success, `isError` with the message on failure.
-fn tool_result(name: &str, result: Result<Value, ToolError>) -> CallToolResult {
-    match result {
-        Ok(value) => CallToolResult::structured(value),
+/// A tools-layer result as an MCP tool result: the structured JSON
+/// (`structuredContent`, every field) on success, `isError` on failure, and
+/// as text content what the model reads ([`Shown::render`]: the result
+/// without what is empty or was shown unchanged, the outline as plain lines).
+fn tool_result(name: &str, result: Result<Value, ToolError>, shown: &mut Shown) -> CallToolResult {
+    let text = vec![ContentBlock::text(shown.render(name, &result))];
+    let (mut r, structured) = match result {
+        Ok(value) => (CallToolResult::success(text), Some(value)),
         Err(e) => {
             tracing::debug!(tool = name, "tool error: {e}");
-            match e.structured {
-                // The text says what happened and carries the same JSON, for
-                // clients that read only the text.
-                Some(v) => {
-                    let mut r = CallToolResult::structured_error(v.clone());
-                    r.content = vec![ContentBlock::text(format!("{}\n{v}", e.message))];
-                    r
-                }
-                None => CallToolResult::error(vec![ContentBlock::text(e.message)]),
-            }
+            (CallToolResult::error(text), e.structured)
         }
-    }
+    };
+    r.structured_content = structured;
+    r
 }
 
 const INSTRUCTIONS: &str = "Supervises a Chromium tab over one persistent CDP connection. \

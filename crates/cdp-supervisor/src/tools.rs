@@ -14,7 +14,9 @@ use crate::cdp::endpoint::CdpHeaders;
 use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
 use crate::config::{CloudProvider, Config};
-use crate::supervisor::act::{ACTION_TIMEOUT, OutlineMode, Page, PageOutline, READ_TIMEOUT};
+use crate::supervisor::act::{
+    ACTION_TIMEOUT, ActError, FillOutcome, FillStop, OutlineMode, Page, PageOutline, READ_TIMEOUT,
+};
 use crate::supervisor::calls::CompletedCall;
 use crate::supervisor::driver::{
     CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
@@ -37,6 +39,7 @@ use tokio::sync::Mutex as AsyncMutex;
 mod catalog;
 mod handoff;
 pub use handoff::{HANDOFF_DEFAULT_TIMEOUT_S, HANDOFF_MAX_TIMEOUT_S, HandoffEnd, handoff_result};
+pub mod text;
 
 pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
 
@@ -88,6 +91,14 @@ const CREATE_TARGET: &str = "Target.createTarget";
 /// An action's `note` when the navigation it started had no outcome
 /// within [`ACTION_TIMEOUT`] (a slow page): the result came anyway.
 const NAVIGATION_UNSETTLED_NOTE: &str = "the navigation this started had not finished after 10 s; browser_snapshot or browser_wait(page_loaded) shows where the page is";
+
+/// The most lines of the outline an action returns with `snapshot: true`
+/// (its first part; `page_cursor` gives the rest). The pages of a whole task
+/// (S11: a sign-in, a list of 60 products, a product, a cart, an 8-field
+/// form) are 15–200 lines and come whole; a long document (the Rust `Vec`
+/// page, thousands of lines) costs a seventh of a browser_snapshot part,
+/// and the agent narrows with find or continues with the cursor.
+pub const NEW_PAGE_MAX_LINES: usize = 300;
 
 /// How long a tool waits for Chromium to tell the page's URL and title now
 /// (`Target.getTargetInfo`) before it falls back to the last known ones.
@@ -221,6 +232,12 @@ pub enum Action {
         /// Not empty.
         values: Vec<String>,
     },
+    /// `browser_fill_form`: (ref, value) in order, 1 to
+    /// [`crate::supervisor::act::FILL_MAX_FIELDS`].
+    FillForm {
+        /// Each field's ref and value (`"true"`/`"false"` for a checkbox).
+        fields: Vec<(String, String)>,
+    },
 }
 
 impl Action {
@@ -230,6 +247,7 @@ impl Action {
             Action::Type { .. } => "browser_type",
             Action::Key(_) => "browser_press_key",
             Action::Select { .. } => "browser_select_option",
+            Action::FillForm { .. } => "browser_fill_form",
         }
     }
 }
@@ -244,15 +262,22 @@ pub enum ToolCall {
     Navigate {
         /// An absolute URL of an allowed scheme that the policy allows.
         url: String,
+        /// Return the loaded page's outline too.
+        snapshot: bool,
     },
     /// `browser_snapshot`.
     Snapshot {
         /// What it gives of the page.
         page: PageRequest,
     },
-    /// `browser_click`, `browser_type`, `browser_press_key` or
-    /// `browser_select_option`.
-    Act(Action),
+    /// `browser_click`, `browser_type`, `browser_press_key`,
+    /// `browser_select_option` or `browser_fill_form`.
+    Act {
+        /// The action.
+        action: Action,
+        /// Return the page's outline once it is done.
+        snapshot: bool,
+    },
     /// `browser_dialog`.
     Dialog {
         /// `accept`, `dismiss` or `ask_user`.
@@ -580,9 +605,25 @@ impl AgentSession {
             )));
         }
         match tool.parse(args, &self.navigation_policy()?)? {
-            ToolCall::Navigate { url } => self.browser_navigate(&url).await,
+            ToolCall::Navigate { url, snapshot } => {
+                let mut v = self.browser_navigate(&url).await?;
+                if snapshot && v["status"] == "loaded" {
+                    self.add_page(&mut v, None).await;
+                }
+                Ok(v)
+            }
             ToolCall::Snapshot { page } => self.browser_snapshot(page).await,
-            ToolCall::Act(action) => self.act(action).await,
+            ToolCall::Act { action, snapshot } => {
+                let before = self
+                    .registry
+                    .get(&self.task_id)
+                    .map(|s| s.events().latest());
+                let mut v = self.act(action).await?;
+                if snapshot {
+                    self.add_page(&mut v, before).await;
+                }
+                Ok(v)
+            }
             ToolCall::Dialog {
                 action,
                 prompt_text,
@@ -1020,13 +1061,18 @@ impl AgentSession {
             .map(|t| t.target_id.clone());
         let dialogs_before = last_dialog_number(&snap);
         let page = self.page(&s);
+        let act_error = |e: ActError| ToolError::new(format!("{tool}: {e}"));
         let outcome = match action {
             Action::Click { r, button, count } => page.click(&r, &button, count).await,
             Action::Type { r, text, submit } => page.type_text(&r, &text, submit).await,
             Action::Key(k) => page.press_key(&k).await,
             Action::Select { r, values } => page.select_option(&r, values).await,
+            Action::FillForm { fields } => match page.fill_form(fields).await.map_err(act_error)? {
+                FillOutcome::Done(v) => Ok(CallOutcome::Reply(v)),
+                FillOutcome::Stopped(stop) => return Err(fill_stopped(stop)),
+            },
         }
-        .map_err(|e| ToolError::new(format!("{tool}: {e}")))?;
+        .map_err(act_error)?;
         match outcome {
             CallOutcome::Reply(mut v) => {
                 // Chromium sends a popup's `Target.targetCreated` before the
@@ -1066,6 +1112,77 @@ impl AgentSession {
                 pending_dialogs,
             } => Err(interrupted(tool, &call_id, pending_dialogs)),
             CallOutcome::TimedOut { call_id, after } => Err(timed_out(tool, &call_id, after)),
+        }
+    }
+
+    /// Adds the page's outline to an action's result `v`, when the agent
+    /// asked for it (`snapshot: true`): its first [`NEW_PAGE_MAX_LINES`]
+    /// lines, with `url`, `title`, `page`, `page_truncated`, `page_cursor`
+    /// and `frame_refs` as `browser_snapshot` gives them (its refs replace
+    /// the tab's earlier ones, as a snapshot's do), so the next step needs
+    /// no snapshot call. Not while a dialog holds the tab (the result's
+    /// pending dialogs say so first: the page cannot be read) or it crashed.
+    ///
+    /// `since` is the event before the action (`None`: a navigation that
+    /// waited for its load): when no document committed during the
+    /// action, one its script or input scheduled may be announced late
+    /// (seen under load 16–23 on 2 cores: Enter in a search form, the old
+    /// page's outline returned, its refs gone a moment later), so a commit
+    /// within [`LATE_COMMIT`] after the read makes it read again.
+    async fn add_page(&self, v: &mut Value, since: Option<u64>) {
+        let Some(s) = self.registry.get(&self.task_id) else {
+            return;
+        };
+        let held = s
+            .snapshot()
+            .tabs
+            .iter()
+            .any(|t| t.current && (t.pending_dialogs > 0 || t.crashed));
+        if !v.is_object() {
+            return;
+        }
+        if held {
+            add_note(
+                v,
+                "no outline: a dialog holds the page (or it crashed); browser_snapshot reads it once the dialog is answered",
+            );
+            return;
+        }
+        let committed = |after: u64| {
+            s.events()
+                .after(after, &[EventKind::PageCommitted])
+                .is_some()
+        };
+        let settled = since.is_none_or(committed);
+        parsed(&s).await;
+        let read_from = s.events().latest();
+        let mut outline = self
+            .page(&s)
+            .outline_first(&OutlineMode::Default, NEW_PAGE_MAX_LINES)
+            .await;
+        let late = tokio::time::Instant::now() + LATE_COMMIT;
+        if !settled
+            && s.events()
+                .wait_after(read_from, &[EventKind::PageCommitted], late)
+                .await
+                .is_some()
+        {
+            parsed(&s).await;
+            outline = self
+                .page(&s)
+                .outline_first(&OutlineMode::Default, NEW_PAGE_MAX_LINES)
+                .await;
+        }
+        let Some(outline) = outline else {
+            return;
+        };
+        let (url, title) = live_url_title(&s, &s.snapshot()).await;
+        v["url"] = json!(url);
+        v["title"] = json!(title);
+        if let Ok(Value::Object(page)) = serde_json::to_value(PageView::from(outline)) {
+            for (k, x) in page {
+                v[k] = x;
+            }
         }
     }
 
@@ -1899,6 +2016,42 @@ fn live_tab_views(tabs: &List<TabView>, live: &[LivePage]) -> List<TabView> {
         .collect()
 }
 
+/// Waits, at most [`PARSE_WAIT`], until the current tab's document is no
+/// longer `loading`: a navigation the action's script started late (a
+/// submit handler's `location.href`) may have committed a document whose
+/// elements are not parsed yet, and its outline would be empty.
+async fn parsed(s: &Supervisor) {
+    let deadline = tokio::time::Instant::now() + PARSE_WAIT;
+    // Straight to the page session, not as an agent call: a dialog opening
+    // meanwhile makes it time out (bounded), never an interrupted call.
+    let Some(session) = s.page_session_id().await else {
+        return;
+    };
+    while tokio::time::Instant::now() < deadline {
+        let state = s
+            .cdp_on_session(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({"expression": "document.readyState", "returnByValue": true}),
+                READ_TIMEOUT,
+            )
+            .await;
+        match state {
+            Ok(v) if v.pointer("/result/value") == Some(&json!("loading")) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// How long an action asked for the page's outline, during which no
+/// document committed, watches for a late commit (see `add_page`).
+const LATE_COMMIT: Duration = Duration::from_millis(500);
+
+/// The longest an action's outline waits for its document to be parsed.
+const PARSE_WAIT: Duration = Duration::from_secs(5);
+
 /// The page's URL and title now ([`Supervisor::live_page`]), else the last
 /// known ones from `snap`.
 async fn live_url_title(s: &Supervisor, snap: &Snapshot) -> (String, String) {
@@ -1946,15 +2099,55 @@ fn interrupted(method: &str, call_id: &str, pending_dialogs: List<PendingDialog>
         )
     } else {
         format!(
-            "Answer the dialog with browser_dialog: its completed_calls will carry call_id {call_id} with this command's result. If the dialog closes another way (the watchdog, a navigation, another client), browser_snapshot's completed_calls lists it."
+            "Answer the dialog with browser_dialog: its completed_calls (or browser_snapshot's, if the dialog closes another way) will carry call_id {call_id} with this call's result."
         )
     };
     ToolError {
         message: format!(
-            "{method} has not completed: a dialog blocks the page (a JavaScript dialog, or the login prompt of the document it loads). The command is still queued in the page and runs once the dialog is answered; do not resend it (it would run twice). {remedy}"
+            "{method} has not completed: a dialog (a JavaScript dialog, or a login prompt) blocks the page. It is still queued there and runs once the dialog is answered: do not resend it (it would run twice). {remedy}"
         ),
         structured: Some(structured),
     }
+}
+
+/// The tool error of a `browser_fill_form` a dialog (or its deadline)
+/// stopped at a field: the interrupted call's error for that field's
+/// input, saying which fields were filled and which were not.
+fn fill_stopped(stop: FillStop) -> ToolError {
+    const TOOL: &str = "browser_fill_form";
+    let mut e = match stop.outcome {
+        CallOutcome::TimedOut { call_id, after } => timed_out(TOOL, &call_id, after),
+        CallOutcome::Interrupted {
+            call_id,
+            pending_dialogs,
+        } => interrupted(TOOL, &call_id, pending_dialogs),
+        CallOutcome::Reply(_) => {
+            unreachable!("a form stops only when a field's input did not reply")
+        }
+    };
+    let names = |refs: Vec<&String>| {
+        if refs.is_empty() {
+            "none".to_owned()
+        } else {
+            refs.iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    e.message = format!(
+        "browser_fill_form stopped at field {q}: filled before it: {}; the input of {q} is queued in the page (never fill it again); not filled: {} (after answering, call browser_fill_form with only those). {}",
+        names(stop.filled.keys().collect()),
+        names(stop.not_filled.iter().collect()),
+        e.message,
+        q = stop.queued,
+    );
+    if let Some(Value::Object(details)) = &mut e.structured {
+        details.insert("filled".into(), Value::Object(stop.filled));
+        details.insert("queued".into(), json!(stop.queued));
+        details.insert("not_filled".into(), json!(stop.not_filled));
+    }
+    e
 }
 
 /// The tool error of a call whose timeout passed while its command is
@@ -2175,7 +2368,8 @@ mod tests {
         assert_eq!(
             p("browser_navigate", json!({"url": "http://a.test/"})).unwrap(),
             ToolCall::Navigate {
-                url: "http://a.test/".into()
+                url: "http://a.test/".into(),
+                snapshot: false
             }
         );
         let e = p("browser_navigate", json!({"url": "file:///etc/passwd"})).unwrap_err();

@@ -279,8 +279,11 @@ async fn each_http_session_has_its_own_browser_stopped_when_the_session_ends() {
         .await;
         assert_eq!(r["isError"], false, "{r}");
         assert_eq!(r["structuredContent"]["status"], "loaded", "{r}");
-        let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(text, r["structuredContent"]);
+        assert_renders(
+            "browser_navigate",
+            r["content"][0]["text"].as_str().unwrap(),
+            &r["structuredContent"],
+        );
     }
     wait_tasks(&s, 2).await;
     // The sessions are separate tasks: each sees its own page.

@@ -108,6 +108,13 @@ fn the_agent_acts_on_the_page_across_oopifs_through_the_python_sdk() {
     run_script("act.py");
 }
 
+/// Issue 43 (browser_fill_form, in the top document and an OOPIF, a dialog
+/// midway; what the model reads) and issue 44 (typing into a date set nothing).
+#[test]
+fn forms_fill_in_one_call_and_the_text_keeps_what_the_agent_needs_through_the_python_sdk() {
+    run_script("form.py");
+}
+
 #[test]
 fn what_an_agent_pays_per_step_through_the_python_sdk() {
     run_script("cost.py");

@@ -28,6 +28,8 @@ import urllib.request
 
 from mcp import Client, StdioServerParameters
 
+from reads import unfaithful
+
 EXPECTED_TOOLS = [
     "browser_navigate",
     "browser_snapshot",
@@ -35,6 +37,7 @@ EXPECTED_TOOLS = [
     "browser_type",
     "browser_press_key",
     "browser_select_option",
+    "browser_fill_form",
     "browser_dialog",
     "browser_cdp",
     "browser_tabs",
@@ -174,8 +177,9 @@ async def call(client: Client, name: str, args: dict | None = None, expect_error
         return text
     if r.structured_content is None:
         raise Fail(f"{name}: no structuredContent")
-    if json.loads(text) != r.structured_content:
-        raise Fail(f"{name}: text content differs from structuredContent")
+    why = unfaithful(name, text, r.structured_content)
+    if why:
+        raise Fail(why)
     return r.structured_content
 
 

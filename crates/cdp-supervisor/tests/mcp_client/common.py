@@ -30,6 +30,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+from reads import unfaithful
+
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -625,8 +627,9 @@ async def call(client: Client, name: str, args: dict | None = None) -> dict:
         raise Fail(f"{name}({json.dumps(args)}) is a tool error: {r.text}")
     if r.data is None:
         raise Fail(f"{name}: no structuredContent")
-    if json.loads(r.text) != r.data:
-        raise Fail(f"{name}: text content differs from structuredContent")
+    why = unfaithful(name, r.text, r.data)
+    if why:
+        raise Fail(why)
     return r.data
 
 

@@ -390,7 +390,7 @@ async def accept_after_a_wrong_login(sc: Scenario, binary: str) -> None:
         subscribed = time.monotonic()
         r = await seen.call(c, "browser_navigate", {"url": site.url("/secret")})
         sc.check(not r.is_error, f"browser_navigate to the page behind auth is no tool error ({r.text[:200]})")
-        nav = json.loads(r.text)
+        nav = r.data
         sc.check(nav.get("status") == "dialog_pending", f"browser_navigate returns dialog_pending ({nav.get('status')}) in {r.seconds:.1f} s")
         d = next((x for x in nav.get("pending_dialogs", []) if x.get("type") == "http_auth"), None)
         sc.check(d is not None, f"its pending_dialogs hold the http_auth ({nav.get('pending_dialogs')})")
@@ -415,7 +415,7 @@ async def accept_after_a_wrong_login(sc: Scenario, binary: str) -> None:
 
         r = await seen.call(c, "browser_dialog", {"action": "accept", "username": USER, "password": WRONG})
         sc.check(not r.is_error, f"accepting with a wrong login is answered ({r.text[:200]})")
-        ans = json.loads(r.text)
+        ans = r.data
         delivered += [x for x in ans.get("completed_calls", []) if x.get("call_id") == held["call_id"]]
         sc.expect(ans.get("answered", {}).get("accepted") is True, f"answered accepted=true ({ans.get('answered')})")
         again = None
@@ -431,7 +431,7 @@ async def accept_after_a_wrong_login(sc: Scenario, binary: str) -> None:
 
         r = await seen.call(c, "browser_dialog", {"action": "accept", "username": USER, "password": PASSWORD, "dialog_id": again["id"]})
         sc.check(not r.is_error, f"accepting with the right login is answered ({r.text[:200]})")
-        delivered += [x for x in json.loads(r.text).get("completed_calls", []) if x.get("call_id") == held["call_id"]]
+        delivered += [x for x in r.data.get("completed_calls", []) if x.get("call_id") == held["call_id"]]
         await wait_text(sc, c, "Welcome, staff", "the secret page loaded")
         snap = await snapshot(c)
         listed = [x for x in snap.get("completed_calls", []) if x.get("call_id") == held["call_id"]]
@@ -479,7 +479,7 @@ async def stored_credentials(sc: Scenario, binary: str) -> None:
     async with mcp_server(sc, binary, "s", ["--config", config], env=env, message_handler=seen.handler) as srv:
         c = srv.client
         r = await seen.call(c, "browser_navigate", {"url": site.url("/secret")})
-        nav = json.loads(r.text)
+        nav = r.data
         sc.check(nav.get("status") == "loaded", f"browser_navigate says loaded with no prompt ({nav.get('status')}, {nav.get('pending_dialogs')})")
         sc.check("Welcome, staff" in await body_text(c), "the page is the secret one")
         snap = await snapshot(c)
@@ -561,7 +561,7 @@ async def click_link(sc: Scenario, c: Any, name: str) -> dict:
     ref = await ref_of_link(sc, c, name)
     r = await call_raw(c, "browser_click", {"ref": ref})
     sc.check(not r.is_error, f"the click on {name!r} returns, no tool error, in {r.seconds:.1f} s ({r.text[:200]})")
-    return json.loads(r.text)
+    return r.data
 
 
 def rss_kib(pid: int) -> int:

@@ -80,7 +80,8 @@ impl Client {
     }
 
     /// Calls a tool that must succeed; returns its structured result (and
-    /// checks that the text content is the same JSON).
+    /// checks that the text content renders it: a JSON line whose fields
+    /// are the result's, then the outline's lines).
     pub async fn ok(&self, name: &str, args: Value) -> Value {
         let r = self
             .try_call(name, args.clone())
@@ -91,11 +92,7 @@ impl Client {
         let structured = r
             .structured_content
             .unwrap_or_else(|| panic!("{name}: no structuredContent"));
-        let parsed: Value = serde_json::from_str(&text).expect("text content is JSON");
-        assert_eq!(
-            parsed, structured,
-            "{name}: text and structured content differ"
-        );
+        assert_renders(name, &text, &structured);
         structured
     }
 
@@ -121,6 +118,42 @@ impl Client {
             .expect("server task")
             .expect("server result");
         self.registry
+    }
+}
+
+/// Checks that `text` (a result's text content) renders `structured`: its
+/// first line is a JSON object whose fields are the result's (lists may
+/// keep fewer entries), then the outline's lines when the result has one.
+pub fn assert_renders(name: &str, text: &str, structured: &Value) {
+    let (head, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let line: Value = serde_json::from_str(head)
+        .unwrap_or_else(|e| panic!("{name}: the text's first line is not JSON ({e}): {text}"));
+    for (k, v) in line.as_object().expect("a JSON object") {
+        let full = &structured[k];
+        assert!(!full.is_null(), "{name}: {k} is in the text only: {text}");
+        if !(v.is_object() || v.is_array()) {
+            assert_eq!(
+                v, full,
+                "{name}: {k} differs between text and structuredContent"
+            );
+        }
+    }
+    if let Some(page) = structured["page"].as_str().filter(|p| !p.is_empty()) {
+        assert_eq!(
+            rest, page,
+            "{name}: the outline's lines follow the JSON line"
+        );
+    }
+    for d in structured["pending_dialogs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let id = d["id"].as_str().unwrap_or_default();
+        assert!(
+            text.contains(id),
+            "{name}: pending dialog {id} missing from the text: {text}"
+        );
     }
 }
 

@@ -88,7 +88,9 @@ impl Page {
         let keep = ACTION_TIMEOUT.saturating_add(self.supervisor.dialog_timeout());
         let me = self.supervisor.clone();
         let button = button.to_owned();
-        let result = json!({"clicked": r, "x": x, "y": y});
+        // A tenth of a CSS pixel says where; more digits say nothing more.
+        let tenth = |v: f64| (v * 10.0).round() / 10.0;
+        let result = json!({"clicked": r, "x": tenth(x), "y": tenth(y)});
         let work = async move {
             let ev = |kind: &str, count: u32| json!({"type": kind, "x": x, "y": y, "button": button, "clickCount": count, "buttons": 0});
             me.send_agent(
@@ -193,6 +195,10 @@ impl Page {
             "the text for {r} would be lost (nothing was typed)"
         ))
         .await?;
+        // A date, a colour, a range… take no typed text: set as a picker would.
+        if let Some(done) = self.pick((&conn, &node, &object), r, text, submit).await? {
+            return Ok(done);
+        }
         // Only into an element that takes text: a <select>, a button or a
         // read-only field takes the focus (or not) but no text, and the
         // keystrokes would land in whatever had the focus before.

@@ -38,7 +38,9 @@
 //! - `render`: documents → the outline's lines (pure);
 //! - `parts`: the lines given in parts (`page_cursor`);
 //! - `refs`: the ref tables, and a ref found again for an action;
-//! - `actions` and `keys`: click, type, press a key, select an option.
+//! - `actions` and `keys`: click, type, press a key, select an option;
+//! - `fill`: a whole form (`browser_fill_form`), and the inputs that take
+//!   no typed text (date, time, colour, range…).
 
 use crate::cdp::connection::{CommandError, Connection};
 use crate::cdp::protocol::SessionId;
@@ -49,6 +51,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 mod actions;
+mod fill;
 mod frames;
 pub(crate) mod keys;
 mod outline;
@@ -57,6 +60,7 @@ mod refs;
 mod render;
 mod walk;
 
+pub use fill::{FILL_MAX_FIELDS, FillOutcome, FillStop};
 pub use parts::CursorError;
 pub use render::without_values;
 

@@ -303,7 +303,6 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
     const expanded = aria('expanded');
     if (expanded !== null) s.expanded = expanded === 'true';
     else if (role === 'DisclosureTriangle' && el.parentElement && el.parentElement.tagName === 'DETAILS') s.expanded = el.parentElement.open;
-    else if (role === 'combobox' && el.tagName === 'SELECT') s.expanded = false;
     if (role === 'option' && el.tagName === 'OPTION' ? el.selected : truthy(aria('selected'))) s.selected = true;
     if (el.required || truthy(aria('required'))) s.required = true;
     if (el.tagName === 'SELECT' && el.multiple) s.multiselectable = true;
@@ -372,7 +371,10 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
     let me = parent;
     if (role && visible && !(t === 'OPTION' && !el.closest('select,datalist,[role=listbox]'))) {
       const name = nameOf(el, role);
-      me = add(parent, role, name, valueOf(el, role), statesOf(el, role), el);
+      // A closed <select>'s options are chosen through it (browser_select_option,
+      // browser_fill_form by label), never clicked: no ref of their own.
+      const chosenThrough = t === 'OPTION' && (s => !!s && !s.multiple && s.size <= 1)(el.closest('select'));
+      me = add(parent, role, name, valueOf(el, role), statesOf(el, role), chosenThrough ? null : el);
       if (me < 0) break;
       if (ownerIndex.has(el)) owners[ownerIndex.get(el)] = nodes[me][5];
     } else if (!role && visible && ownerIndex.has(el)) {

@@ -8,7 +8,7 @@ use super::parts::{Rest, next_part};
 use super::refs::{NodeRef, Owner};
 use super::render::{Doc, RefAt, Rendered, find_lines, quote, render};
 use super::walk::{FrameRead, FrameWalk, walk_frame};
-use super::{OutlineMode, Page, PageOutline};
+use super::{OutlineMode, PAGE_MAX_LINES, Page, PageOutline};
 use crate::cdp::connection::Connection;
 use crate::cdp::protocol::SessionId;
 use crate::supervisor::snapshot::Snapshot;
@@ -48,6 +48,13 @@ impl Page {
     /// [`Page::outline_more`]. `None` when there is no
     /// connection or page.
     pub async fn outline(&self, mode: &OutlineMode) -> Option<PageOutline> {
+        self.outline_first(mode, PAGE_MAX_LINES).await
+    }
+
+    /// [`Page::outline`] whose first part has at most `max_lines` lines
+    /// (`page_cursor` gives the rest in parts of [`PAGE_MAX_LINES`]): the
+    /// outline an action returns of the page it loaded.
+    pub async fn outline_first(&self, mode: &OutlineMode, max_lines: usize) -> Option<PageOutline> {
         let conn = self.supervisor.connection()?;
         let (_, page) = self.supervisor.route(None, None, false).await.ok()?;
         let tab = self
@@ -67,7 +74,7 @@ impl Page {
                 break read;
             }
         };
-        Some(self.keep_outline(&tab, known.walk_no, mode, read))
+        Some(self.keep_outline(&tab, known.walk_no, mode, read, max_lines))
     }
 
     /// Numbers the tab's new outline and takes what its last read left.
@@ -119,7 +126,14 @@ impl Page {
     /// Renders the read in `mode` and keeps it as the tab's last outline:
     /// its refs, its worlds, and its lines for `page_cursor`. Forgets the
     /// refs of tabs no longer open. Returns its first part.
-    fn keep_outline(&self, tab: &str, walk_no: u64, mode: &OutlineMode, read: Read) -> PageOutline {
+    fn keep_outline(
+        &self,
+        tab: &str,
+        walk_no: u64,
+        mode: &OutlineMode,
+        read: Read,
+        max_lines: usize,
+    ) -> PageOutline {
         let snap = self.supervisor.snapshot();
         let mut tables = self.refs();
         tables.keep_only(snap.tabs.iter().map(|t| t.target_id.as_str()));
@@ -139,7 +153,7 @@ impl Page {
             blocked_frames,
             url: read.frames[0].url.clone(),
         };
-        next_part(tab, &mut t.rest)
+        next_part(tab, &mut t.rest, max_lines)
     }
 
     /// Whether the frames a dialog blocks now are the ones `outline` was

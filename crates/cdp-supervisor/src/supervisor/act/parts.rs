@@ -21,13 +21,14 @@ pub(super) struct Rest {
 }
 
 /// The part of `rest` from the line it has given up to, at most
-/// [`PAGE_MAX_LINES`] lines; when more follow, its last line says how many
+/// `max_lines` lines ([`PAGE_MAX_LINES`], or a shorter first part); when more follow, its last line says how many
 /// and the call that continues (the `page_cursor` it also carries).
-pub(super) fn next_part(tab: &str, rest: &mut Rest) -> PageOutline {
+pub(super) fn next_part(tab: &str, rest: &mut Rest, max_lines: usize) -> PageOutline {
+    let max_lines = max_lines.max(2);
     let from = rest.given.min(rest.lines.len());
     let left = rest.lines.len() - from;
-    let more = left > PAGE_MAX_LINES;
-    let take = if more { PAGE_MAX_LINES - 1 } else { left };
+    let more = left > max_lines;
+    let take = if more { max_lines - 1 } else { left };
     let mut text = rest.lines[from..from + take].join("\n");
     rest.given = from + take;
     let cursor = more.then(|| format!("{tab}/{}/{}", rest.outline, rest.given));
@@ -114,7 +115,7 @@ impl Page {
             )));
         }
         t.rest.given = given;
-        Ok(next_part(&tab, &mut t.rest))
+        Ok(next_part(&tab, &mut t.rest, PAGE_MAX_LINES))
     }
 }
 
@@ -138,7 +139,7 @@ mod tests {
             lines,
             ..Rest::default()
         };
-        let first = next_part("TAB", &mut rest);
+        let first = next_part("TAB", &mut rest, PAGE_MAX_LINES);
         assert!(first.truncated);
         assert_eq!(first.text.lines().count(), PAGE_MAX_LINES);
         assert_eq!(first.cursor.as_deref(), Some("TAB/7/1999"));
@@ -150,9 +151,9 @@ mod tests {
             first.text.lines().last().unwrap_or_default()
         );
         assert_eq!(parse_cursor("TAB/7/1999"), Some(("TAB".into(), 7, 1999)));
-        let second = next_part("TAB", &mut rest);
+        let second = next_part("TAB", &mut rest, PAGE_MAX_LINES);
         assert!(second.text.starts_with("  - button \"b1998\""));
-        let third = next_part("TAB", &mut rest);
+        let third = next_part("TAB", &mut rest, PAGE_MAX_LINES);
         assert!(!third.truncated && third.cursor.is_none());
         assert_eq!(third.text.lines().count(), 4501 - 2 * 1999);
         assert!(third.text.ends_with("button \"b4499\" [ref=e4500]"));
