@@ -63,7 +63,8 @@ fuzz_target!(|data: &[u8]| {
             json!({"url": text, "method": method, "params": {"expression": text, "url": text},
                    "timeout_s": n, "event": "any", "action": "accept", "cdp_url": text,
                    "since": rest.len(), "prompt_text": text, "dialog_id": text,
-                   "ref": text, "click_count": n, "values": [text], "page_cursor": text})
+                   "ref": text, "click_count": n, "values": [text], "page_cursor": text,
+                   "reason": text, "wait": n > 1.0})
         }
     };
     match ToolCall::parse(name, args, policy) {
@@ -88,6 +89,12 @@ fuzz_target!(|data: &[u8]| {
         }
         Ok(ToolCall::Wait { timeout_s, .. }) => {
             assert!(timeout_s > 0.0 && timeout_s <= WAIT_MAX_TIMEOUT_S);
+        }
+        Ok(ToolCall::Handoff {
+            reason, timeout_s, ..
+        }) => {
+            assert!(!reason.trim().is_empty() && reason.chars().count() <= 500);
+            assert!(timeout_s > 0.0 && timeout_s <= cdp_supervisor::tools::HANDOFF_MAX_TIMEOUT_S);
         }
         Ok(ToolCall::Connect { cdp_url, target_id }) => {
             assert!(!cdp_url.trim().is_empty());
