@@ -26,10 +26,11 @@ use tokio_tungstenite::tungstenite::Message;
 
 const TRIALS: usize = 40;
 const WINDOW: Duration = Duration::from_secs(10);
+/// The page, as a data URL (`#` written `%23`: a raw one starts the fragment).
 const PAGE: &str = "data:text/html,<!doctype html><title>bench</title><style>body{margin:0}\
-#b{position:absolute;left:80px;top:80px;width:160px;height:60px}\
-#s{position:absolute;left:300px;top:80px;width:80px;height:80px;background:%23c33}\
-.spin #s{animation:r 1s linear infinite}@keyframes r{to{transform:rotate(360deg)}}</style>\
+%23b{position:absolute;left:80px;top:80px;width:160px;height:60px}\
+%23s{position:absolute;left:300px;top:80px;width:80px;height:80px;background:%23c33}\
+.spin %23s{animation:r 1s linear infinite}@keyframes r{to{transform:rotate(360deg)}}</style>\
 <button id=b>Press</button><div id=s></div>";
 
 fn stats(label: &str, unit: &str, mut v: Vec<f64>) {
