@@ -233,7 +233,10 @@ async fn main() {
                 input_ms.push(at - sent);
                 break;
             }
-            assert!(Instant::now() < deadline, "no mousedown within 5 s of a click");
+            assert!(
+                Instant::now() < deadline,
+                "no mousedown within 5 s of a click"
+            );
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
