@@ -517,6 +517,11 @@ impl ServerHandler for McpSession {
         let hands_over = request.name == "browser_handoff";
         let call = async {
             if asks_user {
+                // Answered by the human through the client: not while a
+                // person has the browser (they answer it on the live page).
+                if let Some(refused) = self.agent.refusal("browser_dialog", &args) {
+                    return Err(refused);
+                }
                 self.ask_user(args, &context.peer).await
             } else if hands_over {
                 self.handoff(args, &context).await

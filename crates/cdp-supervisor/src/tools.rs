@@ -532,18 +532,20 @@ impl AgentSession {
         args: Value,
         call: impl std::future::Future<Output = Result<Value, ToolError>>,
     ) -> Result<Value, ToolError> {
-        if let Some(c) = self.person_in_control()
-            && handoff::refused_while_person(name, &args)
-        {
-            return Err(handoff::person_in_control_error(name, &c));
+        if let Some(refused) = self.refusal(name, &args) {
+            return Err(refused);
         }
         let handoff = self.handoff_change(name, &args);
+        let person = self.person_in_control().is_some();
         let mut result = call.await;
         if let Ok(v) = &mut result {
             self.add_changes(name, v);
             if let (Some(r), Some(obj)) = (handoff, v.as_object_mut()) {
                 let changes = obj.entry("changes").or_insert_with(|| json!({}));
                 changes["handoff"] = json!(r);
+            }
+            if person || self.person_in_control().is_some() {
+                handoff::without_queries(v);
             }
         }
         result
@@ -1018,13 +1020,17 @@ impl AgentSession {
         };
         let mut r = snapshot_result(&s).await;
         r.page = outline.map(PageView::from);
-        if self.person_in_control().is_some()
-            && let Some(p) = &mut r.page
-        {
+        let person = self.person_in_control().is_some();
+        if person && let Some(p) = &mut r.page {
             // What the person types in fields is theirs.
             p.page = crate::supervisor::act::without_values(&p.page);
         }
-        Ok(r.to_json())
+        let mut v = r.to_json();
+        if person {
+            // And so is what a form they sent by GET put in a URL's query.
+            handoff::without_queries(&mut v);
+        }
+        Ok(v)
     }
 
     /// `browser_click`, `browser_type`, `browser_press_key`,

@@ -4,10 +4,10 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /live/<token>` | the page |
-//! | `GET /live/<token>/state` | `{task, access, controller, reason, since, until, url, title, tabs, pending_dialogs, connection, viewers}` |
+//! | `GET /live/<token>/state` | `{task, access, expires_at, controller, reason, since, until, url, title, tabs, pending_dialogs, connection, viewers, casting}` |
 //! | `POST /live/<token>/answer` | `{dialog_id, action, text?, username?, password?}` → `{ok, dialog}` (control only) |
 //! | `POST /live/<token>/done` | ends the handoff → `{handoff}` (control only) |
-//! | `GET /live/<token>/ws` | WebSocket: frames and state out, input in |
+//! | `GET /live/<token>/ws` | WebSocket: frames and state out, input in (and `{"type":"tab", target_id}`: show that tab) |
 //!
 //! A wrong, expired or ended token is a bare 404, whatever the route. Every
 //! request must name this server in `Host` (DNS rebinding), and one that
@@ -103,6 +103,9 @@ pub fn router(hosts: HostCheck) -> axum::Router {
         .route("/live/{token}/answer", axum::routing::post(answer))
         .route("/live/{token}/done", axum::routing::post(done))
         .route("/live/{token}/ws", axum::routing::get(ws))
+        // A route asked with another method: a bare 404 too, as for a
+        // wrong token (a 405 would say which routes exist).
+        .method_not_allowed_fallback(|| async { not_found() })
         .layer(axum::middleware::from_fn_with_state(Arc::new(hosts), guard))
 }
 
@@ -179,11 +182,12 @@ async fn page(Path(token): Path<String>) -> Response {
 }
 
 /// What `/state` and the WebSocket's `state` messages say.
-pub fn state_of(task: &TaskLive, access: Access) -> Value {
+pub fn state_of(task: &TaskLive, access: Access, expires_at: f64) -> Value {
     let control = task.person_in_control();
     let mut v = json!({
         "task": task.task_id(),
         "access": access,
+        "expires_at": expires_at,
         "controller": if control.is_some() { "person" } else { "agent" },
         "reason": control.as_ref().map(|c| c.reason.clone()),
         "since": control.as_ref().map(|c| c.since),
@@ -211,10 +215,10 @@ pub fn state_of(task: &TaskLive, access: Access) -> Value {
 }
 
 async fn state(Path(token): Path<String>) -> Response {
-    let Some((task, access)) = hub().open(&token) else {
+    let Some((task, access, expires_at)) = hub().open_until(&token) else {
         return not_found();
     };
-    axum::Json(state_of(&task, access)).into_response()
+    axum::Json(state_of(&task, access, expires_at)).into_response()
 }
 
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
@@ -318,7 +322,7 @@ async fn done(Path(token): Path<String>) -> Response {
 }
 
 async fn ws(Path(token): Path<String>, mut request: Request) -> Response {
-    let Some((task, access)) = hub().open(&token) else {
+    let Some((task, access, expires_at)) = hub().open_until(&token) else {
         return not_found();
     };
     let headers = request.headers();
@@ -362,7 +366,7 @@ async fn ws(Path(token): Path<String>, mut request: Request) -> Response {
             Some(config),
         )
         .await;
-        serve_viewer(task, access, token, socket).await;
+        serve_viewer(task, access, expires_at, token, socket).await;
         drop(watching);
     });
     Response::builder()
@@ -381,6 +385,7 @@ async fn ws(Path(token): Path<String>, mut request: Request) -> Response {
 async fn serve_viewer<S>(
     task: Arc<TaskLive>,
     access: Access,
+    expires_at: f64,
     token: String,
     socket: tokio_tungstenite::WebSocketStream<S>,
 ) where
@@ -422,7 +427,7 @@ async fn serve_viewer<S>(
                 return;
             }
             if state_due {
-                let s = state_of(&task, access).to_string();
+                let s = state_of(&task, access, expires_at).to_string();
                 if s != last_state {
                     if send_text(&mut sink, s.clone()).await.is_err() {
                         return;
@@ -502,6 +507,21 @@ async fn on_input(task: &TaskLive, access: Access, token: &str, text: &str) -> O
     }
     if access != Access::Control {
         return error(VIEW_ONLY.into());
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(text)
+        && v["type"] == "tab"
+    {
+        // The person picks a tab (a popup they opened): it becomes current,
+        // and the cast follows it.
+        let target = v["target_id"].as_str().unwrap_or("");
+        let sup = task.supervisor()?;
+        return match sup.select_tab(target).await {
+            Ok(()) => None,
+            Err(e) => error(format!(
+                "cannot show that tab: {}",
+                super::cut(&e.to_string(), 200)
+            )),
+        };
     }
     let msg: InputMessage = match serde_json::from_str(text) {
         Ok(m) => m,

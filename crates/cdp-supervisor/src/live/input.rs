@@ -195,8 +195,11 @@ pub fn commands(msg: InputMessage, m: &ScreencastMetadata) -> Result<Vec<Command
             let code = code
                 .filter(|c| c.len() <= 32 && c.chars().all(|c| c.is_ascii_alphanumeric()))
                 .unwrap_or_else(|| k.code.clone());
-            // A character typed with Ctrl or Meta is a shortcut, not text.
-            let text = k.text.clone().filter(|_| modifiers & 0b0110 == 0);
+            // A character typed with Ctrl or Meta is a shortcut, not text;
+            // Ctrl and Alt together are AltGr (`@`, `€` on many layouts).
+            let (alt, ctrl, meta) = (modifiers & 1 != 0, modifiers & 2 != 0, modifiers & 4 != 0);
+            let shortcut = meta || (ctrl && !alt);
+            let text = k.text.clone().filter(|_| !shortcut);
             let mut params = json!({
                 "type": if !down { "keyUp" } else if text.is_some() { "keyDown" } else { "rawKeyDown" },
                 "key": k.key, "code": code,
@@ -343,6 +346,13 @@ mod tests {
         .unwrap();
         assert_eq!(ctrl_a[0].params["type"], "rawKeyDown");
         assert!(ctrl_a[0].params.get("text").is_none());
+        // AltGr (Ctrl+Alt) types its character.
+        let alt_gr = commands(
+            parse(json!({"type": "key", "event": "down", "key": "@", "modifiers": 3})),
+            &meta(),
+        )
+        .unwrap();
+        assert_eq!(alt_gr[0].params["text"], "@");
         let paste = commands(parse(json!({"type": "text", "text": "héllo"})), &meta()).unwrap();
         assert_eq!(
             paste[0],

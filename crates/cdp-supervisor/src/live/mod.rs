@@ -83,7 +83,8 @@ struct Active {
     id: u64,
     reason: String,
     started_at: f64,
-    deadline: tokio::time::Instant,
+    /// Unix seconds when it ends by itself (its `timeout_s`).
+    ends_at: f64,
     urls: Vec<String>,
     dialogs_answered: u32,
     tabs_opened: u32,
@@ -167,10 +168,6 @@ pub fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn unix_in(d: Duration) -> f64 {
-    unix_now() + d.as_secs_f64()
-}
-
 impl Hub {
     /// `task_id`'s live state (made on first use), its supervisors in `registry`.
     pub fn task(&self, registry: &Registry, task_id: &str) -> Arc<TaskLive> {
@@ -232,7 +229,15 @@ impl Hub {
     /// What `token` opens: its task and access; `None` for a wrong, expired
     /// or ended one (the HTTP layer answers a bare 404).
     pub fn open(&self, token: &str) -> Option<(Arc<TaskLive>, Access)> {
-        let grant = lock(&self.tokens).check(token, Instant::now())?;
+        self.open_until(token)
+            .map(|(task, access, _)| (task, access))
+    }
+
+    /// [`Hub::open`], with when the token stops working (Unix seconds).
+    pub fn open_until(&self, token: &str) -> Option<(Arc<TaskLive>, Access, f64)> {
+        let now = Instant::now();
+        let grant = lock(&self.tokens).check(token, now)?;
+        let expires_at = unix_now() + grant.expires.saturating_duration_since(now).as_secs_f64();
         let task = self.existing(&grant.task_id)?;
         if grant.access == Access::Control {
             // A control token is good only while its handoff lasts.
@@ -244,7 +249,7 @@ impl Hub {
                 return None;
             }
         }
-        Some((task, grant.access))
+        Some((task, grant.access, expires_at))
     }
 
     /// The base URL (`http://host:port`) of the live view's own listener on
@@ -298,10 +303,7 @@ impl TaskLive {
         lock(&self.control).active.as_ref().map(|a| InControl {
             since: a.started_at,
             reason: a.reason.clone(),
-            until: a.started_at
-                + a.deadline
-                    .saturating_duration_since(tokio::time::Instant::now())
-                    .as_secs_f64(),
+            until: a.ends_at,
         })
     }
 
@@ -357,7 +359,7 @@ impl TaskLive {
             id,
             reason: reason.to_owned(),
             started_at,
-            deadline: tokio::time::Instant::now() + lasts,
+            ends_at: started_at + lasts.as_secs_f64(),
             urls: Vec::new(),
             dialogs_answered: 0,
             tabs_opened: 0,
@@ -375,7 +377,7 @@ impl TaskLive {
             id,
             url: format!("{base}/live/{control}"),
             view_url: format!("{base}/live/{view}"),
-            expires_at: unix_in(lasts),
+            expires_at: started_at + lasts.as_secs_f64(),
         })
     }
 
@@ -509,6 +511,9 @@ fn count(task: &TaskLive, id: u64, sup: &Supervisor, n: Notice) {
                     .as_ref()
                     .is_some_and(|t| t.frame_id == frame_id);
             if top {
+                // Where, not what: a form the person sent by GET carries
+                // what they typed in its query.
+                let url = without_query(&url);
                 task.follow(id, |a| {
                     if a.urls.last() != Some(&url) && a.urls.len() < REPORT_URLS_MAX {
                         a.urls.push(url);
@@ -522,6 +527,19 @@ fn count(task: &TaskLive, id: u64, sup: &Supervisor, n: Notice) {
         Notice::TabOpened { .. } => task.follow(id, |a| a.tabs_opened += 1),
         Notice::TabClosed { .. } => task.follow(id, |a| a.tabs_closed += 1),
         _ => {}
+    }
+}
+
+/// `url` without its query and fragment (what a person typed into a form
+/// sent by GET rides in the query).
+pub fn without_query(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if !u.cannot_be_a_base() => {
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        _ => url.split(['?', '#']).next().unwrap_or("").to_owned(),
     }
 }
 

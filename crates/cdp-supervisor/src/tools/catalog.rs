@@ -1114,6 +1114,13 @@ impl ToolArgs for HandoffArgs {
                 "browser_handoff: reason is empty; say in a sentence what the person should do",
             ));
         }
+        if reason.chars().any(|c| {
+            c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        }) {
+            return Err(ToolError::new(
+                "browser_handoff: reason holds control or text-direction characters; give plain text (the person reads it)",
+            ));
+        }
         if reason.chars().count() > super::handoff::REASON_MAX_CHARS {
             return Err(ToolError::new(format!(
                 "browser_handoff: reason has more than {} characters; say it in a sentence",

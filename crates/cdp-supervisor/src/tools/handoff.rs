@@ -45,6 +45,27 @@ pub fn person_in_control_error(name: &str, c: &InControl) -> ToolError {
     }
 }
 
+/// A result's JSON with the query and fragment of every URL in it (any
+/// `url` field: the tab's, its frames', a tab opened, a navigation) left
+/// out, while a person has the browser: a form they send by GET carries
+/// what they typed in its query.
+pub fn without_queries(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                match x {
+                    Value::String(u) if k == "url" || k.ends_with("_url") => {
+                        *u = live::without_query(u);
+                    }
+                    _ => without_queries(x),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_queries),
+        _ => {}
+    }
+}
+
 /// How a handoff call ended.
 pub enum HandoffEnd {
     /// The person pressed Done, or the deadline passed.
@@ -62,6 +83,13 @@ impl AgentSession {
     /// Who has the task: `Some` while a person does.
     pub fn person_in_control(&self) -> Option<InControl> {
         self.live_task()?.person_in_control()
+    }
+
+    /// The `person_in_control` error tool `name` with `args` gets now, if
+    /// a person has the browser and the call would change the page.
+    pub fn refusal(&self, name: &str, args: &Value) -> Option<ToolError> {
+        let c = self.person_in_control()?;
+        refused_while_person(name, args).then(|| person_in_control_error(name, &c))
     }
 
     /// The base URL of the live view for this session: the HTTP server's

@@ -30,6 +30,8 @@ at a point of the screen image, key presses), never through the agent's tools.
   browser_dies_during_handoff  the agent's Chromium killed while a person has
                       it: the live page says so, Done still hands back, the
                       next navigate starts a browser again
+  popup_during_handoff a popup the person opens shows in the live page's tabs; a
+                      click on its tab shows it; the report counts it
   timeout_and_watchdog with dialog_timeout_s 2: a confirm opened while the person
                       has the task outlives its watchdog; browser_handoff(wait,
                       timeout_s 3) returns timed_out; then the watchdog dismisses
@@ -83,6 +85,7 @@ def pages(port: int) -> dict[str, str]:
         f'<input id=pw type=password aria-label=Password style="{pos.format(40, 190, 200, 40)}" '
         f"oninput=\"window.pwOk = (this.value === atob('{pw_b64}'))\">"
         f'<iframe id=fr src="{b}/frame" style="{pos.format(300, 40, 320, 220)};border:0"></iframe>'
+        f'<button id=pop style="{pos.format(40, 260, 200, 40)}" onclick="window.open(\'/other\', \'_blank\', \'popup\')">Popup</button>'
         f'<button id=far style="{pos.format(40, 1200, 200, 50)}" onclick="window.farClicks=(window.farClicks||0)+1">Far</button>'
         '<div style="height:2400px"></div>'
     )
@@ -93,7 +96,7 @@ def pages(port: int) -> dict[str, str]:
     return {
         "/main": page("Main", main, "addEventListener('click', e => { window.clicks_seen = (window.clicks_seen || []).concat([[e.clientX, e.clientY, scrollY, e.target.id]]); }, true);"),
         "/frame": page("Frame", frame),
-        "/other": page("Other", "<p>another page</p>"),
+        "/other": page("Other", "<form action=/other method=get style='margin:0'><input name=code aria-label=Code style='position:absolute;left:20px;top:20px;width:200px;height:40px'></form>"),
         "/later": page("Later", "<p>confirm soon</p>", "setTimeout(() => { window.r = confirm('Later?'); }, 3000);"),
     }
 
@@ -293,13 +296,15 @@ async def handoff_end_to_end(sc: Scenario, binary: str) -> None:
         person = Person(person_srv.client)
         r = await agent_call("browser_navigate", {"url": main_url})
         sc.check(r["status"] == "loaded", f"the agent's page loaded ({r['status']})")
+        bad = await agent_call("browser_handoff", {"reason": "Sign in\u202egnp.exe", "wait": False}, error_ok=True)
+        sc.check(bad.is_error and "text-direction" in bad.text, "a reason with a text-direction override is refused")
         h = await agent_call("browser_handoff", {"reason": "Please sign in, then press Done.", "wait": False})
         sc.check(h["status"] == "in_progress" and re.fullmatch(r"http://127\.0\.0\.1:\d+/live/[0-9a-f]{32}", h["url"]) is not None,
                  f"browser_handoff(wait:false) gives the control link at once ({h['status']})")
         for name, args in [("browser_navigate", {"url": main_url}), ("browser_dialog", {"action": "accept"}),
                            ("browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "1"}}),
                            ("browser_tabs", {"action": "new"}), ("browser_click", {"ref": "e1"}),
-                           ("browser_handoff", {"reason": "again"})]:
+                           ("browser_handoff", {"reason": "again"}), ("browser_dialog", {"action": "ask_user"})]:
             t = await agent_call(name, args, error_ok=True)
             sc.check(t.is_error and (t.data or {}).get("error") == "person_in_control" and t.data.get("reason") == "Please sign in, then press Done.",
                      f"{name} answers person_in_control at once")
@@ -413,6 +418,15 @@ async def tokens_and_origins(sc: Scenario, binary: str) -> None:
             sc.check(code == 404 and body == "", f"{method} {path or '/'} with a wrong token: a bare 404 ({code})")
         code, _ = http("GET", base + "/live/short")
         sc.check(code == 404, "a malformed token: 404")
+        for path, method in [("/done", "GET"), ("/state", "POST"), ("", "DELETE")]:
+            code, body = http(method, h["url"] + path, {} if method != "GET" else None)
+            sc.check(code == 404 and body == "", f"{method} {path or '/'} (a route asked another way): a bare 404 ({code})")
+        first = json.loads(http("GET", h["url"] + "/state")[1])
+        await anyio.sleep(1.1)
+        second = json.loads(http("GET", h["url"] + "/state")[1])
+        sc.check(first["until"] == second["until"] and abs(first["until"] - h["expires_at"]) < 0.01
+                 and abs(first["expires_at"] - h["expires_at"]) < 0.5,
+                 f"/state's until is the handoff's end, fixed ({first['until']} {second['until']} {h['expires_at']})")
         view = h["view_url"]
         code, body = http("GET", view + "/state")
         st = json.loads(body)
@@ -578,6 +592,63 @@ async def elicitation_and_progress(sc: Scenario, binary: str) -> None:
         tg.cancel_scope.cancel()
 
 
+async def popup_during_handoff(sc: Scenario, binary: str) -> None:
+    """A popup the person opens (a sign-in window, say) shows in the live
+    page's tab strip; a click on its tab shows it in the picture, the
+    person types in it; the report counts the tab."""
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "agent", [], transport="http", env={**ENV, "RUST_LOG": "debug"}) as srv, \
+            mcp_server(sc, binary, "person", [], env=ENV) as person_srv:
+        agent = srv.client
+        person = Person(person_srv.client)
+        await call(agent, "browser_navigate", {"url": f"http://a.test:{port}/main"})
+        h = await call(agent, "browser_handoff", {"reason": "Sign in in the popup.", "wait": False})
+        await person.open(h["url"])
+        await person.click_image(140, 280)
+
+        async def two_tabs():
+            st = json.loads(http("GET", h["url"] + "/state")[1])
+            return st if len(st.get("tabs", [])) == 2 else None
+
+        st = await until("the popup shows in the live page's tabs", two_tabs)
+        popup = next(t for t in st["tabs"] if not t["current"])
+        await until("the popup's tab is a button",
+                    lambda: person.js(f"!!document.querySelector('button[data-target-id=\"{popup['target_id']}\"]')"))
+        await person.press(popup["title"] or "Other")
+
+        async def shown():
+            st = json.loads(http("GET", h["url"] + "/state")[1])
+            cur = next((t for t in st["tabs"] if t["current"]), {})
+            return cur.get("target_id") == popup["target_id"] and "/other" in (st.get("url") or "")
+
+        await until("the picked tab is current", shown)
+        sc.check(True, "a click on the popup's tab made it current")
+
+        async def popup_frame():
+            return await person.js(f"document.getElementById('screen').dataset.height && document.getElementById('screen').dataset.seq && 1")
+
+        await until("a frame of the popup", popup_frame)
+        await person.click_image(120, 40)
+        await person.type_keys("X7Q9Z")
+        await call(person.c, "browser_press_key", {"key": "Enter"})
+
+        async def sent():
+            st = json.loads(http("GET", h["url"] + "/state")[1])
+            return "code=X7Q9Z" in (st.get("url") or "")
+
+        await until("the person's form went (by GET)", sent)
+        during = await call(agent, "browser_snapshot", {"page": False})
+        sc.check("X7Q9Z" not in json.dumps(during), f"the agent's snapshot during the handoff shows no query the person's form made: {[(k, v) for k, v in during.items() if 'X7Q9Z' in json.dumps(v)]}")
+        await person.press(DONE)
+        w = await call(agent, "browser_wait", {"event": "handed_back", "timeout_s": 20})
+        rep = w["handoff"]
+        sc.check(rep["tabs_opened"] == 1, f"the report counts the popup ({rep['tabs_opened']})")
+        sc.check(any(u.endswith("/other") for u in rep["urls"]) and "X7Q9Z" not in json.dumps(rep),
+                 f"the report lists where the person went, not what their form sent ({rep['urls']})")
+        with open(srv.log_path, errors="replace") as f:
+            sc.check("X7Q9Z" not in f.read(), "nor does the server's debug log")
+
+
 async def browser_dies_during_handoff(sc: Scenario, binary: str) -> None:
     """The agent's Chromium is killed while a person has it: the live page
     says the browser is gone, Done still hands back, and the agent's next
@@ -609,6 +680,7 @@ async def browser_dies_during_handoff(sc: Scenario, binary: str) -> None:
 SCENARIOS = {
     "handoff_end_to_end": handoff_end_to_end,
     "browser_dies_during_handoff": browser_dies_during_handoff,
+    "popup_during_handoff": popup_during_handoff,
     "elicitation_and_progress": elicitation_and_progress,
     "tokens_and_origins": tokens_and_origins,
     "timeout_and_watchdog": timeout_and_watchdog,
@@ -616,7 +688,7 @@ SCENARIOS = {
 PHASES = [
     ["handoff_end_to_end", "elicitation_and_progress"],
     ["tokens_and_origins", "timeout_and_watchdog"],
-    ["browser_dies_during_handoff"],
+    ["browser_dies_during_handoff", "popup_during_handoff"],
 ]
 
 

@@ -6,7 +6,7 @@
   const base = location.pathname.replace(/\/+$/, '');
   const $ = (id) => document.getElementById(id);
   const screen = $('screen'), stage = $('stage'), who = $('who'), done = $('done');
-  let state = null, closed = false, socket = null, lastMove = 0;
+  let state = null, closed = false, socket = null, lastMove = 0, pressed = false;
 
   function notice(text, good) {
     const n = $('notice');
@@ -100,7 +100,14 @@
     const tabs = $('tabs');
     tabs.textContent = '';
     for (const t of s.tabs || []) {
-      const e = el('div', { className: 'tab' + (t.current ? ' current' : ''), title: t.url || '' }, t.title || t.url || 'New tab');
+      // In control, a tab is a button: the picture shows the one chosen
+      // (a sign-in popup the person opened, say).
+      const e = el(control() ? 'button' : 'div', { className: 'tab' + (t.current ? ' current' : ''), title: t.url || '' }, t.title || t.url || 'New tab');
+      e.dataset.targetId = t.target_id;
+      if (control() && !t.current) {
+        e.type = 'button';
+        e.addEventListener('click', () => sendRaw({ type: 'tab', target_id: t.target_id }));
+      }
       tabs.appendChild(e);
     }
     renderPrompts(s.pending_dialogs);
@@ -127,8 +134,17 @@
     if (socket) socket.close();
   }
 
-  function send(m) {
+  function sendRaw(m) {
     if (control() && socket && socket.readyState === 1) socket.send(JSON.stringify(m));
+  }
+
+  // Input for the page; a long paste goes in parts (a message is at most 64 KiB).
+  function send(m) {
+    if (m.type === 'text' && m.text.length > 2000) {
+      for (let i = 0; i < m.text.length; i += 2000) sendRaw({ type: 'text', text: m.text.slice(i, i + 2000) });
+      return;
+    }
+    sendRaw(m);
   }
 
   function at(e) {
@@ -145,15 +161,22 @@
     if (!control()) return;
     e.preventDefault();
     const point = at(e);
+    pressed = true;
     // Keys go where the mouse went: to the picture (without scrolling the
     // live page, which would move the picture under the pointer).
     stage.focus({ preventScroll: true });
     send(Object.assign({ type: 'mouse', event: 'down', button: buttonName[e.button] || 'left', click_count: e.detail || 1, modifiers: mods(e) }, point));
   });
-  screen.addEventListener('mouseup', (e) => {
-    if (!control()) return;
+  // A press on the picture is released wherever the pointer is then (a
+  // drag that ends off the picture must not leave the page's button held).
+  window.addEventListener('mouseup', (e) => {
+    if (!pressed || !control()) return;
+    pressed = false;
     e.preventDefault();
-    send(Object.assign({ type: 'mouse', event: 'up', button: buttonName[e.button] || 'left', click_count: e.detail || 1, modifiers: mods(e) }, at(e)));
+    const p = at(e);
+    p.x = Math.min(1, Math.max(0, p.x));
+    p.y = Math.min(1, Math.max(0, p.y));
+    send(Object.assign({ type: 'mouse', event: 'up', button: buttonName[e.button] || 'left', click_count: e.detail || 1, modifiers: mods(e) }, p));
   });
   screen.addEventListener('mousemove', (e) => {
     const now = performance.now();

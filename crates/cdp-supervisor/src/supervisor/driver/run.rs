@@ -336,10 +336,16 @@ impl Driver {
             if tracing::enabled!(tracing::Level::DEBUG) {
                 tracing::debug!(%method, session = ?session, params = %without_user_input(params), "event");
             }
-        } else if method.starts_with("Fetch.") {
+        } else if method.starts_with("Fetch.") || self.state.person_in_control() {
             // A paused request's body may be the dialog bridge's, secret
-            // and all; a challenged one's headers may carry credentials.
-            tracing::trace!(%method, session = ?session, "event");
+            // and all; a challenged one's headers may carry credentials;
+            // while a person has the browser, what they type may ride in
+            // any event (a URL's query, a title): methods only.
+            if DEBUG_EVENTS.contains(&method) {
+                tracing::debug!(%method, session = ?session, "event");
+            } else {
+                tracing::trace!(%method, session = ?session, "event");
+            }
         } else if tracing::enabled!(tracing::Level::DEBUG) && DEBUG_EVENTS.contains(&method) {
             // What decides who closed a dialog, at a level a long run can keep.
             tracing::debug!(%method, session = ?session, %params, "event");
