@@ -142,6 +142,15 @@ async fn main() {
         .spawn()
         .expect("spawn cdp-supervisor live");
     let pid = server.id();
+    // A bench that fails midway (a panic) must not leave the server running.
+    struct KillOnDrop(u32);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            // SAFETY: a plain syscall on our own child's pid.
+            unsafe { libc::kill(self.0 as i32, libc::SIGINT) };
+        }
+    }
+    let _server_guard = KillOnDrop(pid);
     let stderr = BufReader::new(server.stderr.take().unwrap());
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     // Read to the end: a closed pipe would end the server at its next line.

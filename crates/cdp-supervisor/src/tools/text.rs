@@ -95,8 +95,17 @@ impl Shown {
         }
         strip_empty(&mut v);
         slim_dialogs(&mut v);
+        // A navigation is a change, always said: once `url` stands for
+        // `changes.navigated`, it stays even when the last text gave it.
+        let navigated = v
+            .get("changes")
+            .is_some_and(|c| c.get("navigated").is_some());
         once(&mut v);
-        self.same_url(&mut v);
+        if !navigated {
+            self.same_url(&mut v);
+        } else if let Some(u) = v.get("url").cloned() {
+            self.url = Some(u);
+        }
         // The outline's first line names the document by its title.
         if let (Some(p), Some(Value::String(title))) = (&page, v.get("title"))
             && names_title(p, title)

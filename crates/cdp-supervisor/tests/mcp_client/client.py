@@ -44,6 +44,7 @@ EXPECTED_TOOLS = [
     "browser_wait",
     "browser_connect",
     "browser_disconnect",
+    "browser_handoff",
 ]
 ALERT_TEXT = "hello from the python client"
 DEADLINE_S = 15.0
