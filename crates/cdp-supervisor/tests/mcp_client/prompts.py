@@ -866,7 +866,12 @@ PHASES = [
     # Apart: a 50 MiB download loads a 2-core machine enough that another
     # scenario's click can miss the supervisor's 1 s element deadline.
     ["download_50_mib"],
-    ["download_past_max_bytes", "download_from_a_blocked_origin", "a_click_returns_with_what_it_started"],
+    ["download_past_max_bytes", "download_from_a_blocked_origin"],
+    # Apart too: beside a download past max_bytes, an action on a loaded
+    # 2-core machine can miss the navigation it started (an OOPIF link's
+    # download, a slow page's commit: issue 44's open "click that never
+    # arrives" hunt), and this scenario checks exactly what a click returns.
+    ["a_click_returns_with_what_it_started"],
     ["download_on_a_browser_we_did_not_launch", "download_on_a_remote_browser"],
 ]
 
