@@ -193,8 +193,10 @@ async fn a_se_cdp_url_is_used_as_given_and_kept_alive_past_the_grids_session_tim
     assert!(oopif.frame_tree.children.iter().any(|f| f.is_oopif));
     let latency_grid = dialog_latency(&sup).await;
     let attach_grid = attach_time(&se_cdp).await;
-    // A large reply (screenshots, big DOMs) passes the Grid's proxy whole.
-    for len in [1usize << 20, 20 << 20] {
+    // A large reply (screenshots, big DOMs) passes the Grid's proxy whole,
+    // up to the cap on what an agent's command may return (DESIGN
+    // "Security": 8 MiB); past it, a clear error.
+    for len in [1usize << 20, 7 << 20] {
         let big = sup
             .cdp(
                 "Runtime.evaluate",
@@ -212,6 +214,21 @@ async fn a_se_cdp_url_is_used_as_given_and_kept_alive_past_the_grids_session_tim
             other => panic!("{other:?}"),
         }
     }
+    let over = sup
+        .cdp(
+            "Runtime.evaluate",
+            json!({"expression": format!("'x'.repeat({})", 20 << 20), "returnByValue": true}),
+            None,
+            None,
+            common::LOAD_WAIT,
+        )
+        .await;
+    assert!(
+        over.as_ref()
+            .is_err_and(|e| e.to_string().contains("8388608 bytes")),
+        "a 20 MiB reply through the Grid is refused by the cap: {:?}",
+        over.map(|_| ())
+    );
 
     // Idle past the timeout: the unsupervised session goes, ours stays.
     wait_sessions(&grid, "the idle session timed out", |s| !s.contains(&idle)).await;
