@@ -607,14 +607,16 @@ async def popup_during_handoff(sc: Scenario, binary: str) -> None:
         await person.click_image(140, 280)
 
         async def two_tabs():
+            # Its title too: the tab's button is named by it once it has one.
             st = json.loads(http("GET", h["url"] + "/state")[1])
-            return st if len(st.get("tabs", [])) == 2 else None
+            tabs = st.get("tabs", [])
+            return st if len(tabs) == 2 and any(t["title"] == "Other" for t in tabs) else None
 
         st = await until("the popup shows in the live page's tabs", two_tabs)
         popup = next(t for t in st["tabs"] if not t["current"])
-        await until("the popup's tab is a button",
-                    lambda: person.js(f"!!document.querySelector('button[data-target-id=\"{popup['target_id']}\"]')"))
-        await person.press(popup["title"] or "Other")
+        await until("the popup's tab is a button named by its title",
+                    lambda: person.js(f"(document.querySelector('button[data-target-id=\"{popup['target_id']}\"]') || {{}}).textContent === 'Other'"))
+        await person.press("Other")
 
         async def shown():
             st = json.loads(http("GET", h["url"] + "/state")[1])
