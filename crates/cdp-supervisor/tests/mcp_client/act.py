@@ -62,6 +62,7 @@ from common import (
     exit_with,
     mcp_server,
     page,
+    ref_of,
     run_phases,
     set_log_name,
     SLOW,
@@ -161,13 +162,6 @@ APP_SHELLS = {
         f'<div id=panel><button {CLICKED}>Collapsed</button></div><p>content</p>',
     ),
 }
-
-
-def ref_of(text: str, role: str, name: str) -> str:
-    m = re.search(rf'- {re.escape(role)} "{re.escape(name)}"[^\n]*\[ref=([a-z0-9]+)\]', text)
-    if not m:
-        raise Fail(f"no {role} {name!r} with a ref in the outline:\n{text[:3000]}")
-    return m.group(1)
 
 
 async def outline(client) -> dict:

@@ -633,6 +633,14 @@ async def call(client: Client, name: str, args: dict | None = None) -> dict:
     return r.data
 
 
+def ref_of(text: str, role: str, name: str) -> str:
+    """The ref of the outline line `- role "name" … [ref=…]` in text."""
+    m = re.search(rf'- {re.escape(role)} "{re.escape(name)}"[^\n]*\[ref=([a-z0-9]+)\]', text)
+    if not m:
+        raise Fail(f"no {role} {name!r} with a ref in the outline:\n{text[:3000]}")
+    return m.group(1)
+
+
 async def snapshot(client: Client) -> dict:
     return await call(client, "browser_snapshot")
 

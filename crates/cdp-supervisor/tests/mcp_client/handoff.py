@@ -62,6 +62,7 @@ from common import (
     exit_with,
     mcp_server,
     page,
+    ref_of,
     run_phases,
     set_log_name,
     start_site,
@@ -109,13 +110,6 @@ def http(method: str, url: str, body: dict | None = None, headers: dict | None =
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
-
-
-def ref_of(text: str, role: str, name: str) -> str:
-    m = re.search(rf'- {re.escape(role)} "{re.escape(name)}"[^\n]*\[ref=([a-z0-9]+)\]', text)
-    if not m:
-        raise Fail(f"no {role} {name!r} with a ref in the outline:\n{text[:2000]}")
-    return m.group(1)
 
 
 async def until(what: str, check, seconds: float = 15.0):
