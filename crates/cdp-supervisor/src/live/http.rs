@@ -256,7 +256,7 @@ async fn read_json<T: for<'de> Deserialize<'de>>(request: Request) -> Result<T, 
     serde_json::from_slice(&bytes).map_err(|e| {
         refuse(
             StatusCode::BAD_REQUEST,
-            format!("the body must be JSON {{dialog_id, action: accept|dismiss, text?, username?, password?}}: {}", super::cut(&e.to_string(), 200)),
+            format!("the body must be JSON {{dialog_id, action: accept|dismiss, text?, username?, password?}}: {}", crate::supervisor::wording::cut(&e.to_string())),
         )
     })
 }
@@ -280,7 +280,7 @@ async fn answer(Path(token): Path<String>, request: Request) -> Response {
                 StatusCode::BAD_REQUEST,
                 format!(
                     "unknown action {:?}; accept or dismiss",
-                    super::cut(other, 40)
+                    super::input::cut(other)
                 ),
             );
         }
@@ -519,7 +519,7 @@ async fn on_input(task: &TaskLive, access: Access, token: &str, text: &str) -> O
             Ok(()) => None,
             Err(e) => error(format!(
                 "cannot show that tab: {}",
-                super::cut(&e.to_string(), 200)
+                crate::supervisor::wording::cut(&e.to_string())
             )),
         };
     }
@@ -528,7 +528,7 @@ async fn on_input(task: &TaskLive, access: Access, token: &str, text: &str) -> O
         Err(e) => {
             return error(format!(
                 "not an input message: {}",
-                super::cut(&e.to_string(), 200)
+                crate::supervisor::wording::cut(&e.to_string())
             ));
         }
     };

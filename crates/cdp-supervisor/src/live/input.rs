@@ -249,7 +249,7 @@ pub fn commands(msg: InputMessage, m: &ScreencastMetadata) -> Result<Vec<Command
 }
 
 /// At most 40 characters of what a viewer sent, for an error.
-fn cut(s: &str) -> String {
+pub(crate) fn cut(s: &str) -> String {
     s.chars().take(40).collect()
 }
 

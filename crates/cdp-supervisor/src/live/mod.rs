@@ -345,7 +345,7 @@ impl TaskLive {
             return Err(format!(
                 "a handoff is already under way (since {:.0}, reason {:?}); wait for it with browser_wait(event: \"handed_back\")",
                 a.started_at,
-                cut(&a.reason, 200)
+                crate::supervisor::wording::cut(&a.reason)
             ));
         }
         c.next_id += 1;
@@ -540,16 +540,5 @@ pub fn without_query(url: &str) -> String {
             u.to_string()
         }
         _ => url.split(['?', '#']).next().unwrap_or("").to_owned(),
-    }
-}
-
-/// At most `max` characters of `s`.
-pub(crate) fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut c: String = s.chars().take(max).collect();
-        c.push('…');
-        c
     }
 }

@@ -39,7 +39,7 @@ pub fn person_in_control_error(name: &str, c: &InControl) -> ToolError {
     ToolError {
         message: format!(
             "{name} was not run: a person has the browser (handed over for {:?}); wait with browser_wait(event: \"handed_back\"), read with browser_snapshot",
-            live::cut(&c.reason, 200)
+            crate::supervisor::wording::cut(&c.reason)
         ),
         structured: Some(structured),
     }
