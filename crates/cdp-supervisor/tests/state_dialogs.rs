@@ -1677,3 +1677,52 @@ fn a_prompt_the_person_answered_keeps_no_user_input() {
     let agents = r.iter().find(|c| c.dialog.id == "d-2").expect("d-2 closed");
     assert_eq!(agents.user_input.as_deref(), Some("Ada"));
 }
+
+/// Issue 44 (a soak found it): a dialog opened in an OOPIF of the tab
+/// 20 ms before the first one's watchdog fired, and Chromium reported the
+/// first one's closing only after that: the first was recorded
+/// `closed_by: "watchdog"`, though Chromium had closed it for the newer
+/// one (a tab shows one JS dialog at a time).
+#[test]
+fn a_dialog_closed_for_a_newer_one_in_another_frame_is_remote_though_its_watchdog_fired() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "T1", "first");
+    h.drain();
+    h.advance(DEFAULT_DIALOG_TIMEOUT - Duration::from_millis(20));
+    h.alert("S2", "F2", "second");
+    h.fire_after(Duration::from_millis(20));
+    h.drain();
+    h.closed("S1", "T1", false, "");
+    let recent = h.recent();
+    assert_eq!(recent.len(), 1, "{recent:?}");
+    assert_eq!(recent[0].dialog.id, "d-1");
+    assert_eq!(recent[0].closed_by, ClosedBy::Remote);
+    assert_eq!(h.pending_ids(), ["d-2"]);
+}
+
+/// Issue 44 (a soak found a `confirm` pending and unanswerable 10.6 s
+/// after it opened, `dialog_timeout_s` 5, after a renderer crash): an
+/// OOPIF's renderer crashing takes its dialog with it, and Chromium sends
+/// no closed event. The dialog closes `remote` at once; another OOPIF's
+/// crash leaves it be.
+#[test]
+fn an_oopif_renderer_crash_closes_its_dialogs_and_no_other() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.attach_oopif("S1", "F3", "S3", "https://c.test/");
+    h.drain();
+    h.alert("S2", "F2", "in the crashing frame");
+    h.ev(Some("S3"), "Inspector.targetCrashed", "{}");
+    assert_eq!(h.pending_ids(), ["d-1"], "another renderer's crash");
+    h.ev(Some("S2"), "Inspector.targetCrashed", "{}");
+    let recent = h.recent();
+    assert_eq!(recent.len(), 1, "{recent:?}");
+    assert_eq!(recent[0].closed_by, ClosedBy::Remote);
+    assert!(h.pending_ids().is_empty());
+    assert!(
+        answers(&h.sends()).is_empty(),
+        "no answer goes to a renderer that is gone"
+    );
+}

@@ -68,9 +68,6 @@ pub fn closed_by(cause: CloseCause) -> ClosedBy {
 #[derive(Clone, Debug)]
 struct Answering {
     by: ClosedBy,
-    /// The number the next dialog would get when the answer went out: a
-    /// dialog numbered this or higher opened while it was in flight.
-    newer_from: u64,
     /// Chromium closed another dialog (the most recent) with it.
     landed_elsewhere: bool,
     /// It closed its own dialog: it closes no other.
@@ -87,7 +84,6 @@ impl Answering {
     fn without_text(by: ClosedBy, ticket: Option<u64>, accept: bool) -> Answering {
         Answering {
             by,
-            newer_from: u64::MAX,
             landed_elsewhere: false,
             spent: false,
             ticket,
@@ -672,7 +668,6 @@ impl State {
         // Accepting a prompt without text answers with the default, as a person pressing OK would.
         let text = (accept && d.view.dialog_type == DialogType::Prompt)
             .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
-        let newer_from = self.dialogs.next;
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
@@ -693,7 +688,6 @@ impl State {
         // javascriptDialogClosed before its reply.
         d.answering = Some(Answering {
             by,
-            newer_from,
             landed_elsewhere: false,
             spent: false,
             ticket,
@@ -926,8 +920,9 @@ impl State {
     /// Whose answer closed native dialog `d` (its `javascriptDialogClosed`
     /// came), if ours did. Chromium answers `handleJavaScriptDialog` for the
     /// page's most recent dialog, whichever one the command meant (CDP facts):
-    /// - an answer of ours to `d` sent before a newer dialog opened landed
-    ///   on that newer one: `d` was closed by Chromium for the newer dialog;
+    /// - with a newer dialog pending in `d`'s tab, `d` was closed by
+    ///   Chromium for it (a tab shows one at a time), and an answer of ours
+    ///   to `d` lands on the newer one;
     /// - with no answer of ours to `d`, an answer of ours to another dialog
     ///   in flight closed `d` when `d` is the most recent one (that other
     ///   dialog's id is returned too: it is still open).
@@ -935,10 +930,26 @@ impl State {
         if !d.is_native() {
             return (d.answering.as_ref().map(|a| a.by), None);
         }
-        let natives = || self.dialogs.pending.iter().filter(|x| x.is_native());
-        if let Some(a) = &d.answering {
-            let replaced = natives().any(|x| x.number >= a.newer_from && x.number > d.number);
-            return ((!replaced).then_some(a.by), None);
+        // A tab shows one JS dialog at a time: a newer one, in any frame of
+        // it, closes the one showing.
+        let natives = || {
+            self.dialogs
+                .pending
+                .iter()
+                .filter(|x| x.is_native() && x.view.target_id == d.view.target_id)
+        };
+        if d.answering.is_some() {
+            // A newer one already pending closed `d` when it opened
+            // (Chromium may report that closing after the newer one's
+            // opening), whether our answer to `d` went out before it (the
+            // answer lands on the newer one) or after.
+            let replaced = natives().any(|x| x.number > d.number);
+            return (
+                (!replaced)
+                    .then(|| d.answering.as_ref().map(|a| a.by))
+                    .flatten(),
+                None,
+            );
         }
         let newest = natives().map(|x| x.number).max() == Some(d.number);
         if !newest {
@@ -993,6 +1004,46 @@ impl State {
             .dialogs
             .pending
             .iter()
+            .map(|d| {
+                let cause = d
+                    .releasing
+                    .map_or(CloseCause::PageGone, CloseCause::Released);
+                (d.view.id.clone(), cause)
+            })
+            .collect();
+        for (id, cause) in closing {
+            self.close_dialog(&id, cause, None, None, now);
+        }
+    }
+
+    /// The renderer behind `session` (an OOPIF's) is gone: the JS dialogs
+    /// its frames showed closed with it (`remote`, or the release in
+    /// flight's). A frame is that renderer's when the nearest target root
+    /// at or above it is the session's own frame (a nested OOPIF has its
+    /// own renderer).
+    pub(super) fn close_dialogs_of_renderer(&mut self, session: &SessionId, now: Now) {
+        let Some(root) = self.targets.frame_of(session) else {
+            return;
+        };
+        let roots: Vec<FrameId> = self
+            .targets
+            .session_ids()
+            .filter_map(|s| self.targets.frame_of(s))
+            .collect();
+        let closing: Vec<(String, CloseCause)> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| {
+                d.is_native()
+                    && d.frame_id.as_ref().is_some_and(|f| {
+                        self.frames
+                            .lineage(f)
+                            .into_iter()
+                            .find(|x| roots.contains(x))
+                            .is_some_and(|x| x == root)
+                    })
+            })
             .map(|d| {
                 let cause = d
                     .releasing
