@@ -1726,3 +1726,40 @@ fn an_oopif_renderer_crash_closes_its_dialogs_and_no_other() {
         "no answer goes to a renderer that is gone"
     );
 }
+
+/// Issue 44, F1 (seen on Chromium 156: `browser_navigate`, then
+/// `browser_dialog` 5 ms later): the agent's navigation closed its alert
+/// while the agent's answer was in flight; the answer then found no dialog
+/// (`-32602`). That is the agent's own navigation, not another client: the
+/// record stays `agent`, and the answer says it closed before it arrived.
+#[test]
+fn an_answer_refused_after_the_agents_own_navigation_closed_its_dialog_leaves_it_agent() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "hi");
+    h.drain();
+    h.agent(
+        1,
+        "S1",
+        "Page.navigate",
+        json!({"url": "https://a.test/two"}),
+    );
+    h.answer(Accept, None, Some("d-1"), 7).unwrap();
+    h.drain();
+    h.closed("S1", "T1", false, "");
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
+    let done = answer_done(&h.drain());
+    assert!(
+        matches!(
+            done.as_slice(),
+            [(
+                7,
+                Err(DialogError::ClosedBefore {
+                    closed_by: ClosedBy::Agent,
+                    ..
+                })
+            )]
+        ),
+        "{done:?}"
+    );
+}

@@ -40,6 +40,10 @@ the way an agent sees the product:
                                 dismissed: browser_dialog with its id says it
                                 is no longer pending, closed_by watchdog and
                                 when, not "unknown dialog_id"
+  navigate_and_answer_at_once   (issue 44, F1) an alert pending; browser_navigate,
+                                then browser_dialog 0–20 ms later (14 runs): the tab
+                                goes, the alert is closed_by agent whichever
+                                closed it, and the answer names no one else
   a_click_that_loaded_nothing_closes_nothing_later
                                 a link to a 204 clicked (a navigation that
                                 never commits), then an alert that another
@@ -546,6 +550,37 @@ async def an_answer_to_a_dialog_just_closed_says_how_it_closed(sc: Scenario, bin
         sc.expect("closed_by: watchdog" in r.text and "closed_at" in r.text, f"how and when it closed ({r.text})")
 
 
+async def navigate_and_answer_at_once(sc: Scenario, binary: str) -> None:
+    """F1: browser_navigate, then browser_dialog a few ms later, while an
+    alert is pending: the navigation closes the alert before the answer
+    arrives, or the answer closes it first. Either way the agent closed it."""
+    port = await start_site(sc, site)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        for gap in [ms / 1000 for ms in (*range(0, 12), 15, 20)]:
+            await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/ask.html"})
+            await trigger(c, "openAlert")
+            d = await wait_pending(sc, c, "alert", "on the tab that goes", "the alert")
+            said: dict = {}
+
+            async def navigate() -> None:
+                said["navigate"] = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/next.html"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(navigate)
+                await anyio.sleep(gap)
+                said["dialog"] = await call_raw(c, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
+            snap = await snapshot(c)
+            closed = recent_has(snap, d["id"])
+            sc.check(snap.get("url", "").endswith("/next.html"), f"{gap * 1000:.0f} ms: the tab went to next.html ({snap.get('url')})")
+            sc.check(closed is not None and closed.get("closed_by") == "agent", f"{gap * 1000:.0f} ms: the alert was closed by the agent ({closed})")
+            r = said["dialog"]
+            sc.check(
+                "someone else" not in r.text and "remote" not in r.text,
+                f"{gap * 1000:.0f} ms: the answer names no one else ({r.is_error}, {r.text[:200]})",
+            )
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
@@ -556,6 +591,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "a_same_site_popups_dialog_claims_the_openers_navigation": a_same_site_popups_dialog_claims_the_openers_navigation,
     "a_click_that_loaded_nothing_closes_nothing_later": a_click_that_loaded_nothing_closes_nothing_later,
     "an_answer_to_a_dialog_just_closed_says_how_it_closed": an_answer_to_a_dialog_just_closed_says_how_it_closed,
+    "navigate_and_answer_at_once": navigate_and_answer_at_once,
 }
 # Not in the default run: beforeunload_and_an_oopif_alert_are_both_freed
 # passes on an idle machine but failed once in a loaded CI run (Chromium

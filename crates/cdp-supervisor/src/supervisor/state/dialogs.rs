@@ -72,6 +72,10 @@ struct Answering {
     landed_elsewhere: bool,
     /// It closed its own dialog: it closes no other.
     spent: bool,
+    /// A navigation of ours (by whom) was releasing its dialog too when the
+    /// dialog closed: if Chromium then says the answer found no dialog,
+    /// that navigation closed it, not another client.
+    navigating_too: Option<ClosedBy>,
     ticket: Option<u64>,
     /// What we answered, recorded when no closed event tells (the bridge).
     accept: bool,
@@ -86,6 +90,7 @@ impl Answering {
             by,
             landed_elsewhere: false,
             spent: false,
+            navigating_too: None,
             ticket,
             accept,
             prompt_text: None,
@@ -690,6 +695,7 @@ impl State {
             by,
             landed_elsewhere: false,
             spent: false,
+            navigating_too: None,
             ticket,
             accept,
             prompt_text: text,
@@ -1102,6 +1108,9 @@ impl State {
                         ..
                     }
             );
+            if let CloseCause::ClosedEvent { navigation, .. } = cause {
+                a.navigating_too = navigation;
+            }
             if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
                 dialogs.answers_after_close.pop_front();
             }
@@ -1259,9 +1268,24 @@ impl State {
         }
         let lost = matches!(result, Err(e) if e.is_code(ERROR_INVALID_PARAMS));
         if lost && closed.closed_by == answering.by {
-            closed.closed_by = closed_by(CloseCause::LostRace);
+            // No dialog for the answer: our own navigation closed it, if one
+            // was releasing it (the answer counted for nothing), else
+            // another client did.
+            closed.closed_by = answering
+                .navigating_too
+                .unwrap_or_else(|| closed_by(CloseCause::LostRace));
             if let Some(r) = dialogs.recent.iter_mut().rev().find(|c| c.dialog.id == id) {
                 Arc::make_mut(r).closed_by = closed.closed_by;
+            }
+            if let (Some(by), Some(ticket)) = (answering.navigating_too, answering.ticket) {
+                self.out.push(Output::AnswerDone {
+                    ticket,
+                    result: Box::new(Err(DialogError::ClosedBefore {
+                        id: id.to_owned(),
+                        closed_by: by,
+                    })),
+                });
+                return;
             }
         }
         if let Some(ticket) = answering.ticket {
