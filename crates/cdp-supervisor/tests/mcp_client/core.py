@@ -44,6 +44,11 @@ the way an agent sees the product:
                                 then browser_dialog 0–20 ms later (14 runs): the tab
                                 goes, the alert is closed_by agent whichever
                                 closed it, and the answer names no one else
+  a_held_navigation_leaves_the_snapshot_whole
+                                (issue 44, F3) browser_navigate twice while a
+                                beforeunload holds the first: the snapshot's
+                                url, tab and title stay the page still shown;
+                                dismissed, it stays; accepted, the new page
   a_click_that_loaded_nothing_closes_nothing_later
                                 a link to a 204 clicked (a navigation that
                                 never commits), then an alert that another
@@ -77,6 +82,7 @@ from mcp import Client
 
 from common import (
     Fail,
+    answer,
     Scenario,
     call,
     call_raw,
@@ -581,6 +587,44 @@ async def navigate_and_answer_at_once(sc: Scenario, binary: str) -> None:
             )
 
 
+async def a_held_navigation_leaves_the_snapshot_whole(sc: Scenario, binary: str) -> None:
+    """F3: Chromium reports a navigation's URL from its start, also while a
+    beforeunload holds it: the snapshot said the new URL beside the old
+    page's title, outline and dialog."""
+    port = await start_site(sc, site)
+    base = f"http://127.0.0.1:{port}"
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"{base}/leave.html"})
+        # A user gesture, so that Chromium shows the beforeunload.
+        await click(c)
+
+        def whole(snap: dict, where: str) -> None:
+            tab = next((t for t in snap.get("tabs", []) if t.get("current")), {})
+            sc.check(
+                snap.get("url") == f"{base}/leave.html" and tab.get("url") == snap.get("url") and snap.get("title") == "leave page",
+                f"{where}: the snapshot is the page that is still shown ({snap.get('url')}, tab {tab.get('url')}, {snap.get('title')!r})",
+            )
+
+        for target in ("next.html", "plain.html"):
+            r = await call(c, "browser_navigate", {"url": f"{base}/{target}"})
+            sc.check(r.get("status") == "dialog_pending", f"browser_navigate to {target}: dialog_pending ({r.get('status')})")
+            sc.check(r.get("url") in (None, f"{base}/leave.html"), f"its result names no URL the tab is not on ({r.get('url')})")
+            whole(await snapshot(c), f"held on the way to {target}")
+        d = await wait_pending(sc, c, "beforeunload", None, "the beforeunload")
+        await answer(sc, c, d, "dismiss", "staying")
+        whole(await snapshot(c), "after staying")
+        r = await call(c, "browser_navigate", {"url": f"{base}/plain.html"})
+        d = await wait_pending(sc, c, "beforeunload", None, "the beforeunload again")
+        await answer(sc, c, d, "accept", "leaving")
+        deadline = time.monotonic() + RECONNECT_DEADLINE_S
+        snap = await snapshot(c)
+        while snap.get("title") != "plain" and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+            snap = await snapshot(c)
+        sc.check(snap.get("url") == f"{base}/plain.html" and snap.get("title") == "plain", f"after leaving: the new page, whole ({snap.get('url')}, {snap.get('title')!r})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
@@ -592,6 +636,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "a_click_that_loaded_nothing_closes_nothing_later": a_click_that_loaded_nothing_closes_nothing_later,
     "an_answer_to_a_dialog_just_closed_says_how_it_closed": an_answer_to_a_dialog_just_closed_says_how_it_closed,
     "navigate_and_answer_at_once": navigate_and_answer_at_once,
+    "a_held_navigation_leaves_the_snapshot_whole": a_held_navigation_leaves_the_snapshot_whole,
 }
 # Not in the default run: beforeunload_and_an_oopif_alert_are_both_freed
 # passes on an idle machine but failed once in a loaded CI run (Chromium

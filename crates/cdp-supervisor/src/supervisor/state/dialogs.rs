@@ -895,6 +895,11 @@ impl State {
             .map(|f| self.frames.lineage(f))
             .unwrap_or_default();
         let (answering, other) = self.answer_that_closed(d);
+        // Chromium reports what closed the dialog: our own answer to it
+        // would have said what we asked (a crash or a navigation closing
+        // it under an accept in flight says `false`).
+        let answering =
+            answering.filter(|_| d.answering.as_ref().is_none_or(|a| a.accept == c.result));
         // A navigation leaves a beforeunload accepted; one dismissed was
         // not closed by the navigation it held (which it cancels).
         let navigation = if d.view.dialog_type == DialogType::Beforeunload && !c.result {
