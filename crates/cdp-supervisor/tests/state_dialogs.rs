@@ -1804,3 +1804,28 @@ fn a_close_that_contradicts_the_answer_in_flight_is_not_that_answer() {
         "{done:?}"
     );
 }
+
+/// Issue 44 ("Left" list): past `ANSWERS_AFTER_CLOSE_MAX` answers waiting
+/// for their reply after their dialog closed, the oldest was dropped and
+/// its caller never heard back. Now it hears what the record says.
+#[test]
+fn the_oldest_answer_past_the_cap_hears_back_instead_of_being_dropped() {
+    use cdp_supervisor::supervisor::state::ANSWERS_AFTER_CLOSE_MAX;
+    let mut h = H::attached(MustRespond);
+    for n in 0..=ANSWERS_AFTER_CLOSE_MAX as u64 {
+        h.alert("S1", "T1", "x");
+        h.answer(Accept, None, None, 100 + n).unwrap();
+        h.drain();
+        h.closed("S1", "T1", true, "");
+        let done = answer_done(&h.drain());
+        if (n as usize) < ANSWERS_AFTER_CLOSE_MAX {
+            assert!(done.is_empty(), "{n}: the reply is waited for: {done:?}");
+        } else {
+            assert_eq!(done.len(), 1, "{done:?}");
+            assert_eq!(done[0].0, 100, "the oldest one");
+            let closed = done[0].1.clone().unwrap();
+            assert_eq!(closed.dialog.id, "d-1");
+            assert_eq!(closed.closed_by, ClosedBy::Agent);
+        }
+    }
+}

@@ -1116,8 +1116,23 @@ impl State {
             if let CloseCause::ClosedEvent { navigation, .. } = cause {
                 a.navigating_too = navigation;
             }
-            if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
-                dialogs.answers_after_close.pop_front();
+            if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX
+                && let Some((oldest, waiting)) = dialogs.answers_after_close.pop_front()
+                && let Some(ticket) = waiting.ticket
+            {
+                // Its reply is not waited for any longer: the agent hears
+                // now what the record says, rather than nothing.
+                self.out.push(Output::AnswerDone {
+                    ticket,
+                    result: Box::new(if waiting.spent {
+                        Ok(oldest)
+                    } else {
+                        Err(DialogError::ClosedBefore {
+                            id: oldest.dialog.id.clone(),
+                            closed_by: oldest.closed_by,
+                        })
+                    }),
+                });
             }
             dialogs
                 .answers_after_close
