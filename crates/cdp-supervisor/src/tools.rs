@@ -106,6 +106,10 @@ pub const LIVE_READ_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long `browser_dialog` waits, after its answer, for the calls the
 /// dialog interrupted to complete (DESIGN: "Calls a dialog interrupts").
 pub const COMPLETED_CALLS_WAIT: Duration = Duration::from_secs(1);
+/// `browser_snapshot`'s outline of a current tab whose renderer crashed
+/// (`Inspector.targetCrashed`): there is no document to read.
+const CRASHED_LINE: &str = "- this tab's renderer crashed: its page is gone (nothing to read or act on); browser_navigate reloads it, browser_tabs close closes it";
+
 /// `browser_snapshot`'s note before any browser exists (local launch).
 pub const NO_BROWSER_NOTE: &str =
     "no browser is running yet: browser_navigate starts one (or browser_connect attaches to one)";
@@ -996,10 +1000,16 @@ impl AgentSession {
                 json!({"url": "", "title": ""})
             });
         };
+        let crashed = s.snapshot().tabs.iter().any(|t| t.current && t.crashed);
         // The outline first: it may take a while (a big page), and the
         // dialogs and tabs read after it are the fresher for it.
         let outline = match &page {
             PageRequest::Omit => None,
+            // No renderer, no document to read: the outline says so.
+            _ if crashed => Some(PageOutline {
+                text: CRASHED_LINE.to_owned(),
+                ..PageOutline::default()
+            }),
             PageRequest::Continue(cursor) => Some(
                 self.page(&s)
                     .outline_more(cursor)

@@ -55,7 +55,7 @@ the way an agent sees the product:
                                 CDP client's navigation closes: recent_dialogs says
                                 closed_by remote, not agent, before and after
                                 the page changes
-  beforeunload_and_an_oopif_alert_are_both_freed (only with --only)
+  beforeunload_and_an_oopif_alert_are_both_freed
                                 a beforeunload, then an alert in an OOPIF
                                 (Chromium answers only the most recent, and a
                                 top frame a beforeunload holds never
@@ -638,14 +638,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "navigate_and_answer_at_once": navigate_and_answer_at_once,
     "a_held_navigation_leaves_the_snapshot_whole": a_held_navigation_leaves_the_snapshot_whole,
 }
-# Not in the default run: beforeunload_and_an_oopif_alert_are_both_freed
-# passes on an idle machine but failed once in a loaded CI run (Chromium
-# replied to the watchdog's answer before its closed events, both dialogs
-# closed, and the page then stayed blocked for more than 10 s): an open
-# defect, run it with --only.
-PHASES = [[n for n in SCENARIOS if n != "beforeunload_and_an_oopif_alert_are_both_freed"]]
-if "--only" in sys.argv:  # named scenarios run whether in the default run or not
-    PHASES = [list(SCENARIOS)]
+PHASES = [list(SCENARIOS)]
 
 
 async def main() -> int:
