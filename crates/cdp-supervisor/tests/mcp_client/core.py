@@ -72,7 +72,6 @@ import asyncio
 import contextlib
 import json
 import re
-import sys
 import time
 import urllib.request
 from typing import Any, Awaitable, Callable
