@@ -41,6 +41,9 @@ mod handoff;
 pub use handoff::{HANDOFF_DEFAULT_TIMEOUT_S, HANDOFF_MAX_TIMEOUT_S, HandoffEnd, handoff_result};
 pub mod text;
 
+/// A flat JSON Schema of an arguments type, as tools are listed (for the
+/// MCP layer's own tools, `browser_open` and `browser_close`).
+pub(crate) use catalog::input_schema as args_schema;
 pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
 
 /// `browser_tabs`' actions.
