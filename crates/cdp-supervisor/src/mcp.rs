@@ -65,8 +65,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, ListResourcesResult, ListToolsResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
     ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerCapabilities,
@@ -312,31 +313,16 @@ impl McpSession {
         context: &RequestContext<RoleServer>,
     ) -> Result<Value, ToolError> {
         let peer = &context.peer;
-        let dialog_id = match args.get("dialog_id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) => Some(id.clone()),
-            Some(other) => {
-                return Err(ToolError::from(format!(
-                    "browser_dialog: dialog_id must be a string like \"d-1\", not {other}"
-                )));
-            }
-        };
-        if let Some(extra) = args
-            .as_object()
-            .into_iter()
-            .flat_map(|o| o.keys())
-            .find(|k| !matches!(k.as_str(), "action" | "dialog_id"))
-        {
-            return Err(ToolError::from(format!(
-                "browser_dialog: {extra} does not go with ask_user (the human gives the answer); pass only dialog_id"
-            )));
-        }
+        let dialog_id = ask_user_dialog_id(&args)?;
         let can_elicit = context
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
         if !can_elicit {
+            return Err(ToolError::from(NO_ELICITATION.to_owned()));
+        }
+        if is_stateless(context) {
             return Err(ToolError::from(
-                "ask_user needs MCP elicitation, and this client did not declare the elicitation capability; answer the dialog with accept or dismiss instead (or ask your user in your own words first)".to_owned(),
+                "internal: a 2026-07-28 ask_user goes through input_required".to_owned(),
             ));
         }
         let peer = peer.clone();
@@ -352,33 +338,137 @@ impl McpSession {
                     })
                     .await
                     .map_err(|e| format!("the client's elicitation failed: {e}"))?;
-                Ok(match result.action {
-                    ElicitationAction::Accept => {
-                        let content = result.content.unwrap_or(Value::Null);
-                        let action = match content.get("action").and_then(Value::as_str) {
-                            Some("accept") => DialogAction::Accept,
-                            Some("dismiss") => DialogAction::Dismiss,
-                            other => {
-                                return Err(format!(
-                                    "the answer's action is {}, not accept or dismiss",
-                                    other.map_or("missing".to_owned(), |a| format!("{a:?}"))
-                                ));
-                            }
-                        };
-                        let text = content
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                            .filter(|_| action == DialogAction::Accept);
-                        HumanReply::Answer { action, text }
-                    }
-                    ElicitationAction::Decline => HumanReply::Declined,
-                    // Cancel, and whatever later revisions add: no answer.
-                    _ => HumanReply::Cancelled,
-                })
+                human_reply(result.action, result.content)
             })
             .await
     }
+
+    /// `ask_user` for a 2026-07-28 client, which takes no server-sent
+    /// request: the first round returns `input_required` with the form
+    /// elicitation and the dialog's id as `requestState`; the client asks
+    /// its human and calls again with the answer in `inputResponses`, which
+    /// answers the dialog. The state is only the dialog id, checked again
+    /// against the (caller's own) task's pending dialogs: a forged one can
+    /// name nothing else.
+    async fn ask_user_input_required(
+        agent: &AgentSession,
+        args: Value,
+        responses: Option<InputResponses>,
+        state: Option<String>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Result<Value, InputRequiredResult>, ToolError> {
+        let dialog_id = ask_user_dialog_id(&args)?;
+        if !context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+        {
+            return Err(ToolError::from(NO_ELICITATION.to_owned()));
+        }
+        let answer = responses.and_then(|mut r| r.remove(ASK_KEY));
+        let Some(answer) = answer else {
+            // Round one: the question, as the dialog stands now.
+            let asked = std::sync::Mutex::new(None);
+            let outcome = agent
+                .browser_dialog_ask_user(dialog_id, |q| {
+                    *asked
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(q);
+                    async { Err("not asked yet".to_owned()) }
+                })
+                .await;
+            let Some(q) = asked
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            else {
+                // No dialog to ask about: the tool's own error.
+                return outcome.map(Ok);
+            };
+            let requested_schema = serde_json::from_value(q.schema)
+                .map_err(|e| ToolError::from(format!("the question's schema is invalid: {e}")))?;
+            let elicit = InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: q.message,
+                    requested_schema,
+                },
+            ));
+            let requests = InputRequests::from([(ASK_KEY.to_owned(), elicit)]);
+            return Ok(Err(InputRequiredResult::new(
+                Some(requests),
+                Some(q.dialog_id),
+            )));
+        };
+        // Round two: the human's answer, for the dialog the state names.
+        let dialog_id = state.or(dialog_id);
+        let result: ElicitResult = serde_json::from_value(answer).map_err(|e| {
+            ToolError::from(format!(
+                "the client's answer is not an elicitation result: {e}"
+            ))
+        })?;
+        let value = agent
+            .browser_dialog_ask_user(dialog_id, |_| async move {
+                human_reply(result.action, result.content)
+            })
+            .await?;
+        Ok(Ok(value))
+    }
+}
+
+/// The key of `ask_user`'s one input request.
+const ASK_KEY: &str = "ask_user";
+
+const NO_ELICITATION: &str = "ask_user needs MCP elicitation, and this client did not declare the elicitation capability; answer the dialog with accept or dismiss instead (or ask your user in your own words first)";
+
+/// `ask_user`'s `dialog_id`, after refusing arguments that do not go with it.
+fn ask_user_dialog_id(args: &Value) -> Result<Option<String>, ToolError> {
+    let dialog_id = match args.get("dialog_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(other) => {
+            return Err(ToolError::from(format!(
+                "browser_dialog: dialog_id must be a string like \"d-1\", not {other}"
+            )));
+        }
+    };
+    if let Some(extra) = args
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .find(|k| !matches!(k.as_str(), "action" | "dialog_id"))
+    {
+        return Err(ToolError::from(format!(
+            "browser_dialog: {extra} does not go with ask_user (the human gives the answer); pass only dialog_id"
+        )));
+    }
+    Ok(dialog_id)
+}
+
+/// A human's answer to the dialog question, from the elicitation's result.
+fn human_reply(action: ElicitationAction, content: Option<Value>) -> Result<HumanReply, String> {
+    Ok(match action {
+        ElicitationAction::Accept => {
+            let content = content.unwrap_or(Value::Null);
+            let action = match content.get("action").and_then(Value::as_str) {
+                Some("accept") => DialogAction::Accept,
+                Some("dismiss") => DialogAction::Dismiss,
+                other => {
+                    return Err(format!(
+                        "the answer's action is {}, not accept or dismiss",
+                        other.map_or("missing".to_owned(), |a| format!("{a:?}"))
+                    ));
+                }
+            };
+            let text = content
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .filter(|_| action == DialogAction::Accept);
+            HumanReply::Answer { action, text }
+        }
+        ElicitationAction::Decline => HumanReply::Declined,
+        // Cancel, and whatever later revisions add: no answer.
+        _ => HumanReply::Cancelled,
+    })
 }
 
 /// How often a waiting `browser_handoff` reports progress.
@@ -816,6 +906,31 @@ impl ServerHandler for McpSession {
             self.own_target()
         };
         let agent = target.agent.clone();
+        if stateless && request.name == "browser_dialog" && args["action"] == ASK_USER {
+            let result = match agent.refusal("browser_dialog", &args) {
+                Some(refused) => Err(refused),
+                None => {
+                    Self::ask_user_input_required(
+                        &agent,
+                        args,
+                        request.input_responses,
+                        request.request_state,
+                        &context,
+                    )
+                    .await
+                }
+            };
+            let result = match result {
+                Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
+                Ok(Ok(v)) => Ok(v),
+                Err(e) => Err(e),
+            };
+            let mut shown = target
+                .shown
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return Ok(tool_result(&request.name, result, &mut shown).into());
+        }
         // A client that cancels the request (notifications/cancelled) ends
         // the call: a browser_wait stops waiting, nothing lingers.
         let asks_user = request.name == "browser_dialog" && args["action"] == ASK_USER;
