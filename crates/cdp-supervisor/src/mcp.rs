@@ -685,8 +685,14 @@ impl McpSession {
                 Some(_) => Err(unknown_resource(uri)),
             };
         }
-        self.target(handle, context)
-            .map_err(|e| ErrorData::invalid_params(format!("{uri}: {e}"), None))
+        // The message names the resource by the handle's first characters
+        // only, as everywhere.
+        self.target(handle, context).map_err(|e| {
+            let shown = handle.map_or(SNAPSHOT_URI.to_owned(), |h| {
+                format!("{SNAPSHOT_URI}?task={}", crate::handles::shown(h))
+            });
+            ErrorData::invalid_params(format!("{shown}: {e}"), None)
+        })
     }
 }
 
