@@ -18,7 +18,8 @@
 # grid_load.py (a measurement: how many tasks one HTTP server holds on a
 # Grid, see the README's "Past one machine"), cost.py (what an agent pays
 # per step on a large page: page_cursor, find, changes), prompts.py (HTTP
-# authentication as an http_auth dialog), form.py (browser_fill_form, picker
+# authentication as an http_auth dialog), revisions.py (both MCP revisions,
+# task handles), sdk1_revisions.py (the SDK's 1.x), form.py (browser_fill_form, picker
 # inputs, what the model reads) or bench_step.py (a
 # measurement, see scripts/bench-step.sh); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
@@ -51,16 +52,26 @@ if ! command -v python3 >/dev/null; then
     exit 1
 fi
 
-# The client API used (mcp.Client, StdioServerParameters) is the SDK's 2.x.
+# The client API used (mcp.Client, StdioServerParameters) is the SDK's 2.x;
+# a script named sdk1_*.py is a client of the SDK's 1.x (ClientSession,
+# 2025-11-25 only), which gets a virtualenv of its own beside the 2.x one.
 MCP_REQUIREMENT='mcp>=2.3,<3'
+IMPORT_CHECK='import mcp; from mcp import Client'
 venv="${MCP_CLIENT_VENV:-${TMPDIR:-/tmp}/cdp-supervisor-mcp-client-venv}"
+case "$script" in
+    sdk1_*)
+        MCP_REQUIREMENT='mcp>=1.30,<2'
+        IMPORT_CHECK='import importlib.metadata as m, sys; sys.exit(not m.version("mcp").startswith("1."))'
+        venv="$venv-sdk1"
+        ;;
+esac
 # Two runs at once (the Rust tests run in parallel) must not build it twice.
 exec 9>"$venv.lock"
 flock 9
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c 'import mcp; from mcp import Client' 2>/dev/null; then
+if ! "$venv/bin/python" -c "$IMPORT_CHECK" 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check "$MCP_REQUIREMENT"
 fi
 flock -u 9
