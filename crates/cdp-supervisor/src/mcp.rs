@@ -86,6 +86,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+mod rounds;
+
 /// The path the streamable HTTP endpoint is served at.
 pub const HTTP_PATH: &str = "/mcp";
 /// Environment variable read by [`serve_http`] for the bearer token when the
@@ -167,6 +169,8 @@ pub struct Tasks {
     /// live view; `None` over stdio.
     live_base: Option<String>,
     handles: Arc<Handles>,
+    /// 2026-07-28 handoffs between their two rounds.
+    pending_handoffs: rounds::PendingHandoffs,
 }
 
 impl Tasks {
@@ -184,6 +188,7 @@ impl Tasks {
             config,
             live_base,
             handles: Handles::new(max, idle),
+            pending_handoffs: rounds::PendingHandoffs::default(),
         })
     }
 
@@ -927,6 +932,32 @@ impl ServerHandler for McpSession {
                 }
             };
             let result = match result {
+                Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
+                Ok(Ok(v)) => Ok(v),
+                Err(e) => Err(e),
+            };
+            let mut shown = target
+                .shown
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return Ok(tool_result(&request.name, result, &mut shown).into());
+        }
+        let waits_for_person = args.get("wait") != Some(&Value::Bool(false));
+        let can_open_url = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.url.is_some());
+        if stateless && request.name == "browser_handoff" && waits_for_person && can_open_url {
+            let result = match self
+                .handoff_input_required(
+                    &agent,
+                    args,
+                    request.input_responses,
+                    request.request_state,
+                    &context,
+                )
+                .await
+            {
                 Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
                 Ok(Ok(v)) => Ok(v),
                 Err(e) => Err(e),

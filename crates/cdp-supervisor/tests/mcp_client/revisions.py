@@ -13,7 +13,9 @@ own elicitation callback through browser_dialog(ask_user) (input_required on
   legacy_stdio   SDK 2.x mode="legacy" (initialize, 2025-11-25) over stdio
   legacy_http    the same over HTTP: one task per MCP session
 
-and the bad input of 2026-07-28 (bad_input): a request without task over
+browser_handoff through input_required (modern_handoff: the link as a URL
+elicitation, the person presses Done or declines), and the bad input of
+2026-07-28 (bad_input): a request without task over
 HTTP, a forged, closed or malformed handle, a bad isolation, a listen for an
 unknown resource, a request without its version _meta, and two handles that
 see nothing of each other.
@@ -347,6 +349,72 @@ async def bad_input(sc: Scenario, binary: str) -> None:
         await call_raw(c, "browser_close", {"task": a})
 
 
+class Person:
+    """An elicitation callback for a handoff's URL: the person opens the
+    link and presses Done (the live view's API, as its page does), then the
+    client answers accept; or they decline without opening it."""
+
+    def __init__(self, decline: bool = False) -> None:
+        self.decline = decline
+        self.urls: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> types.ElicitResult:
+        url = getattr(params, "url", None)
+        if url is None:
+            return types.ElicitResult(action="decline")
+        self.urls.append(url)
+        if self.decline:
+            return types.ElicitResult(action="decline")
+        status = await anyio.to_thread.run_sync(lambda: post_status(url + "/done"))
+        if status != 200:
+            raise Fail(f"handoff: pressing Done on the link answered HTTP {status}")
+        return types.ElicitResult(action="accept")
+
+
+def post_status(url: str) -> int:
+    req = urllib.request.Request(url, data=b"{}", headers={"content-type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def modern_handoff(sc: Scenario, binary: str) -> None:
+    """browser_handoff through input_required: the link reaches the client's
+    callback as a URL elicitation, the person presses Done, the second round
+    returns handed_back; a person who declines ends the handoff."""
+    port = await start_site(sc, pages)
+    for decline in (False, True):
+        label = "declined" if decline else "handed back"
+        person = Person(decline=decline)
+        async with mcp_server(sc, binary, f"h{int(decline)}", [], transport="http", mode="auto", elicitation_callback=person) as srv:
+            c = srv.client
+            task = (await call_raw(c, "browser_open", {})).data["task"]
+            t = OnTask(c, task)
+            await call(t, "browser_navigate", {"url": f"http://127.0.0.1:{port}/main.html"})
+            r = await call(t, "browser_handoff", {"reason": "Log in for me.", "timeout_s": 60})
+            sc.check(len(person.urls) == 1 and "/live/" in person.urls[0], f"{label}: the client's callback got the control link as a URL elicitation")
+            if decline:
+                sc.check(r["status"] == "cancelled", f"{label}: the handoff ended as cancelled ({r['status']})")
+                sc.check(post_status(person.urls[0] + "/done") == 404, f"{label}: the link no longer works")
+            else:
+                sc.check(r["status"] == "handed_back", f"{label}: the second round returned handed_back ({r['status']})")
+                sc.check((r.get("handoff") or {}).get("ended_by") == "person", f"{label}: ended_by person")
+            nav = await call(t, "browser_navigate", {"url": f"http://127.0.0.1:{port}/main.html"})
+            sc.check(nav["status"] == "loaded", f"{label}: the agent has the browser back")
+            # A second round whose request state is not this task's.
+            r = await c.session.call_tool(
+                "browser_handoff",
+                {"reason": "again", "task": task},
+                input_responses={"handoff": {"action": "accept"}},
+                request_state="0" * 32,
+                allow_input_required=True,
+            )
+            text = "".join(getattr(x, "text", "") for x in getattr(r, "content", []))
+            sc.check(bool(getattr(r, "is_error", False)) and "requestState" in text, f"{label}: a forged request state is refused ({text[:100]})")
+
+
 def modern_meta() -> dict:
     return {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -372,8 +440,9 @@ SCENARIOS = {
     "legacy_stdio": legacy_stdio,
     "legacy_http": legacy_http,
     "bad_input": bad_input,
+    "modern_handoff": modern_handoff,
 }
-PHASES = [["modern_stdio", "modern_http"], ["legacy_stdio", "legacy_http"], ["bad_input"]]
+PHASES = [["modern_stdio", "modern_http"], ["legacy_stdio", "legacy_http"], ["bad_input", "modern_handoff"]]
 
 
 async def main() -> int:
