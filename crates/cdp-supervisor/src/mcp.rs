@@ -65,14 +65,15 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerCapabilities,
-    ServerConfig, ServerNotification, SubscribeRequestParams, SubscriptionFilter, Tool,
-    ToolAnnotations, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -86,6 +87,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+mod long_calls;
 mod rounds;
 
 /// The path the streamable HTTP endpoint is served at.
@@ -171,6 +173,8 @@ pub struct Tasks {
     handles: Arc<Handles>,
     /// 2026-07-28 handoffs between their two rounds.
     pending_handoffs: rounds::PendingHandoffs,
+    /// Calls running as MCP tasks (the tasks extension).
+    long_calls: long_calls::LongCalls,
 }
 
 impl Tasks {
@@ -189,6 +193,7 @@ impl Tasks {
             live_base,
             handles: Handles::new(max, idle),
             pending_handoffs: rounds::PendingHandoffs::default(),
+            long_calls: long_calls::LongCalls::default(),
         })
     }
 
@@ -712,6 +717,7 @@ impl ServerHandler for McpSession {
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(
@@ -866,6 +872,30 @@ impl ServerHandler for McpSession {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_long_call(&request, &context)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_long_call(request, &context)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_long_call(&request, &context)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -917,6 +947,13 @@ impl ServerHandler for McpSession {
             self.own_target()
         };
         let agent = target.agent.clone();
+        let declares_tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if declares_tasks && long_calls::LONG_TOOLS.contains(&request.name.as_ref()) {
+            let started = self.start_long_call(request.name.to_string(), args, target, &context);
+            return Ok(CallToolResponse::Task(started));
+        }
         if stateless && request.name == "browser_dialog" && args["action"] == ASK_USER {
             let result = match agent.refusal("browser_dialog", &args) {
                 Some(refused) => Err(refused),
