@@ -368,9 +368,9 @@ impl McpSession {
         context: &RequestContext<RoleServer>,
     ) -> Result<Result<Value, InputRequiredResult>, ToolError> {
         let dialog_id = ask_user_dialog_id(&args)?;
-        if !context
+        if context
             .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some())
+            .is_none_or(|c| c.elicitation.is_none())
         {
             return Err(ToolError::from(NO_ELICITATION.to_owned()));
         }
