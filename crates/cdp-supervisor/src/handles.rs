@@ -127,6 +127,19 @@ pub fn shown(handle: &str) -> String {
     crate::live::tokens::shown(handle)
 }
 
+/// A task id as a log line may show it: a handle (what `browser_open`
+/// mints) by its first characters, any other id (`mcp-<pid>-<n>`, a
+/// Python task's) whole. Every log line that names a task goes through this.
+pub fn logged(task_id: &str) -> std::borrow::Cow<'_, str> {
+    let is_handle = task_id.len() == 2 * crate::live::tokens::TOKEN_BYTES
+        && task_id.bytes().all(|b| b.is_ascii_hexdigit());
+    if is_handle {
+        std::borrow::Cow::Owned(shown(task_id))
+    } else {
+        std::borrow::Cow::Borrowed(task_id)
+    }
+}
+
 /// Why a handle cannot be used or made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandleError {
@@ -420,6 +433,14 @@ mod tests {
         assert!(t.take_idle(now + IDLE * 10).is_empty());
         drop(lease);
         assert!(t.take_idle(Instant::now() + IDLE).len() == 1);
+    }
+
+    #[test]
+    fn logs_show_a_handle_cut_and_other_task_ids_whole() {
+        let t = Handles::new(1, IDLE);
+        let h = t.open(None, Instant::now(), task).unwrap();
+        assert!(!logged(&h).contains(&h[..10]), "{}", logged(&h));
+        assert_eq!(logged("mcp-12-3"), "mcp-12-3");
     }
 
     #[test]

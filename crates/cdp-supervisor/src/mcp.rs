@@ -267,7 +267,7 @@ impl McpSession {
     fn agent(&self) -> &Arc<AgentSession> {
         self.own.get_or_init(|| {
             let agent = self.tasks.build(Self::next_task_id(), None);
-            tracing::debug!(task_id = agent.task_id(), "MCP session opened");
+            tracing::debug!(task_id = %crate::handles::logged(agent.task_id()), "MCP session opened");
             Arc::new(agent)
         })
     }
@@ -306,7 +306,7 @@ impl Drop for McpSession {
         };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                tracing::debug!(task_id = agent.task_id(), "MCP session closed");
+                tracing::debug!(task_id = %crate::handles::logged(agent.task_id()), "MCP session closed");
                 agent.close().await;
             });
         }

@@ -901,7 +901,7 @@ impl AgentSession {
         let _flag = Creating(&self.provider_creating);
         if self.registry.release_lease(&self.task_id).await {
             tracing::info!(
-                task_id = self.task_id,
+                task_id = %crate::handles::logged(&self.task_id),
                 "the {name} session had no live supervisor (it expired or never attached): released it; creating a fresh one"
             );
         }
@@ -910,7 +910,7 @@ impl AgentSession {
             .await
             .map_err(|e| ToolError::new(format!("cannot create a {name} browser session: {e}")))?;
         tracing::info!(
-            task_id = self.task_id,
+            task_id = %crate::handles::logged(&self.task_id),
             "created {name} session {} ({})",
             created.provider_session_id,
             created.session_name
