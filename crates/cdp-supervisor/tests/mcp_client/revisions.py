@@ -194,7 +194,9 @@ async def modern_stdio(sc: Scenario, binary: str) -> None:
 async def modern_http(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     pushes, h = Pushes(), human()
-    async with mcp_server(sc, binary, "http", [], transport="http", mode="auto", elicitation_callback=h) as srv:
+    async with mcp_server(
+        sc, binary, "http", [], transport="http", env={"RUST_LOG": "debug"}, mode="auto", elicitation_callback=h
+    ) as srv:
         c = srv.client
         sc.check(c.protocol_version == MODERN, f"http: the SDK's default mode negotiated {c.protocol_version}")
         await check_modern_tools(sc, c, "http")
@@ -215,6 +217,10 @@ async def modern_http(sc: Scenario, binary: str) -> None:
         sc.check(snap["url"].endswith("/main.html"), "http: the task's snapshot resource reads its page")
         closed = await call_raw(c, "browser_close", {"task": task})
         sc.check(not closed.is_error and (closed.data or {}).get("closed") is True, f"http: browser_close ({closed.text})")
+        with open(srv.log_path, errors="replace") as f:
+            logged = f.read()
+        sc.check(task[:6] in logged, "http: the server's debug log names the task (by its first characters)")
+        sc.check(task not in logged, "http: no log line holds the handle whole")
 
 
 async def legacy(sc: Scenario, binary: str, transport: str) -> None:
