@@ -41,8 +41,10 @@ from common import (
     Scenario,
     call,
     call_raw,
+    descendants,
     evaluate,
     exit_with,
+    is_chromium,
     log,
     mcp_server,
     page,
@@ -181,6 +183,8 @@ async def modern_stdio(sc: Scenario, binary: str) -> None:
         c = srv.client
         sc.check(c.protocol_version == MODERN, f"stdio: the SDK's default mode negotiated {c.protocol_version}")
         await check_modern_tools(sc, c, "stdio")
+        browsers = [n for n, _ in descendants(srv.pid).values() if is_chromium(n)]
+        sc.check(not browsers, f"stdio: discover and tools/list start no browser ({browsers})")
         async with anyio.create_task_group() as tg:
             ready = anyio.Event()
             tg.start_soon(listen_into, c, SNAPSHOT_URI, pushes, ready)
@@ -352,6 +356,13 @@ async def bad_input(sc: Scenario, binary: str) -> None:
             {"mcp-protocol-version": MODERN, "mcp-method": "tools/list", "mcp-name": "browser_snapshot"},
         )
         sc.check(status == 400 or (isinstance(reply, dict) and "error" in reply), f"bad: an Mcp-Method header that is not the body's method is refused (HTTP {status})")
+        status, reply = post(
+            url,
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": modern_meta()}},
+            {"mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+        )
+        result = reply.get("result", {}) if isinstance(reply, dict) else {}
+        sc.check("ttlMs" in result and "cacheScope" in result, f"bad: tools/list carries cache hints on 2026-07-28 ({sorted(result)})")
         await call_raw(c, "browser_close", {"task": a})
 
 
