@@ -41,6 +41,9 @@ mod handoff;
 pub use handoff::{HANDOFF_DEFAULT_TIMEOUT_S, HANDOFF_MAX_TIMEOUT_S, HandoffEnd, handoff_result};
 pub mod text;
 
+/// A flat JSON Schema of an arguments type, as tools are listed (for the
+/// MCP layer's own tools, `browser_open` and `browser_close`).
+pub(crate) use catalog::input_schema as args_schema;
 pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
 
 /// `browser_tabs`' actions.
@@ -902,7 +905,7 @@ impl AgentSession {
         let _flag = Creating(&self.provider_creating);
         if self.registry.release_lease(&self.task_id).await {
             tracing::info!(
-                task_id = self.task_id,
+                task_id = %crate::handles::logged(&self.task_id),
                 "the {name} session had no live supervisor (it expired or never attached): released it; creating a fresh one"
             );
         }
@@ -911,7 +914,7 @@ impl AgentSession {
             .await
             .map_err(|e| ToolError::new(format!("cannot create a {name} browser session: {e}")))?;
         tracing::info!(
-            task_id = self.task_id,
+            task_id = %crate::handles::logged(&self.task_id),
             "created {name} session {} ({})",
             created.provider_session_id,
             created.session_name
