@@ -284,7 +284,7 @@ pub struct Snapshot {
     /// More pages were opened than `max_tabs`: the extra ones are not supervised.
     pub tabs_truncated: bool,
     /// The last 20 downloads of every tab, oldest first.
-    pub downloads: List<crate::supervisor::state::downloads::DownloadView>,
+    pub downloads: List<DownloadView>,
 }
 
 impl Snapshot {
@@ -529,7 +529,7 @@ pub struct TabView {
     /// and whether it has its outcome: what an action waits for before it
     /// returns (not shown to the agent).
     #[serde(skip)]
-    pub action_navigation: Option<crate::supervisor::state::ActionNavigation>,
+    pub action_navigation: Option<ActionNavigation>,
 }
 
 #[cfg(test)]
@@ -596,4 +596,62 @@ mod tests {
         // A file chooser blocks nothing.
         assert!(!s.blocks_call_on(&dialog("T0", DialogType::FileChooser), None));
     }
+}
+
+/// Where a download stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DownloadState {
+    /// Bytes are arriving.
+    InProgress,
+    /// The file is complete at `path`.
+    Completed,
+    /// Stopped: by the page, the browser, or `max_bytes` (`reason` says).
+    Canceled,
+}
+
+/// One download (`downloads[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DownloadView {
+    /// `dl-1`, `dl-2`, … per supervisor.
+    pub id: String,
+    /// The URL downloaded.
+    pub url: String,
+    /// The name the server or page suggested (the file's name, made safe).
+    pub suggested_filename: String,
+    /// Where the file is (or is being written), when known: `null` for a
+    /// browser that chose its own directory.
+    pub path: Option<String>,
+    /// `in_progress`, `completed` or `canceled`.
+    pub state: DownloadState,
+    /// Bytes received (the last figure before a cancel).
+    pub received_bytes: u64,
+    /// Bytes expected; `0` when the server sent no length.
+    pub total_bytes: u64,
+    /// The tab whose page started it, when known.
+    pub target_id: Option<String>,
+    /// Why it was canceled by us (`max_bytes`), or why its file could not be renamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Chromium's id (`guid`). Not shown.
+    #[serde(skip)]
+    pub guid: String,
+    /// When its last byte came while it was not complete. Not shown.
+    #[serde(skip)]
+    pub all_in_at: Option<std::time::Instant>,
+}
+
+/// The last navigation the agent's script or input asked for in a tab (a
+/// click on a link, a form sent with Enter, `location = …` in an evaluate):
+/// its number in the tab (from 1) and whether it has an outcome — its frame
+/// committed a document that is now parsed (`DOMContentLoaded`) or moved
+/// within its own, it became a download, or
+/// it ended with no new document (the core's `DOWNLOAD_AFTER_STOP`, 500 ms, after its frame
+/// stopped loading). Read from the snapshot's `tabs` (not serialized).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionNavigation {
+    /// 1 for the tab's first, and so on.
+    pub seq: u64,
+    /// It has an outcome.
+    pub settled: bool,
 }

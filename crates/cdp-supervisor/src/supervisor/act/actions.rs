@@ -8,7 +8,7 @@
 use super::frames::{UNSEEN_REMEDY, known_remedy};
 use super::keys::{key_of, press, unknown_key};
 use super::refs::NodeRef;
-use super::{ACTION_TIMEOUT, ActError, Page, act_read};
+use super::{ACTION_TIMEOUT, ActError, Page, act_read, call_on};
 use crate::cdp::connection::{CommandError, Connection};
 use crate::cdp::protocol::{DialogType, SessionId};
 use crate::supervisor::driver::{CallOutcome, CdpCallError};
@@ -591,32 +591,6 @@ fn quad(model: &Value, at: &str) -> Option<Vec<f64>> {
         .filter_map(Value::as_f64)
         .collect();
     (q.len() == 8).then_some(q)
-}
-
-/// `Runtime.callFunctionOn` with `this` = `object`, by value, short deadline.
-pub(super) async fn call_on(
-    conn: &Connection,
-    session: &SessionId,
-    object: &str,
-    f: &str,
-    args: Value,
-) -> Result<Value, String> {
-    let v = act_read(
-        conn,
-        session,
-        "Runtime.callFunctionOn",
-        json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true}),
-    )
-    .await?;
-    if let Some(ex) = v.get("exceptionDetails") {
-        return Err(format!(
-            "the page threw: {}",
-            ex.pointer("/exception/description")
-                .and_then(Value::as_str)
-                .unwrap_or("an exception")
-        ));
-    }
-    Ok(v.pointer("/result/value").cloned().unwrap_or(Value::Null))
 }
 
 /// Whether `this` takes typed text: a text-like `<input>` or a `<textarea>`

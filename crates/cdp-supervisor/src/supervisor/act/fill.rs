@@ -13,7 +13,7 @@
 //!
 //! [`Supervisor::interruptible`]: crate::supervisor::driver::Supervisor::interruptible
 
-use super::actions::call_on;
+use super::call_on;
 use super::keys::{key_of, press};
 use super::refs::NodeRef;
 use super::{ACTION_TIMEOUT, ActError, Page};

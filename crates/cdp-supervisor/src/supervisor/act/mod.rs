@@ -45,7 +45,7 @@
 use crate::cdp::connection::{CommandError, Connection};
 use crate::cdp::protocol::SessionId;
 use crate::supervisor::driver::{CdpCallError, Supervisor};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -194,6 +194,32 @@ async fn act_read(
     params: Value,
 ) -> Result<Value, String> {
     read_within(conn, session, method, params, ACT_READ_TIMEOUT).await
+}
+
+/// `Runtime.callFunctionOn` with `this` = `object`, by value, short deadline.
+async fn call_on(
+    conn: &Connection,
+    session: &SessionId,
+    object: &str,
+    f: &str,
+    args: Value,
+) -> Result<Value, String> {
+    let v = act_read(
+        conn,
+        session,
+        "Runtime.callFunctionOn",
+        json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true}),
+    )
+    .await?;
+    if let Some(ex) = v.get("exceptionDetails") {
+        return Err(format!(
+            "the page threw: {}",
+            ex.pointer("/exception/description")
+                .and_then(Value::as_str)
+                .unwrap_or("an exception")
+        ));
+    }
+    Ok(v.pointer("/result/value").cloned().unwrap_or(Value::Null))
 }
 
 /// Whether a [`read_within`] error is its deadline passing (the renderer

@@ -2,7 +2,7 @@
 //! isolated world of each frame, and the parts not yet given; and a ref
 //! found again in its frame's world for an action.
 
-use super::actions::call_on;
+use super::call_on;
 use super::frames::{blocked_frames, frames_of, remedy};
 use super::parts::Rest;
 use super::{ActError, Page, act_read, no_answer};

@@ -15,7 +15,6 @@
 
 use super::{Notice, Output, Purpose, Target};
 use crate::cdp::protocol::{DownloadProgress, DownloadWillBegin};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -72,48 +71,7 @@ impl DownloadOptions {
     }
 }
 
-/// Where a download stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DownloadState {
-    /// Bytes are arriving.
-    InProgress,
-    /// The file is complete at `path`.
-    Completed,
-    /// Stopped: by the page, the browser, or `max_bytes` (`reason` says).
-    Canceled,
-}
-
-/// One download (`downloads[]`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DownloadView {
-    /// `dl-1`, `dl-2`, … per supervisor.
-    pub id: String,
-    /// The URL downloaded.
-    pub url: String,
-    /// The name the server or page suggested (the file's name, made safe).
-    pub suggested_filename: String,
-    /// Where the file is (or is being written), when known: `null` for a
-    /// browser that chose its own directory.
-    pub path: Option<String>,
-    /// `in_progress`, `completed` or `canceled`.
-    pub state: DownloadState,
-    /// Bytes received (the last figure before a cancel).
-    pub received_bytes: u64,
-    /// Bytes expected; `0` when the server sent no length.
-    pub total_bytes: u64,
-    /// The tab whose page started it, when known.
-    pub target_id: Option<String>,
-    /// Why it was canceled by us (`max_bytes`), or why its file could not be renamed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// Chromium's id (`guid`). Not shown.
-    #[serde(skip)]
-    pub guid: String,
-    /// When its last byte came while it was not complete. Not shown.
-    #[serde(skip)]
-    pub all_in_at: Option<Instant>,
-}
+pub use crate::supervisor::snapshot::{DownloadState, DownloadView};
 
 /// The last [`DOWNLOADS_KEPT`] downloads of a task.
 #[derive(Clone, Debug, Default)]

@@ -67,20 +67,7 @@ struct AgentCall {
 /// once the download's file exists (4–8 ms later, measured).
 pub const DOWNLOAD_AFTER_STOP: Duration = Duration::from_millis(500);
 
-/// The last navigation the agent's script or input asked for in a tab (a
-/// click on a link, a form sent with Enter, `location = …` in an evaluate):
-/// its number in the tab (from 1) and whether it has an outcome — its frame
-/// committed a document that is now parsed (`DOMContentLoaded`) or moved
-/// within its own, it became a download, or
-/// it ended with no new document ([`DOWNLOAD_AFTER_STOP`] after its frame
-/// stopped loading). Read from the snapshot's `tabs` (not serialized).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ActionNavigation {
-    /// 1 for the tab's first, and so on.
-    pub seq: u64,
-    /// It has an outcome.
-    pub settled: bool,
-}
+pub use crate::supervisor::snapshot::ActionNavigation;
 
 #[derive(Clone, Debug)]
 struct Asked {
