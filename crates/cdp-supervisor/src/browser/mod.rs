@@ -18,6 +18,7 @@
 //! ```
 
 pub mod provider;
+pub mod shared;
 
 use std::collections::VecDeque;
 use std::io;
