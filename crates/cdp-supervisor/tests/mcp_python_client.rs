@@ -27,7 +27,8 @@
 //! count twenty, console errors one short line each), `prompts.py` for
 //! every prompt the browser raises (HTTP authentication as an `http_auth`
 //! dialog: answered, wrong, dismissed, stored credentials, iframes, no
-//! password in any output or at `RUST_LOG=trace`). Fails — never skips —
+//! password in any output or at `RUST_LOG=trace`), `contexts.py` for many
+//! tasks in one browser, a context each (issue 41). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -128,4 +129,13 @@ fn every_prompt_the_browser_raises_through_the_python_sdk() {
 #[test]
 fn a_person_takes_the_browser_through_the_live_view_and_hands_it_back() {
     run_script("handoff.py");
+}
+
+/// Issue 41: many tasks, one browser — a browser context per MCP session
+/// of `mcp --http` (cookies, storage, dialogs, popups isolated; one
+/// session's end, browser-wide `browser_cdp` refused, the shared browser
+/// killed and every task back).
+#[test]
+fn many_tasks_share_one_browser_a_context_each_through_the_python_sdk() {
+    run_script("contexts.py");
 }

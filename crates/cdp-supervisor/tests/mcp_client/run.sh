@@ -19,7 +19,8 @@
 # Grid, see the README's "Past one machine"), cost.py (what an agent pays
 # per step on a large page: page_cursor, find, changes), prompts.py (HTTP
 # authentication as an http_auth dialog), form.py (browser_fill_form, picker
-# inputs, what the model reads) or bench_step.py (a
+# inputs, what the model reads), contexts.py (many tasks in one browser, a
+# context each) or bench_step.py (a
 # measurement, see scripts/bench-step.sh); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on

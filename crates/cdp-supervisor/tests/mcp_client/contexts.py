@@ -1,0 +1,398 @@
+"""Many tasks, one browser: a browser context per task (issue 41), checked
+with the official MCP Python SDK over streamable HTTP.
+
+Each scenario runs its own `cdp-supervisor mcp --http` server (which, with a
+local browser, defaults to `browser.isolation: context`) and opens several MCP
+sessions on it at once, each one task:
+
+  two_tasks_isolated        two sessions: one Chromium browser process; a
+                            cookie and a localStorage item set by one page are
+                            absent from the other task's page on the same
+                            origin (what the page itself reads); a dialog in
+                            one task is pending there only; a popup stays in
+                            its opener's task; one session ending (HTTP
+                            DELETE) leaves the other working and its context
+                            gone from the browser
+  eight_tasks_at_once       eight sessions navigate at once: one browser
+                            process, each task reads only its own cookie
+  browser_cdp_refused       Browser.close, Target.disposeBrowserContext of
+                            another task's context, Target.closeTarget of its
+                            tab, Target.createTarget in its context,
+                            Target.setDiscoverTargets: refused with an error
+                            saying why; nothing reached the other task
+  shared_browser_killed     three sessions; the shared browser is SIGKILLed:
+                            every task comes back (one new browser process),
+                            says so in connection and changes.reconnected, and
+                            navigates again, isolated as before
+  isolation_browser_opt_out browser.isolation: browser on the HTTP server
+                            gives each session a browser of its own again
+
+Fails — never skips — when Chromium is missing. Every wait has a deadline;
+no check depends on how fast the machine is.
+
+Usage: python contexts.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--serial]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from common import (
+    CALL_TIMEOUT_S,
+    DIALOG_DEADLINE_S,
+    Fail,
+    Scenario,
+    call,
+    call_raw,
+    descendants,
+    evaluate,
+    exit_with,
+    http_address,
+    is_chromium,
+    kill_tree,
+    page,
+    run_phases,
+    scratch_dir,
+    server_env,
+    snapshot,
+    start_site,
+    stop_http_server,
+    trigger,
+    wait_dead,
+    wait_pending,
+)
+
+RECOVER_DEADLINE_S = 60.0  # every task back after the browser is killed (a relaunch, contexts anew)
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def browser_processes(server_pid: int) -> list[int]:
+    """The Chromium browser processes under the server (not its renderers,
+    zygotes or utilities, which carry --type=)."""
+    found = []
+    for p, (name, _) in descendants(server_pid).items():
+        args = " ".join(cmdline(p))
+        if is_chromium(name) and args and "--type=" not in args:
+            found.append(p)
+    return found
+
+
+class Tasks:
+    """An HTTP server and its MCP sessions (one task each). Each session's
+    Client lives in a task of its own, so that any one can end (its HTTP
+    DELETE) while the others go on."""
+
+    def __init__(self, proc: subprocess.Popen, url: str, tg: Any) -> None:
+        self.proc = proc
+        self.url = url
+        self.tg = tg
+        self.clients: list[Client] = []
+        self.done: list[anyio.Event] = []
+        self.ended: list[anyio.Event] = []
+
+    async def open(self, n: int) -> list[Client]:
+        for _ in range(n):
+            ready, done, ended = anyio.Event(), anyio.Event(), anyio.Event()
+            slot: list[Client] = []
+
+            async def hold(slot=slot, ready=ready, done=done, ended=ended) -> None:
+                try:
+                    async with Client(self.url, read_timeout_seconds=CALL_TIMEOUT_S, cache=None) as c:
+                        slot.append(c)
+                        ready.set()
+                        await done.wait()
+                finally:
+                    ready.set()
+                    ended.set()
+
+            self.tg.start_soon(hold)
+            await ready.wait()
+            if not slot:
+                raise Fail("an MCP session did not open")
+            self.clients.append(slot[0])
+            self.done.append(done)
+            self.ended.append(ended)
+        return self.clients
+
+    async def end(self, i: int) -> None:
+        """Ends session i as a client does: HTTP DELETE."""
+        self.done[i].set()
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            await self.ended[i].wait()
+
+    async def end_all(self) -> None:
+        for d in self.done:
+            d.set()
+
+
+@contextlib.asynccontextmanager
+async def http_tasks(sc: Scenario, binary: str, label: str, n: int, args: list[str] | None = None,
+                     env: dict[str, str] | None = None):
+    """`cdp-supervisor mcp --http 127.0.0.1:0 ARGS` with n sessions open;
+    on the way out the sessions end, the server gets Ctrl-C and whatever it
+    started and left is killed."""
+    log_path = os.path.join(sc.tmp, f"server-{label}.stderr")
+    errlog = open(log_path, "w")
+    environ = server_env(f"{sc.name}-{label}")
+    environ["TMPDIR"] = scratch_dir(sc, label)
+    environ.update(env or {})
+    proc = subprocess.Popen(
+        [binary, "mcp", "--http", "127.0.0.1:0", *(args or [])], env=environ,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
+    )
+    seen: dict[int, tuple[str, int]] = {}
+    try:
+        url = await http_address(proc, log_path, label)
+        async with anyio.create_task_group() as tg:
+            tasks = Tasks(proc, url, tg)
+            try:
+                await tasks.open(n)
+                sc.log(f"{label}: server pid {proc.pid} at {url}, {n} sessions")
+                yield tasks
+            finally:
+                await tasks.end_all()
+    finally:
+        with anyio.CancelScope(shield=True):
+            seen.update(descendants(proc.pid))
+            await stop_http_server(sc, label, proc)
+            if not await wait_dead(seen, 5.0):
+                sc.log(f"{label}: killed what the server left: {kill_tree(seen)}")
+            errlog.close()
+
+
+def site_pages(port: int) -> dict[str, str]:
+    return {
+        "/": page("Home", "<h1>home</h1>", "window.hello = () => alert('hello from ' + location.search);"),
+        "/pop.html": page("Popup", "<h1>popup</h1>"),
+    }
+
+
+async def own_context(c: Client) -> str:
+    """The task's browser context, as Chromium reports its tab's."""
+    r = await call(c, "browser_cdp", {"method": "Target.getTargetInfo"})
+    ctx = r["result"]["targetInfo"].get("browserContextId")
+    if not ctx:
+        raise Fail(f"Target.getTargetInfo names no browserContextId: {r}")
+    return ctx
+
+
+async def contexts_in_browser(c: Client) -> set[str]:
+    r = await call(c, "browser_cdp", {"method": "Target.getTargets"})
+    return {t.get("browserContextId") for t in r["result"]["targetInfos"] if t.get("type") == "page"}
+
+
+async def wait_for(sc: Scenario, what: str, probe, deadline_s: float) -> Any:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        v = await probe()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise Fail(f"{what}: not within {deadline_s:.0f} s")
+        await anyio.sleep(0.2)
+
+
+async def two_tasks_isolated(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "two", 2) as t:
+        a, b = t.clients
+        for i, c in enumerate((a, b)):
+            r = await call(c, "browser_navigate", {"url": f"{site}/?task={i}"})
+            sc.check(r["status"] == "loaded", f"task {i} navigates ({r['status']})")
+        browsers = browser_processes(t.proc.pid)
+        sc.check(len(browsers) == 1, f"two tasks, one Chromium browser process ({browsers})")
+        ca, cb = await own_context(a), await own_context(b)
+        sc.check(ca != cb, f"each task has its own browser context ({ca} / {cb})")
+
+        # Cookies and storage: what the pages themselves read.
+        await evaluate(a, "document.cookie = 'who=a; path=/'; localStorage.setItem('who', 'a'); 1")
+        sc.check(await evaluate(a, "document.cookie") == "who=a", "task A's page reads its cookie")
+        sc.check(await evaluate(b, "document.cookie") == "", "task B's page on the same origin has no cookie")
+        sc.check(await evaluate(b, "localStorage.getItem('who')") is None, "nor task A's localStorage item")
+        await call(b, "browser_navigate", {"url": f"{site}/?again"})
+        sc.check(await evaluate(b, "document.cookie") == "", "B's next document on the origin: still no cookie (none was sent)")
+        await evaluate(b, "document.cookie = 'who=b; path=/'; 1")
+        sc.check(await evaluate(a, "document.cookie") == "who=a", "B's cookie did not overwrite A's")
+
+        # A dialog in A is A's only.
+        await trigger(a, "hello")
+        d = await wait_pending(sc, a, "alert", None, "A's alert")
+        snap_b = await snapshot(b)
+        sc.check(not snap_b.get("pending_dialogs"), f"B sees no pending dialog ({snap_b.get('pending_dialogs')})")
+        sc.check(snap_b.get("page_blocked") is not True, "B's page is not blocked")
+        r = await call(b, "browser_navigate", {"url": f"{site}/?while-a-blocked"})
+        sc.check(r["status"] == "loaded", f"B navigates while A's alert is open ({r['status']})")
+        await call(a, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
+
+        # A popup stays in its opener's task.
+        await evaluate(a, f"window.open('{site}/pop.html'); 1")
+
+        async def a_has_popup() -> bool:
+            return len((await snapshot(a)).get("tabs", [])) == 2
+
+        await wait_for(sc, "A's popup listed in A's tabs", a_has_popup, DIALOG_DEADLINE_S)
+        sc.check(len((await snapshot(b)).get("tabs", [])) == 1, "B's tabs do not list A's popup")
+
+        # A ends (HTTP DELETE): its context goes, B goes on.
+        sc.check(ca in await contexts_in_browser(b), "A's context is in the browser's targets while A runs")
+        await t.end(0)
+
+        async def a_context_gone() -> bool:
+            return ca not in await contexts_in_browser(b)
+
+        await wait_for(sc, "A's context (its two tabs) gone from the browser once its session ended", a_context_gone, DIALOG_DEADLINE_S)
+        sc.check(await evaluate(b, "document.cookie") == "who=b", "B still works and keeps its cookie")
+        r = await call(b, "browser_navigate", {"url": f"{site}/?after"})
+        sc.check(r["status"] == "loaded", "B navigates after A ended")
+        sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs for B")
+        await t.end(1)
+
+        async def browser_closed() -> bool:
+            return not browser_processes(t.proc.pid)
+
+        await wait_for(sc, "the shared browser closed when the last task ended", browser_closed, 10.0)
+
+
+async def eight_tasks_at_once(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "eight", 8) as t:
+
+        async def one(i: int, c: Client) -> None:
+            r = await call(c, "browser_navigate", {"url": f"{site}/?task={i}"})
+            if r["status"] != "loaded":
+                raise Fail(f"task {i}: navigate {r['status']}")
+            await evaluate(c, f"document.cookie = 'who={i}; path=/'; 1")
+
+        async with anyio.create_task_group() as tg:
+            for i, c in enumerate(t.clients):
+                tg.start_soon(one, i, c)
+        browsers = browser_processes(t.proc.pid)
+        sc.check(len(browsers) == 1, f"eight tasks, one Chromium browser process ({browsers})")
+        for i, c in enumerate(t.clients):
+            got = await evaluate(c, "document.cookie")
+            sc.check(got == f"who={i}", f"task {i} reads its own cookie only ({got!r})")
+        contexts = {await own_context(c) for c in t.clients}
+        sc.check(len(contexts) == 8, f"eight contexts ({len(contexts)})")
+
+
+async def browser_cdp_refused(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "cdp", 2) as t:
+        a, b = t.clients
+        for c in (a, b):
+            await call(c, "browser_navigate", {"url": f"{site}/"})
+        cb = await own_context(b)
+        tab_b = (await snapshot(b))["tabs"][0]["target_id"]
+        cases: list[tuple[str, dict]] = [
+            ("Browser.close", {}),
+            ("Browser.crash", {}),
+            ("Target.disposeBrowserContext", {"browserContextId": cb}),
+            ("Target.closeTarget", {"targetId": tab_b}),
+            ("Target.attachToTarget", {"targetId": tab_b, "flatten": True}),
+            ("Target.createTarget", {"url": "about:blank", "browserContextId": cb}),
+            ("Target.setDiscoverTargets", {"discover": False}),
+            ("Storage.clearCookies", {}),
+        ]
+        await evaluate(b, "document.cookie = 'keep=b; path=/'; 1")
+        for method, params in cases:
+            r = await call_raw(a, "browser_cdp", {"method": method, "params": params})
+            sc.check(r.is_error and "refused (nothing was sent)" in r.text and "browserContextId is" in r.text,
+                     f"{method} is refused with why ({r.text[:160]!r})")
+        # What stays allowed: a tab in its own context, its own cookies.
+        r = await call(a, "browser_cdp", {"method": "Target.createTarget", "params": {"url": "about:blank"}})
+        new_tab = r["result"]["targetId"]
+        infos = (await call(a, "browser_cdp", {"method": "Target.getTargets"}))["result"]["targetInfos"]
+        ctx_of = {i["targetId"]: i.get("browserContextId") for i in infos}
+        sc.check(ctx_of.get(new_tab) == await own_context(a),
+                 "Target.createTarget without browserContextId opens the tab in the task's own context")
+        await call(a, "browser_cdp", {"method": "Network.clearBrowserCookies"})
+        sc.check(await evaluate(b, "document.cookie") == "keep=b", "nothing reached B: its cookie is there")
+        r = await call(b, "browser_navigate", {"url": f"{site}/?still"})
+        sc.check(r["status"] == "loaded", "B still navigates")
+        sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs")
+
+
+async def shared_browser_killed(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "kill", 3) as t:
+        for i, c in enumerate(t.clients):
+            await call(c, "browser_navigate", {"url": f"{site}/?task={i}"})
+            await evaluate(c, f"document.cookie = 'who={i}; path=/'; 1")
+            await snapshot(c)  # what each session has seen: changes start here
+        before = browser_processes(t.proc.pid)
+        sc.check(len(before) == 1, f"one browser process ({before})")
+        os.kill(before[0], signal.SIGKILL)
+        sc.log(f"killed the shared browser {before[0]}")
+
+        for i, c in enumerate(t.clients):
+            changes: dict = {}
+
+            async def back(c: Client = c, changes: dict = changes) -> bool:
+                r = await call_raw(c, "browser_snapshot")
+                if r.is_error or r.data is None:
+                    return False
+                changes.update(r.data.get("changes") or {})
+                return r.data.get("connection") == "connected" and bool(changes.get("reconnected"))
+
+            await wait_for(sc, f"task {i} reconnects and says so", back, RECOVER_DEADLINE_S)
+            sc.check(changes.get("reconnected", 0) >= 1, f"task {i}: changes.reconnected ({changes})")
+        after = browser_processes(t.proc.pid)
+        sc.check(len(after) == 1 and after != before, f"one new browser process, launched once for all ({before} -> {after})")
+        contexts = set()
+        for i, c in enumerate(t.clients):
+            r = await call(c, "browser_navigate", {"url": f"{site}/?again={i}"})
+            sc.check(r["status"] == "loaded", f"task {i} navigates in the new browser")
+            sc.check(await evaluate(c, "document.cookie") == "", f"task {i}: a new context, its old cookie went with the browser")
+            await evaluate(c, f"document.cookie = 'who={i}; path=/'; 1")
+            contexts.add(await own_context(c))
+        sc.check(len(contexts) == 3, "three contexts again")
+        for i, c in enumerate(t.clients):
+            sc.check(await evaluate(c, "document.cookie") == f"who={i}", f"task {i} isolated again")
+
+
+async def isolation_browser_opt_out(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "optout", 2, env={"CDP_SUPERVISOR_BROWSER__ISOLATION": "browser"}) as t:
+        for c in t.clients:
+            await call(c, "browser_navigate", {"url": f"{site}/"})
+        browsers = browser_processes(t.proc.pid)
+        sc.check(len(browsers) == 2, f"isolation browser: a browser process per task ({browsers})")
+
+
+SCENARIOS = {
+    "two_tasks_isolated": two_tasks_isolated,
+    "eight_tasks_at_once": eight_tasks_at_once,
+    "browser_cdp_refused": browser_cdp_refused,
+    "shared_browser_killed": shared_browser_killed,
+    "isolation_browser_opt_out": isolation_browser_opt_out,
+}
+# One at a time: each runs up to eight tasks on a 2-core machine.
+PHASES = [[name] for name in SCENARIOS]
+
+
+async def main() -> int:
+    return await run_phases("contexts.py", __doc__, SCENARIOS, PHASES)
+
+
+if __name__ == "__main__":
+    exit_with(main)
