@@ -1752,4 +1752,37 @@ mod tests {
         assert_eq!(o.chromium_path.as_deref(), Some(Path::new("/x/chrome")));
         assert_eq!(o.extra_args, ["--a"]);
     }
+
+    /// Issue 41: `browser.isolation` and `browser.proxy`, from YAML, the
+    /// environment and flags; the surface's default when unset.
+    #[test]
+    fn isolation_is_browser_or_context_and_defaults_by_surface() {
+        let mut c = Config::default();
+        assert_eq!(c.browser.isolation, None);
+        let local = Isolation::default_for(None, true, &c.browser);
+        assert_eq!(local, Isolation::Context, "mcp --http on a local browser");
+        assert_eq!(Isolation::default_for(None, false, &c.browser), Isolation::Browser);
+        c.set("browser.isolation", "context").unwrap();
+        assert_eq!(c.browser.isolation, Some(Isolation::Context));
+        c.set("browser.isolation", "browser").unwrap();
+        assert_eq!(
+            Isolation::default_for(c.browser.isolation, true, &c.browser),
+            Isolation::Browser
+        );
+        let e = c.set("browser.isolation", "tab").unwrap_err().to_string();
+        assert!(e.contains("browser.isolation") && e.contains("context"), "{e}");
+        c.set("browser.cdp_url", "http://127.0.0.1:9222").unwrap();
+        assert_eq!(
+            Isolation::default_for(None, true, &c.browser),
+            Isolation::Browser,
+            "an endpoint's own browser"
+        );
+        let env = [
+            ("CDP_SUPERVISOR_BROWSER__ISOLATION".to_owned(), "context".to_owned()),
+            ("CDP_SUPERVISOR_BROWSER__PROXY".to_owned(), "http://p:3128".to_owned()),
+        ];
+        let c = Config::load(None, env).unwrap();
+        assert_eq!(c.browser.isolation, Some(Isolation::Context));
+        assert_eq!(c.browser.proxy, "http://p:3128");
+    }
 }

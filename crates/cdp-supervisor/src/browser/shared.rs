@@ -22,11 +22,6 @@ use super::{LaunchError, LaunchOptions, LocalChromium};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The flags a shared browser adds to the configured ones: headless
-/// Chromium opens an omnibox-popup WebUI renderer (~43 MiB) for every
-/// context's first window unless this feature is off.
-pub const SHARED_ARGS: &[&str] = &["--disable-features=WebUIOmniboxPopup,OmniboxWebUIPopup"];
-
 /// One Chromium for the tasks of a process, launched on first need.
 #[derive(Debug)]
 pub struct SharedBrowser {
@@ -52,13 +47,8 @@ pub struct BrowserLease {
 }
 
 impl SharedBrowser {
-    /// A shared browser launched (with `launch` and [`SHARED_ARGS`]) when
-    /// first needed.
+    /// A shared browser launched with `launch` when first needed.
     pub fn new(launch: LaunchOptions) -> Arc<SharedBrowser> {
-        let mut launch = launch;
-        let mut args: Vec<String> = SHARED_ARGS.iter().map(|a| (*a).to_owned()).collect();
-        args.append(&mut launch.extra_args);
-        launch.extra_args = args;
         Arc::new(SharedBrowser {
             launch,
             inner: Mutex::new(Inner::default()),

@@ -767,6 +767,25 @@ mod tests {
         );
     }
 
+    /// Issue 41: a tab the task opens, and its downloads, are in its own
+    /// context when the command names none; one that names a context is
+    /// left as it is (the refusals judged it already).
+    #[test]
+    fn browser_level_commands_name_the_tasks_context() {
+        let mut create = json!({"url": "about:blank"});
+        run::in_context("Target.createTarget", &mut create, "C1");
+        assert_eq!(create["browserContextId"], "C1");
+        let mut downloads = json!({"behavior": "allow", "downloadPath": "/tmp/x"});
+        run::in_context("Browser.setDownloadBehavior", &mut downloads, "C1");
+        assert_eq!(downloads["browserContextId"], "C1");
+        let mut named = json!({"url": "about:blank", "browserContextId": "C9"});
+        run::in_context("Target.createTarget", &mut named, "C1");
+        assert_eq!(named["browserContextId"], "C9");
+        let mut other = json!({"expression": "1"});
+        run::in_context("Runtime.evaluate", &mut other, "C1");
+        assert!(other.get("browserContextId").is_none());
+    }
+
     #[test]
     fn the_notice_hub_holds_a_channel_only_while_someone_listens() {
         let hub = NoticeHub::default();
