@@ -57,6 +57,21 @@ def pss_kib(pid: int) -> int:
     return 0
 
 
+def kind_of(pid: int, server: int) -> str:
+    """server, browser, or Chromium's --type= (renderer, gpu-process, utility, zygote)."""
+    if pid == server:
+        return "server"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    for a in args.split():
+        if a.startswith("--type="):
+            return a[len("--type="):]
+    return "browser"
+
+
 def browsers_under(pid: int) -> int:
     n = 0
     for p, (name, _) in descendants(pid).items():
@@ -116,13 +131,17 @@ async def run_one(sc: Scenario, binary: str, mode: str, n: int, site: str) -> di
                 await loaded.wait()
             await anyio.sleep(2.0)
             pids = [proc.pid, *descendants(proc.pid)]
-            total = sum(pss_kib(p) for p in pids)
+            by_kind: dict[str, list[int]] = {}
+            for p in pids:
+                by_kind.setdefault(kind_of(p, proc.pid), []).append(pss_kib(p))
+            total = sum(sum(v) for v in by_kind.values())
             result = {
                 "mode": mode,
                 "n": n,
                 "ok": len(latencies),
                 "errors": errors[:3],
                 "processes": len(pids),
+                "by_kind_mib": {k: (len(v), round(sum(v) / 1024, 1)) for k, v in sorted(by_kind.items())},
                 "browsers": browsers_under(proc.pid),
                 "pss_mib": total / 1024,
                 "per_task_mib": total / 1024 / n,
