@@ -319,3 +319,45 @@ def test_await_handoff_times_out(site: str) -> None:
 
     r = asyncio.run(main())
     assert r["status"] == "timed_out" and r["handoff"]["ended_by"] == "timeout", r
+
+
+def _context_of(t: Task) -> str:
+    info: Dict[str, Any] = t.cdp("Target.getTargetInfo")["result"]["targetInfo"]
+    ctx: str = info["browserContextId"]
+    return ctx
+
+
+def _eval(t: Task, expression: str) -> Any:
+    r = t.cdp("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    return r["result"]["result"].get("value")
+
+
+def test_tasks_with_isolation_context_share_one_browser_a_context_each(site: str) -> None:
+    """Issue 41: ``Task(isolation="context")``: the tasks of the process
+    share one Chromium, each in a browser context of its own."""
+    a = Task(isolation="context", chromium_args=[HOST_RULES])
+    b = Task(isolation="context", chromium_args=[HOST_RULES])
+    try:
+        a.navigate(f"{site}/main.html")
+        b.navigate(f"{site}/main.html")
+        ca, cb = _context_of(a), _context_of(b)
+        assert ca != cb
+        # One browser: each sees the other's context among the browser's pages.
+        pages = b.cdp("Target.getTargets")["result"]["targetInfos"]
+        assert ca in {p.get("browserContextId") for p in pages}
+        _eval(a, "document.cookie = 'who=a; path=/'; 1")
+        assert _eval(a, "document.cookie") == "who=a"
+        assert _eval(b, "document.cookie") == ""
+        with pytest.raises(ToolError, match="refused"):
+            b.cdp("Target.disposeBrowserContext", {"browserContextId": ca})
+        a.close()
+
+        def gone() -> bool:
+            infos = b.cdp("Target.getTargets")["result"]["targetInfos"]
+            return ca not in {p.get("browserContextId") for p in infos}
+
+        wait_until("a's context disposed when a closed", gone, 10)
+        assert b.navigate(f"{site}/main.html")["status"] == "loaded"
+    finally:
+        a.close()
+        b.close()

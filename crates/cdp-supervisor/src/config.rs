@@ -300,7 +300,11 @@ impl Isolation {
     /// server of many tasks (`mcp --http`) on a local browser, else
     /// `browser` (stdio: one task per process; `cdp_url` and providers:
     /// the endpoint's own browser).
-    pub fn default_for(configured: Option<Isolation>, many_tasks: bool, b: &BrowserConfig) -> Isolation {
+    pub fn default_for(
+        configured: Option<Isolation>,
+        many_tasks: bool,
+        b: &BrowserConfig,
+    ) -> Isolation {
         configured.unwrap_or(
             if many_tasks && b.cdp_url.is_empty() && b.cloud_provider == CloudProvider::Local {
                 Isolation::Context
@@ -1761,7 +1765,10 @@ mod tests {
         assert_eq!(c.browser.isolation, None);
         let local = Isolation::default_for(None, true, &c.browser);
         assert_eq!(local, Isolation::Context, "mcp --http on a local browser");
-        assert_eq!(Isolation::default_for(None, false, &c.browser), Isolation::Browser);
+        assert_eq!(
+            Isolation::default_for(None, false, &c.browser),
+            Isolation::Browser
+        );
         c.set("browser.isolation", "context").unwrap();
         assert_eq!(c.browser.isolation, Some(Isolation::Context));
         c.set("browser.isolation", "browser").unwrap();
@@ -1770,7 +1777,10 @@ mod tests {
             Isolation::Browser
         );
         let e = c.set("browser.isolation", "tab").unwrap_err().to_string();
-        assert!(e.contains("browser.isolation") && e.contains("context"), "{e}");
+        assert!(
+            e.contains("browser.isolation") && e.contains("context"),
+            "{e}"
+        );
         c.set("browser.cdp_url", "http://127.0.0.1:9222").unwrap();
         assert_eq!(
             Isolation::default_for(None, true, &c.browser),
@@ -1778,8 +1788,14 @@ mod tests {
             "an endpoint's own browser"
         );
         let env = [
-            ("CDP_SUPERVISOR_BROWSER__ISOLATION".to_owned(), "context".to_owned()),
-            ("CDP_SUPERVISOR_BROWSER__PROXY".to_owned(), "http://p:3128".to_owned()),
+            (
+                "CDP_SUPERVISOR_BROWSER__ISOLATION".to_owned(),
+                "context".to_owned(),
+            ),
+            (
+                "CDP_SUPERVISOR_BROWSER__PROXY".to_owned(),
+                "http://p:3128".to_owned(),
+            ),
         ];
         let c = Config::load(None, env).unwrap();
         assert_eq!(c.browser.isolation, Some(Isolation::Context));

@@ -19,7 +19,8 @@ use crate::supervisor::act::{
 };
 use crate::supervisor::calls::CompletedCall;
 use crate::supervisor::driver::{
-    CallOutcome, CdpCallError, ContextOptions, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
+    CallOutcome, CdpCallError, ContextOptions, LivePage, NavigateOutcome, Supervisor,
+    SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;

@@ -1408,7 +1408,10 @@ fn in_a_context_of_its_own_another_contexts_pages_are_let_go_and_its_own_popups_
     h.tabs.set_browser_context(Some("C1".into()));
     assert!(h.tabs.in_our_context(Some("C1")));
     assert!(!h.tabs.in_our_context(Some("C2")));
-    assert!(!h.tabs.in_our_context(None), "the default context is not the task's");
+    assert!(
+        !h.tabs.in_our_context(None),
+        "the default context is not the task's"
+    );
     let in_context = |h: &mut H, session: &str, target: &str, opener: Option<&str>, ctx: &str| {
         let mut info = json!({"targetId": target, "type": "page", "title": "", "url": "",
                               "attached": true, "browserContextId": ctx});

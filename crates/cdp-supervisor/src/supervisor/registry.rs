@@ -21,8 +21,8 @@
 //! is in progress.
 
 use crate::browser::LaunchOptions;
-use crate::browser::shared::SharedBrowser;
 use crate::browser::provider::BrowserProvider;
+use crate::browser::shared::SharedBrowser;
 use crate::cdp::endpoint::redact_url;
 use crate::supervisor::act::Page;
 use crate::supervisor::driver::{StartError, Supervisor, SupervisorOptions};

@@ -607,8 +607,7 @@ impl Driver {
                     };
                     let (conn, events) = Connection::connect_with(&ws, &headers).await?;
                     conn.set_event_filter(Event::handled);
-                    let (t, s, id) =
-                        super::attach::attach_in_context(&conn, ctx, timeout).await?;
+                    let (t, s, id) = super::attach::attach_in_context(&conn, ctx, timeout).await?;
                     return Ok((ws, conn, events, t, s, Some(id)));
                 }
                 // A browser restarted on the same port has a new ws path: re-resolve from http.
