@@ -138,7 +138,8 @@ async def run_one(sc: Scenario, binary: str, mode: str, n: int, site: str) -> di
             result = {
                 "mode": mode,
                 "n": n,
-                "ok": len(latencies),
+                "ok": n - len(errors),
+                "failed": len(errors),
                 "errors": errors[:3],
                 "processes": len(pids),
                 "by_kind_mib": {k: (len(v), round(sum(v) / 1024, 1)) for k, v in sorted(by_kind.items())},
@@ -196,7 +197,7 @@ async def main() -> int:
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['n']} | {r['mode']} | {r['browsers']} | {r['processes']} | {r['pss_mib']:.0f} | {r['per_task_mib']:.1f} "
-              f"| {r['p50']:.2f} | {r['p90']:.2f} | {r['n'] - r['ok'] + len(r['errors']) and len(r['errors'])} |")
+              f"| {r['p50']:.2f} | {r['p90']:.2f} | {r['failed']} |")
     return 0
 
 
