@@ -24,6 +24,11 @@ sessions on it at once, each one task:
                             every task comes back (one new browser process),
                             says so in connection and changes.reconnected, and
                             navigates again, isolated as before
+  faults_stay_in_their_task three sessions (max_tabs 3): A's renderer
+                            crashes (Page.crash), A opens a storm of 10
+                            popups, A downloads a file: B and C keep working,
+                            list no tab, download or change of A's, and the
+                            file lands in A's download directory only
   isolation_browser_opt_out browser.isolation: browser on the HTTP server
                             gives each session a browser of its own again
 
@@ -179,6 +184,7 @@ def site_pages(port: int) -> dict[str, str]:
     return {
         "/": page("Home", "<h1>home</h1>", "window.hello = () => alert('hello from ' + location.search);"),
         "/pop.html": page("Popup", "<h1>popup</h1>"),
+        "/file.txt": "the file of task A",
     }
 
 
@@ -369,6 +375,63 @@ async def shared_browser_killed(sc: Scenario, binary: str) -> None:
             sc.check(await evaluate(c, "document.cookie") == f"who={i}", f"task {i} isolated again")
 
 
+async def faults_stay_in_their_task(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "faults", 3, env={"CDP_SUPERVISOR_BROWSER__MAX_TABS": "3"}) as t:
+        a, b, c = t.clients
+        for i, x in enumerate(t.clients):
+            await call(x, "browser_navigate", {"url": f"{site}/?task={i}"})
+        for x in (b, c):
+            await snapshot(x)  # what B and C have seen: their next changes start here
+
+        # A downloads a file.
+        await evaluate(a, "const l = document.createElement('a'); l.href = '/file.txt'; l.download = 'a-file.txt';"
+                          " document.body.appendChild(l); l.click(); 1")
+
+        async def a_downloaded() -> dict | None:
+            for d in (await snapshot(a)).get("downloads") or []:
+                if d.get("state") == "completed" and d.get("path"):
+                    return d
+            return None
+
+        d = await wait_for(sc, "A's download completes", a_downloaded, DIALOG_DEADLINE_S)
+        with open(d["path"]) as f:
+            sc.check(f.read() == "the file of task A", f"A's file is in A's download directory ({d['path']})")
+
+        # A's popup storm, past its max_tabs.
+        await evaluate(a, f"for (let i = 0; i < 10; i++) window.open('{site}/pop.html?i=' + i); 1")
+
+        async def a_truncated() -> bool:
+            return bool((await snapshot(a)).get("tabs_truncated"))
+
+        await wait_for(sc, "A's popups past max_tabs: tabs_truncated", a_truncated, DIALOG_DEADLINE_S)
+
+        # A's renderer crashes.
+        await call_raw(a, "browser_cdp", {"method": "Page.crash", "timeout_s": 10})
+
+        async def a_crashed() -> bool:
+            return any(x.get("crashed") for x in (await snapshot(a)).get("tabs", []))
+
+        await wait_for(sc, "A's crash is reported in A's tabs", a_crashed, DIALOG_DEADLINE_S)
+
+        for name, x in (("B", b), ("C", c)):
+            r = await call_raw(x, "browser_snapshot")
+            sc.check(not r.is_error and r.data is not None, f"{name} reads its snapshot")
+            snap = r.data or {}
+            sc.check(len(snap.get("tabs", [])) == 1 and not snap["tabs"][0].get("crashed"),
+                     f"{name} has its one tab, not crashed ({snap.get('tabs')})")
+            sc.check(not snap.get("tabs_truncated"), f"{name}'s tabs are not truncated")
+            sc.check(not snap.get("downloads"), f"{name} lists no download ({snap.get('downloads')})")
+            changes = snap.get("changes") or {}
+            sc.check(not changes.get("tabs_opened") and not changes.get("downloads") and not changes.get("reconnected"),
+                     f"{name}'s changes show nothing of A's ({changes})")
+            r = await call(x, "browser_navigate", {"url": f"{site}/?{name}-after"})
+            sc.check(r["status"] == "loaded", f"{name} navigates after A's faults")
+            sc.check(await evaluate(x, "1 + 1") == 2, f"{name}'s page runs scripts")
+        sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs, once")
+
+
 async def isolation_browser_opt_out(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, site_pages)
     site = f"http://127.0.0.1:{port}"
@@ -384,6 +447,7 @@ SCENARIOS = {
     "eight_tasks_at_once": eight_tasks_at_once,
     "browser_cdp_refused": browser_cdp_refused,
     "shared_browser_killed": shared_browser_killed,
+    "faults_stay_in_their_task": faults_stay_in_their_task,
     "isolation_browser_opt_out": isolation_browser_opt_out,
 }
 # One at a time: each runs up to eight tasks on a 2-core machine.
