@@ -1509,7 +1509,10 @@ impl AgentSession {
             )
             .await?
         {
-            CallOutcome::Reply(v) => {
+            CallOutcome::Reply(mut v) => {
+                if let Some(own) = context.as_deref() {
+                    only_own_targets(method, &mut v, own);
+                }
                 let mut out = json!({"result": v});
                 add_tabs_opened(&mut out, &s, &before);
                 Ok(out)
@@ -2362,6 +2365,17 @@ fn check_refused(method: &str, scope: CdpScope) -> Result<(), ToolError> {
     }
 }
 
+/// In a context of its own, a task lists only its own context's targets
+/// (`Target.getTargets`): another task's URLs and titles are not its to read.
+fn only_own_targets(method: &str, reply: &mut Value, own: &str) {
+    if method != "Target.getTargets" {
+        return;
+    }
+    if let Some(Value::Array(infos)) = reply.get_mut("targetInfos") {
+        infos.retain(|t| t.get("browserContextId").and_then(Value::as_str) == Some(own));
+    }
+}
+
 /// The targets `s`'s task supervises, for [`CdpScope::targets`]: its tabs
 /// and the frames of its current tab (an OOPIF's target id is its frame id).
 fn task_targets(s: &Supervisor) -> Vec<String> {
@@ -2723,6 +2737,16 @@ mod tests {
         }
         assert!(check_refused("Runtime.evaluate", scope).is_ok());
         assert!(check_refused("Network.clearBrowserCookies", scope).is_ok());
+        let mut listed = json!({"targetInfos": [
+            {"targetId": "T1", "browserContextId": "C1"},
+            {"targetId": "T2", "browserContextId": "C2"},
+            {"targetId": "T3"},
+        ]});
+        only_own_targets("Target.getTargets", &mut listed, "C1");
+        assert_eq!(
+            listed["targetInfos"],
+            json!([{"targetId": "T1", "browserContextId": "C1"}])
+        );
     }
 
     #[test]

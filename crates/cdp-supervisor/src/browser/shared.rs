@@ -44,6 +44,8 @@ struct Inner {
 #[derive(Debug)]
 pub struct BrowserLease {
     browser: Arc<SharedBrowser>,
+    /// Given back already ([`BrowserLease::release`]): the drop does nothing.
+    released: bool,
 }
 
 impl SharedBrowser {
@@ -69,6 +71,7 @@ impl SharedBrowser {
         self.inner().users += 1;
         BrowserLease {
             browser: self.clone(),
+            released: false,
         }
     }
 
@@ -129,23 +132,39 @@ impl BrowserLease {
     pub fn browser(&self) -> &Arc<SharedBrowser> {
         &self.browser
     }
+
+    /// Gives the hold back and, when it was the last, closes the browser
+    /// and waits until it has exited and its user-data-dir is gone (a
+    /// server exiting right after its last task leaves nothing behind).
+    pub async fn release(mut self) {
+        self.released = true;
+        if let Some(c) = self.give_back() {
+            Box::pin(c.shutdown()).await;
+        }
+    }
+
+    /// One hold fewer; the browser to close when it was the last.
+    fn give_back(&self) -> Option<LocalChromium> {
+        let mut inner = self.browser.inner();
+        inner.users = inner.users.saturating_sub(1);
+        let closing = if inner.users == 0 {
+            inner.chromium.take()
+        } else {
+            None
+        };
+        if let Some(c) = &closing {
+            tracing::info!(pid = ?c.pid(), "the last task ended: closing the shared browser");
+        }
+        closing
+    }
 }
 
 impl Drop for BrowserLease {
     fn drop(&mut self) {
-        let closing = {
-            let mut inner = self.browser.inner();
-            inner.users = inner.users.saturating_sub(1);
-            if inner.users == 0 {
-                inner.chromium.take()
-            } else {
-                None
-            }
-        };
-        if let Some(c) = closing {
-            tracing::info!(pid = ?c.pid(), "the last task ended: closing the shared browser");
-            // Drop kills the group and cleans up on a thread of its own.
-            drop(c);
+        if !self.released {
+            // Dropped, the browser kills its group and cleans up on a
+            // thread of its own.
+            drop(self.give_back());
         }
     }
 }

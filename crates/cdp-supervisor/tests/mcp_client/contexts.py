@@ -41,10 +41,12 @@ Usage: python contexts.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--seri
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import time
+import urllib.request
 from typing import Any
 
 import anyio
@@ -197,9 +199,19 @@ async def own_context(c: Client) -> str:
     return ctx
 
 
-async def contexts_in_browser(c: Client) -> set[str]:
-    r = await call(c, "browser_cdp", {"method": "Target.getTargets"})
-    return {t.get("browserContextId") for t in r["result"]["targetInfos"] if t.get("type") == "page"}
+def browser_target_ids(server_pid: int) -> set[str]:
+    """Every target of the shared browser, as its own DevTools HTTP endpoint
+    lists them (`/json/list`, whatever context): not through the product."""
+    browsers = browser_processes(server_pid)
+    if len(browsers) != 1:
+        raise Fail(f"expected one browser process, found {browsers}")
+    udd = next((a.split("=", 1)[1] for a in cmdline(browsers[0]) if a.startswith("--user-data-dir=")), None)
+    if udd is None:
+        raise Fail(f"the browser's command line names no --user-data-dir: {cmdline(browsers[0])}")
+    with open(os.path.join(udd, "DevToolsActivePort")) as f:
+        port = f.read().split()[0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+        return {t["id"] for t in json.load(r)}
 
 
 async def wait_for(sc: Scenario, what: str, probe, deadline_s: float) -> Any:
@@ -256,11 +268,16 @@ async def two_tasks_isolated(sc: Scenario, binary: str) -> None:
         sc.check(len((await snapshot(b)).get("tabs", [])) == 1, "B's tabs do not list A's popup")
 
         # A ends (HTTP DELETE): its context goes, B goes on.
-        sc.check(ca in await contexts_in_browser(b), "A's context is in the browser's targets while A runs")
+        a_tabs = {x["target_id"] for x in (await snapshot(a))["tabs"]}
+        sc.check(len(a_tabs) == 2 and a_tabs <= browser_target_ids(t.proc.pid),
+                 "A's two tabs are in the browser while A runs")
+        listed = (await call(b, "browser_cdp", {"method": "Target.getTargets"}))["result"]["targetInfos"]
+        sc.check(listed and all(x.get("browserContextId") == cb for x in listed),
+                 f"B's Target.getTargets lists B's targets only ({len(listed)})")
         await t.end(0)
 
         async def a_context_gone() -> bool:
-            return ca not in await contexts_in_browser(b)
+            return not a_tabs & browser_target_ids(t.proc.pid)
 
         await wait_for(sc, "A's context (its two tabs) gone from the browser once its session ended", a_context_gone, DIALOG_DEADLINE_S)
         sc.check(await evaluate(b, "document.cookie") == "who=b", "B still works and keeps its cookie")
@@ -273,6 +290,12 @@ async def two_tasks_isolated(sc: Scenario, binary: str) -> None:
             return not browser_processes(t.proc.pid)
 
         await wait_for(sc, "the shared browser closed when the last task ended", browser_closed, 10.0)
+        tmp = scratch_dir(sc, "two")  # the server's TMPDIR
+
+        async def profile_removed() -> bool:
+            return not [d for d in os.listdir(tmp) if d.startswith("cdp-supervisor-chromium-")]
+
+        await wait_for(sc, "its profile directory removed", profile_removed, 10.0)
 
 
 async def eight_tasks_at_once(sc: Scenario, binary: str) -> None:

@@ -292,6 +292,19 @@ impl Driver {
         if let Some(local) = self.local.take() {
             Box::pin(local.shutdown()).await;
         }
+        // A shared browser: this task's hold given back, and the browser
+        // closed (and waited for) when it was the last. (A reconnect under
+        // way holds a copy of the hold: gone with it.)
+        self.reconnect = None;
+        if let Some(lease) = self
+            .opts
+            .context
+            .as_mut()
+            .and_then(|c| c.browser.take())
+            .and_then(|l| Arc::try_unwrap(l).ok())
+        {
+            lease.release().await;
+        }
     }
 
     /// Handles one message from the stream; `false` once the connection is gone.
