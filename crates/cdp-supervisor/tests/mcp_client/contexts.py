@@ -29,6 +29,10 @@ sessions on it at once, each one task:
                             popups, A downloads a file: B and C keep working,
                             list no tab, download or change of A's, and the
                             file lands in A's download directory only
+  cdp_url_browser_shared    browser.isolation: context with --cdp-url: two
+                            sessions each in a context of that browser
+                            (cookies apart); both ended, the browser (not
+                            ours) still runs, with no context of theirs left
   isolation_browser_opt_out browser.isolation: browser on the HTTP server
                             gives each session a browser of its own again
 
@@ -54,6 +58,8 @@ from mcp import Client
 
 from common import (
     CALL_TIMEOUT_S,
+    alive,
+    launch_chromium,
     DIALOG_DEADLINE_S,
     Fail,
     Scenario,
@@ -455,6 +461,39 @@ async def faults_stay_in_their_task(sc: Scenario, binary: str) -> None:
         sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs, once")
 
 
+async def cdp_url_browser_shared(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    chromium = await launch_chromium(sc, "own")
+
+    def targets() -> dict[str, str]:
+        with urllib.request.urlopen(f"{chromium.http_url}/json/list", timeout=10) as r:
+            return {x["id"]: x["url"] for x in json.load(r)}
+
+    before = set(targets())
+    async with http_tasks(sc, binary, "url", 2, ["--cdp-url", chromium.http_url],
+                          env={"CDP_SUPERVISOR_BROWSER__ISOLATION": "context"}) as t:
+        a, b = t.clients
+        for i, c in enumerate((a, b)):
+            await call(c, "browser_navigate", {"url": f"{site}/?task={i}"})
+        ca, cb = await own_context(a), await own_context(b)
+        sc.check(ca != cb, "each task has a context of its own in the cdp_url browser")
+        await evaluate(a, "document.cookie = 'who=a; path=/'; 1")
+        sc.check(await evaluate(b, "document.cookie") == "", "B's page does not read A's cookie")
+        ours = {x["target_id"] for c in (a, b) for x in (await snapshot(c))["tabs"]}
+        sc.check(not ours & before, "the tasks' tabs are new ones, not the browser's own")
+        sc.check(not browser_processes(t.proc.pid), "the server launched no browser")
+        await t.end(0)
+        await t.end(1)
+
+        async def theirs_gone() -> bool:
+            return not ours & set(targets())
+
+        await wait_for(sc, "both tasks ended: their contexts' tabs gone", theirs_gone, DIALOG_DEADLINE_S)
+        sc.check(before <= set(targets()), "the browser's own tabs are untouched")
+    sc.check(alive(chromium.pid), "the cdp_url browser (not the server's) still runs")
+
+
 async def isolation_browser_opt_out(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, site_pages)
     site = f"http://127.0.0.1:{port}"
@@ -471,6 +510,7 @@ SCENARIOS = {
     "browser_cdp_refused": browser_cdp_refused,
     "shared_browser_killed": shared_browser_killed,
     "faults_stay_in_their_task": faults_stay_in_their_task,
+    "cdp_url_browser_shared": cdp_url_browser_shared,
     "isolation_browser_opt_out": isolation_browser_opt_out,
 }
 # One at a time: each runs up to eight tasks on a 2-core machine.
