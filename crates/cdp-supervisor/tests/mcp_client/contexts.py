@@ -29,6 +29,10 @@ sessions on it at once, each one task:
                             popups, A downloads a file: B and C keep working,
                             list no tab, download or change of A's, and the
                             file lands in A's download directory only
+  oopif_in_a_context        a task's cross-site iframe is an OOPIF it
+                            supervises (its confirm pending there, answered,
+                            the page got the answer); another task on the
+                            same page sees its own OOPIF and no dialog
   cdp_url_browser_shared    browser.isolation: context with --cdp-url: two
                             sessions each in a context of that browser
                             (cookies apart); both ended, the browser (not
@@ -193,6 +197,9 @@ def site_pages(port: int) -> dict[str, str]:
         "/": page("Home", "<h1>home</h1>", "window.hello = () => alert('hello from ' + location.search);"),
         "/pop.html": page("Popup", "<h1>popup</h1>"),
         "/file.txt": "the file of task A",
+        # localhost is another site than 127.0.0.1: an OOPIF.
+        "/oopif": page("Outer", f'<iframe src="http://localhost:{port}/inner" width=300 height=100></iframe>'),
+        "/inner": page("Inner", "<h2>inner</h2>", "window.ask = () => { window.got = confirm('from the OOPIF'); };"),
     }
 
 
@@ -461,6 +468,30 @@ async def faults_stay_in_their_task(sc: Scenario, binary: str) -> None:
         sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs, once")
 
 
+async def oopif_in_a_context(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with http_tasks(sc, binary, "oopif", 2) as t:
+        a, b = t.clients
+        for c in (a, b):
+            await call(c, "browser_navigate", {"url": f"{site}/oopif"})
+
+        async def oopif_of(c: Client) -> dict | None:
+            kids = (await snapshot(c)).get("frame_tree", {}).get("children", [])
+            return next((k for k in kids if k.get("is_oopif") and "/inner" in k.get("url", "")), None)
+
+        fa = await wait_for(sc, "A supervises its OOPIF", lambda: oopif_of(a), DIALOG_DEADLINE_S)
+        fb = await wait_for(sc, "B supervises its own OOPIF", lambda: oopif_of(b), DIALOG_DEADLINE_S)
+        sc.check(fa["frame_id"] != fb["frame_id"], "two OOPIFs, one per task")
+        await trigger(a, "ask", fa["frame_id"])
+        d = await wait_pending(sc, a, "confirm", "from the OOPIF", "A's OOPIF confirm")
+        sc.check(not (await snapshot(b)).get("pending_dialogs"), "B sees no dialog")
+        await call(a, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
+        sc.check(not (await snapshot(a)).get("pending_dialogs"), "A's confirm answered")
+        got = await evaluate(a, "window.got", fa["frame_id"])
+        sc.check(got is True, f"the OOPIF's page got the answer ({got!r})")
+
+
 async def cdp_url_browser_shared(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, site_pages)
     site = f"http://127.0.0.1:{port}"
@@ -510,6 +541,7 @@ SCENARIOS = {
     "browser_cdp_refused": browser_cdp_refused,
     "shared_browser_killed": shared_browser_killed,
     "faults_stay_in_their_task": faults_stay_in_their_task,
+    "oopif_in_a_context": oopif_in_a_context,
     "cdp_url_browser_shared": cdp_url_browser_shared,
     "isolation_browser_opt_out": isolation_browser_opt_out,
 }
