@@ -55,6 +55,7 @@ pub mod changes;
 pub mod cli;
 pub mod config;
 pub mod demo_site;
+pub mod handles;
 pub mod live;
 pub mod mcp;
 pub mod supervisor;

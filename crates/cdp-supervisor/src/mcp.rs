@@ -29,9 +29,15 @@
 //!   with a message), and a session idle for `--idle-timeout-s` is closed
 //!   with its browser (its id then gets 404).
 //!
-//! Only protocol revisions with sessions are offered (up to 2025-11-25): the
-//! session-less 2026-07-28 revision would build a fresh server, and so a
-//! fresh browser, for every request.
+//! Both protocol revisions are offered. A 2025-11-25 client has one task per
+//! MCP session, as above. A 2026-07-28 request has no session (rmcp builds
+//! a fresh [`McpSession`] per HTTP request, which makes no task of its own):
+//! it names its task by an explicit handle ([`crate::handles`]) —
+//! `browser_open(isolation?)` returns `{task}`, every tool takes an optional
+//! `task`, `browser_close(task)` ends one. Over stdio a request without
+//! `task` uses the process's one task; over HTTP it is an error that names
+//! `browser_open`. The handle table belongs to the server, so every request
+//! finds the same task (and browser) by the same handle.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), cdp_supervisor::mcp::McpError> {
@@ -45,6 +51,9 @@
 //! ```
 
 use crate::config::Config;
+use crate::handles::{
+    CloseArgs, Closed, Handles, Isolation, Lease, OpenArgs, Opened, TASK_ARG_DESCRIPTION,
+};
 use crate::supervisor::registry::{EMERGENCY_CLEANUP_BOUND, Registry};
 use crate::supervisor::state::DialogAction;
 use crate::tools::text::Shown;
@@ -56,14 +65,17 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    Tool, ToolAnnotations, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -74,6 +86,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
+
+mod long_calls;
+mod rounds;
 
 /// The path the streamable HTTP endpoint is served at.
 pub const HTTP_PATH: &str = "/mcp";
@@ -147,31 +162,100 @@ pub enum McpError {
 /// Task ids are unique within the process; the registry is per process.
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
-/// One MCP session: an [`AgentSession`] with its own task id. Dropping it
-/// closes the session's browser in the background (the stdio path also
-/// closes it explicitly, so that the browser is gone before it returns).
+/// What every [`McpSession`] of one server shares: how a task is made, and
+/// the handle table of 2026-07-28 requests.
+pub struct Tasks {
+    registry: Registry,
+    config: Config,
+    /// `http://host:port` of an HTTP server sharing its listener with the
+    /// live view; `None` over stdio.
+    live_base: Option<String>,
+    handles: Arc<Handles>,
+    /// 2026-07-28 handoffs between their two rounds.
+    pending_handoffs: rounds::PendingHandoffs,
+    /// Calls running as MCP tasks (the tasks extension).
+    long_calls: long_calls::LongCalls,
+}
+
+impl Tasks {
+    /// Tasks on `registry`, at most `max` handles, each closed after `idle`
+    /// unused.
+    pub fn new(
+        registry: Registry,
+        config: Config,
+        live_base: Option<String>,
+        max: usize,
+        idle: std::time::Duration,
+    ) -> Arc<Tasks> {
+        Arc::new(Tasks {
+            registry,
+            config,
+            live_base,
+            handles: Handles::new(max, idle),
+            pending_handoffs: rounds::PendingHandoffs::default(),
+            long_calls: long_calls::LongCalls::default(),
+        })
+    }
+
+    fn build(&self, task_id: String, isolation: Option<Isolation>) -> AgentSession {
+        crate::handles::build_task(
+            self.registry.clone(),
+            task_id,
+            self.config.clone(),
+            self.live_base.clone(),
+            isolation,
+        )
+    }
+
+    /// The handle table.
+    pub fn handles(&self) -> &Arc<Handles> {
+        &self.handles
+    }
+}
+
+/// One MCP session: an [`AgentSession`] with its own task id (made on
+/// first use: a 2026-07-28 request's session never makes one), and the
+/// server's [`Tasks`]. Dropping it closes the session's browser in the
+/// background (the stdio path also closes it explicitly, so that the
+/// browser is gone before it returns).
 pub struct McpSession {
-    agent: Arc<AgentSession>,
+    own: std::sync::OnceLock<Arc<AgentSession>>,
+    tasks: Arc<Tasks>,
+    /// Served over HTTP: a 2026-07-28 request must name its task.
+    http: bool,
     /// The snapshot resource's watcher, while the client is subscribed;
     /// cancelled by `resources/unsubscribe` and when the session ends.
     watcher: std::sync::Mutex<Option<CancellationToken>>,
     /// What this session's text content has shown ([`Shown`]): its next
     /// text leaves out what did not change since.
-    shown: std::sync::Mutex<Shown>,
+    shown: Arc<std::sync::Mutex<Shown>>,
 }
 
 impl McpSession {
     /// A session with a fresh task id (`mcp-<pid>-<n>`) on `registry`.
     pub fn new(registry: Registry, config: Config) -> McpSession {
-        Self::with_agent(AgentSession::new(registry, Self::next_task_id(), config))
+        Self::of(
+            Tasks::new(
+                registry,
+                config,
+                None,
+                DEFAULT_MAX_SESSIONS,
+                DEFAULT_IDLE_TIMEOUT,
+            ),
+            false,
+        )
     }
 
-    /// A session whose live view is served under `live_base` (the HTTP
-    /// server's own `http://host:port`).
-    pub fn new_sharing_live(registry: Registry, config: Config, live_base: String) -> McpSession {
-        Self::with_agent(
-            AgentSession::new(registry, Self::next_task_id(), config).with_live_base(live_base),
-        )
+    /// A session of a server whose tasks are `tasks`; `http`: served over
+    /// HTTP.
+    pub fn of(tasks: Arc<Tasks>, http: bool) -> McpSession {
+        McpSession {
+            own: std::sync::OnceLock::new(),
+            tasks,
+            http,
+            watcher: std::sync::Mutex::new(None),
+            shown: Arc::new(std::sync::Mutex::new(Shown::default())),
+        }
     }
 
     fn next_task_id() -> String {
@@ -179,23 +263,23 @@ impl McpSession {
         format!("mcp-{}-{n}", std::process::id())
     }
 
-    fn with_agent(agent: AgentSession) -> McpSession {
-        tracing::debug!(task_id = agent.task_id(), "MCP session opened");
-        McpSession {
-            agent: Arc::new(agent),
-            watcher: std::sync::Mutex::new(None),
-            shown: std::sync::Mutex::new(Shown::default()),
-        }
+    /// The session's own task (made now if it was not yet).
+    fn agent(&self) -> &Arc<AgentSession> {
+        self.own.get_or_init(|| {
+            let agent = self.tasks.build(Self::next_task_id(), None);
+            tracing::debug!(task_id = %crate::handles::logged(agent.task_id()), "MCP session opened");
+            Arc::new(agent)
+        })
     }
 
     /// The session's task id in the registry.
     pub fn task_id(&self) -> &str {
-        self.agent.task_id()
+        self.agent().task_id()
     }
 
     /// The tools this session lists, with schemas and descriptions.
     pub fn tools(&self) -> Vec<Tool> {
-        self.agent
+        self.agent()
             .tool_names()
             .into_iter()
             .map(tool_definition)
@@ -216,10 +300,13 @@ impl Drop for McpSession {
         // The session ended without an explicit close (an HTTP session
         // deleted or expired, a transport torn down): its browser must not
         // outlive it. `close` is idempotent, so a second close is harmless.
-        let agent = self.agent.clone();
+        // A session that never made its task has nothing to close.
+        let Some(agent) = self.own.get().cloned() else {
+            return;
+        };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                tracing::debug!(task_id = agent.task_id(), "MCP session closed");
+                tracing::debug!(task_id = %crate::handles::logged(agent.task_id()), "MCP session closed");
                 agent.close().await;
             });
         }
@@ -230,36 +317,26 @@ impl McpSession {
     /// `browser_dialog(action: "ask_user")`: the dialog goes to the human as
     /// a form elicitation (`elicitation/create`), when the client declared
     /// that capability.
-    async fn ask_user(&self, args: Value, peer: &Peer<RoleServer>) -> Result<Value, ToolError> {
-        let dialog_id = match args.get("dialog_id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) => Some(id.clone()),
-            Some(other) => {
-                return Err(ToolError::from(format!(
-                    "browser_dialog: dialog_id must be a string like \"d-1\", not {other}"
-                )));
-            }
-        };
-        if let Some(extra) = args
-            .as_object()
-            .into_iter()
-            .flat_map(|o| o.keys())
-            .find(|k| !matches!(k.as_str(), "action" | "dialog_id"))
-        {
-            return Err(ToolError::from(format!(
-                "browser_dialog: {extra} does not go with ask_user (the human gives the answer); pass only dialog_id"
-            )));
-        }
-        let can_elicit = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.elicitation.is_some());
+    async fn ask_user(
+        agent: &AgentSession,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ToolError> {
+        let peer = &context.peer;
+        let dialog_id = ask_user_dialog_id(&args)?;
+        let can_elicit = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
         if !can_elicit {
+            return Err(ToolError::from(NO_ELICITATION.to_owned()));
+        }
+        if is_stateless(context) {
             return Err(ToolError::from(
-                "ask_user needs MCP elicitation, and this client did not declare the elicitation capability; answer the dialog with accept or dismiss instead (or ask your user in your own words first)".to_owned(),
+                "internal: a 2026-07-28 ask_user goes through input_required".to_owned(),
             ));
         }
         let peer = peer.clone();
-        self.agent
+        agent
             .browser_dialog_ask_user(dialog_id, |q| async move {
                 let requested_schema = serde_json::from_value(q.schema)
                     .map_err(|e| format!("the question's schema is invalid: {e}"))?;
@@ -271,33 +348,137 @@ impl McpSession {
                     })
                     .await
                     .map_err(|e| format!("the client's elicitation failed: {e}"))?;
-                Ok(match result.action {
-                    ElicitationAction::Accept => {
-                        let content = result.content.unwrap_or(Value::Null);
-                        let action = match content.get("action").and_then(Value::as_str) {
-                            Some("accept") => DialogAction::Accept,
-                            Some("dismiss") => DialogAction::Dismiss,
-                            other => {
-                                return Err(format!(
-                                    "the answer's action is {}, not accept or dismiss",
-                                    other.map_or("missing".to_owned(), |a| format!("{a:?}"))
-                                ));
-                            }
-                        };
-                        let text = content
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                            .filter(|_| action == DialogAction::Accept);
-                        HumanReply::Answer { action, text }
-                    }
-                    ElicitationAction::Decline => HumanReply::Declined,
-                    // Cancel, and whatever later revisions add: no answer.
-                    _ => HumanReply::Cancelled,
-                })
+                human_reply(result.action, result.content)
             })
             .await
     }
+
+    /// `ask_user` for a 2026-07-28 client, which takes no server-sent
+    /// request: the first round returns `input_required` with the form
+    /// elicitation and the dialog's id as `requestState`; the client asks
+    /// its human and calls again with the answer in `inputResponses`, which
+    /// answers the dialog. The state is only the dialog id, checked again
+    /// against the (caller's own) task's pending dialogs: a forged one can
+    /// name nothing else.
+    async fn ask_user_input_required(
+        agent: &AgentSession,
+        args: Value,
+        responses: Option<InputResponses>,
+        state: Option<String>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Result<Value, InputRequiredResult>, ToolError> {
+        let dialog_id = ask_user_dialog_id(&args)?;
+        if context
+            .client_capabilities()
+            .is_none_or(|c| c.elicitation.is_none())
+        {
+            return Err(ToolError::from(NO_ELICITATION.to_owned()));
+        }
+        let answer = responses.and_then(|mut r| r.remove(ASK_KEY));
+        let Some(answer) = answer else {
+            // Round one: the question, as the dialog stands now.
+            let asked = std::sync::Mutex::new(None);
+            let outcome = agent
+                .browser_dialog_ask_user(dialog_id, |q| {
+                    *asked
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(q);
+                    async { Err("not asked yet".to_owned()) }
+                })
+                .await;
+            let Some(q) = asked
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            else {
+                // No dialog to ask about: the tool's own error.
+                return outcome.map(Ok);
+            };
+            let requested_schema = serde_json::from_value(q.schema)
+                .map_err(|e| ToolError::from(format!("the question's schema is invalid: {e}")))?;
+            let elicit = InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: q.message,
+                    requested_schema,
+                },
+            ));
+            let requests = InputRequests::from([(ASK_KEY.to_owned(), elicit)]);
+            return Ok(Err(InputRequiredResult::new(
+                Some(requests),
+                Some(q.dialog_id),
+            )));
+        };
+        // Round two: the human's answer, for the dialog the state names.
+        let dialog_id = state.or(dialog_id);
+        let result: ElicitResult = serde_json::from_value(answer).map_err(|e| {
+            ToolError::from(format!(
+                "the client's answer is not an elicitation result: {e}"
+            ))
+        })?;
+        let value = agent
+            .browser_dialog_ask_user(dialog_id, |_| async move {
+                human_reply(result.action, result.content)
+            })
+            .await?;
+        Ok(Ok(value))
+    }
+}
+
+/// The key of `ask_user`'s one input request.
+const ASK_KEY: &str = "ask_user";
+
+const NO_ELICITATION: &str = "ask_user needs MCP elicitation, and this client did not declare the elicitation capability; answer the dialog with accept or dismiss instead (or ask your user in your own words first)";
+
+/// `ask_user`'s `dialog_id`, after refusing arguments that do not go with it.
+fn ask_user_dialog_id(args: &Value) -> Result<Option<String>, ToolError> {
+    let dialog_id = match args.get("dialog_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(other) => {
+            return Err(ToolError::from(format!(
+                "browser_dialog: dialog_id must be a string like \"d-1\", not {other}"
+            )));
+        }
+    };
+    if let Some(extra) = args
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .find(|k| !matches!(k.as_str(), "action" | "dialog_id"))
+    {
+        return Err(ToolError::from(format!(
+            "browser_dialog: {extra} does not go with ask_user (the human gives the answer); pass only dialog_id"
+        )));
+    }
+    Ok(dialog_id)
+}
+
+/// A human's answer to the dialog question, from the elicitation's result.
+fn human_reply(action: ElicitationAction, content: Option<Value>) -> Result<HumanReply, String> {
+    Ok(match action {
+        ElicitationAction::Accept => {
+            let content = content.unwrap_or(Value::Null);
+            let action = match content.get("action").and_then(Value::as_str) {
+                Some("accept") => DialogAction::Accept,
+                Some("dismiss") => DialogAction::Dismiss,
+                other => {
+                    return Err(format!(
+                        "the answer's action is {}, not accept or dismiss",
+                        other.map_or("missing".to_owned(), |a| format!("{a:?}"))
+                    ));
+                }
+            };
+            let text = content
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .filter(|_| action == DialogAction::Accept);
+            HumanReply::Answer { action, text }
+        }
+        ElicitationAction::Decline => HumanReply::Declined,
+        // Cancel, and whatever later revisions add: no answer.
+        _ => HumanReply::Cancelled,
+    })
 }
 
 /// How often a waiting `browser_handoff` reports progress.
@@ -310,7 +491,7 @@ impl McpSession {
     /// for it (a progress token); a declined or cancelled elicitation ends
     /// the handoff, as does the request's cancellation.
     async fn handoff(
-        &self,
+        agent: &AgentSession,
         args: Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<Value, ToolError> {
@@ -321,7 +502,7 @@ impl McpSession {
             .is_some_and(|e| e.url.is_some());
         let progress = context.meta.get_progress_token();
         let ct = context.ct.clone();
-        self.agent
+        agent
             .browser_handoff_with(args, |task, started, reason| async move {
                 let id = started.id;
                 let elicit = can_open_url.then(|| {
@@ -389,6 +570,146 @@ impl McpSession {
     }
 }
 
+/// The task a request reaches, with its text-rendering state; a handle's
+/// task is in use (does not expire) while this lives.
+struct Target {
+    agent: Arc<AgentSession>,
+    shown: Arc<std::sync::Mutex<Shown>>,
+    _lease: Option<Lease>,
+}
+
+/// Whether the request speaks 2026-07-28 (or later): no session, explicit
+/// task handles.
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The bearer token of the HTTP request `context` is for (`None` over
+/// stdio or without one): a handle works only with the token that minted it.
+fn bearer(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(|t| t.trim().to_owned())
+}
+
+/// What a 2026-07-28 HTTP request without `task` is told.
+const NO_TASK: &str = "this request names no task: MCP 2026-07-28 over HTTP has no sessions, so call browser_open first and pass the task it returns as the task argument of every call (and browser_close(task) when done)";
+
+impl McpSession {
+    fn own_target(&self) -> Target {
+        Target {
+            agent: self.agent().clone(),
+            shown: self.shown.clone(),
+            _lease: None,
+        }
+    }
+
+    /// The task `handle` names for a 2026-07-28 request; without one, the
+    /// process's one task over stdio, an error over HTTP.
+    fn target(
+        &self,
+        handle: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Target, String> {
+        match handle {
+            Some(h) => {
+                let lease = self
+                    .tasks
+                    .handles
+                    .lease(h, bearer(context).as_deref(), std::time::Instant::now())
+                    .map_err(|e| e.to_string())?;
+                Ok(Target {
+                    agent: lease.agent.clone(),
+                    shown: lease.shown.clone(),
+                    _lease: Some(lease),
+                })
+            }
+            None if self.http => Err(NO_TASK.to_owned()),
+            None => Ok(self.own_target()),
+        }
+    }
+
+    /// `browser_open` and `browser_close`.
+    async fn open_or_close(
+        &self,
+        name: &str,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ToolError> {
+        let token = bearer(context);
+        let now = std::time::Instant::now();
+        let args = if args.is_null() {
+            serde_json::json!({})
+        } else {
+            args
+        };
+        if name == OPEN {
+            // The isolation value is checked by hand first: its error then
+            // names the allowed values in words, not serde's.
+            Isolation::parse(args.get("isolation")).map_err(ToolError::from)?;
+            let a: OpenArgs = serde_json::from_value(args)
+                .map_err(|e| ToolError::from(format!("{OPEN}: bad arguments: {e}")))?;
+            let tasks = self.tasks.clone();
+            let task = self
+                .tasks
+                .handles
+                .open(token.as_deref(), now, |id| tasks.build(id, a.isolation))
+                .map_err(|e| ToolError::from(e.to_string()))?;
+            Ok(serde_json::to_value(Opened { task }).unwrap_or_default())
+        } else {
+            let a: CloseArgs = serde_json::from_value(args)
+                .map_err(|e| ToolError::from(format!("{CLOSE}: bad arguments: {e}")))?;
+            let agent = self
+                .tasks
+                .handles
+                .close(&a.task, token.as_deref(), now)
+                .map_err(|e| ToolError::from(e.to_string()))?;
+            agent.close().await;
+            Ok(serde_json::to_value(Closed {
+                task: a.task,
+                closed: true,
+            })
+            .unwrap_or_default())
+        }
+    }
+
+    /// The task of a resource URI: `browser://snapshot` (the session's,
+    /// or over stdio the process's) or `browser://snapshot?task=HANDLE`.
+    fn resource_target(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Target, ErrorData> {
+        let handle = snapshot_handle(uri)?;
+        if !is_stateless(context) {
+            return match handle {
+                None => Ok(self.own_target()),
+                Some(_) => Err(unknown_resource(uri)),
+            };
+        }
+        // The message names the resource by the handle's first characters
+        // only, as everywhere.
+        self.target(handle, context).map_err(|e| {
+            let shown = handle.map_or(SNAPSHOT_URI.to_owned(), |h| {
+                format!("{SNAPSHOT_URI}?task={}", crate::handles::shown(h))
+            });
+            ErrorData::invalid_params(format!("{shown}: {e}"), None)
+        })
+    }
+}
+
+/// `browser_open` and `browser_close`: tools of 2026-07-28 clients.
+const OPEN: &str = "browser_open";
+const CLOSE: &str = "browser_close";
+
 impl ServerHandler for McpSession {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -396,6 +717,7 @@ impl ServerHandler for McpSession {
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(
@@ -406,15 +728,28 @@ impl ServerHandler for McpSession {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        if !is_stateless(&context) {
+            return Ok(ListToolsResult::with_all_items(self.tools()));
+        }
+        // A 2026-07-28 client: every tool takes `task`, and the handles'
+        // own tools come first. The tool names come from the config (no
+        // task is made to list them).
+        let names = AgentSession::new(Registry::new(), String::new(), self.tasks.config.clone())
+            .tool_names();
+        let mut tools = vec![
+            handle_tool::<OpenArgs, Opened>(OPEN, "Open a task", false),
+            handle_tool::<CloseArgs, Closed>(CLOSE, "Close a task", true),
+        ];
+        tools.extend(names.into_iter().map(|n| with_task_arg(tool_definition(n))));
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn list_resources(
@@ -427,7 +762,8 @@ impl ServerHandler for McpSession {
             .with_description(
                 "The supervised page's state, as browser_snapshot returns it (JSON). Subscribe to get \
                  notifications/resources/updated when a dialog opens or closes, the page commits or \
-                 loads a document, or the connection changes state.",
+                 loads a document, or the connection changes state. MCP 2026-07-28 clients name the \
+                 task: browser://snapshot?task=HANDLE (the handle browser_open returned).",
             )
             .with_mime_type(JSON_MIME);
         Ok(ListResourcesResult::with_all_items(vec![snapshot]))
@@ -436,20 +772,63 @@ impl ServerHandler for McpSession {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        check_resource(&request.uri)?;
-        let snapshot = match self.agent.browser_snapshot(PageRequest::Omit).await {
+        let target = self.resource_target(&request.uri, &context)?;
+        let snapshot = match target.agent.browser_snapshot(PageRequest::Omit).await {
             Ok(v) => v,
             Err(e) => return Err(ErrorData::internal_error(e.message, None)),
         };
         let contents = ResourceContents::TextResourceContents {
-            uri: SNAPSHOT_URI.to_owned(),
+            uri: request.uri.clone(),
             mime_type: Some(JSON_MIME.to_owned()),
             text: snapshot.to_string(),
             meta: None,
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Every snapshot URI is accepted here; `listen` then refuses one
+        // whose task the request cannot reach (this has no request to ask).
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|u| snapshot_handle(u).is_ok())
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let context = subscription.request_context().clone();
+        let requested = subscription
+            .requested()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        if let Some(unknown) = requested.iter().find(|u| snapshot_handle(u).is_err()) {
+            return Err(unknown_resource(unknown));
+        }
+        let mut watchers = Vec::new();
+        let stop = CancellationToken::new();
+        for uri in requested {
+            let target = self.resource_target(&uri, &context)?;
+            watchers.push(tokio::spawn(watch_snapshot(
+                target.agent.clone(),
+                Notify::Listen(subscription.sink().clone(), uri),
+                stop.clone(),
+            )));
+            // The lease is dropped: a listen alone does not keep a task
+            // from expiring (its watcher ends when the task closes).
+        }
+        subscription.cancelled().await;
+        stop.cancel();
+        Ok(())
     }
 
     #[allow(deprecated)] // the legacy subscribe: what clients of 2025-11-25 speak
@@ -466,8 +845,8 @@ impl ServerHandler for McpSession {
         if watcher.is_none() {
             let stop = CancellationToken::new();
             tokio::spawn(watch_snapshot(
-                self.agent.clone(),
-                context.peer.clone(),
+                self.agent().clone(),
+                Notify::Legacy(context.peer.clone()),
                 stop.clone(),
             ));
             *watcher = Some(stop);
@@ -493,24 +872,139 @@ impl ServerHandler for McpSession {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_long_call(&request, &context)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_long_call(request, &context)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_long_call(&request, &context)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let stateless = is_stateless(&context);
+        let mut args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        if stateless && matches!(request.name.as_ref(), OPEN | CLOSE) {
+            let result = self.open_or_close(&request.name, args, &context).await;
+            return Ok(tool_result(&request.name, result, &mut Shown::default()).into());
+        }
         // An unknown name is a protocol error (MCP spec); a known but gated
         // tool is a result the model can read (AgentSession says why).
         if !ALL_TOOLS.contains(&request.name.as_ref()) {
+            let mut names = if stateless { vec![OPEN, CLOSE] } else { vec![] };
+            names.extend(
+                AgentSession::new(Registry::new(), String::new(), self.tasks.config.clone())
+                    .tool_names(),
+            );
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool {}; tools: {}",
                     crate::supervisor::wording::quoted(&request.name),
-                    self.agent.tool_names().join(", ")
+                    names.join(", ")
                 ),
                 None,
             ));
         }
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let target = if stateless {
+            let handle = match args.as_object_mut().and_then(|o| o.remove("task")) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(h)) => Some(h),
+                Some(other) => {
+                    let e = ToolError::from(format!(
+                        "{}: task must be the string browser_open returned, not {other}",
+                        request.name
+                    ));
+                    return Ok(tool_result(&request.name, Err(e), &mut Shown::default()).into());
+                }
+            };
+            match self.target(handle.as_deref(), &context) {
+                Ok(t) => t,
+                Err(e) => {
+                    let e = ToolError::from(format!("{}: {e}", request.name));
+                    return Ok(tool_result(&request.name, Err(e), &mut Shown::default()).into());
+                }
+            }
+        } else {
+            self.own_target()
+        };
+        let agent = target.agent.clone();
+        let declares_tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if declares_tasks && long_calls::LONG_TOOLS.contains(&request.name.as_ref()) {
+            let started = self.start_long_call(request.name.to_string(), args, target, &context);
+            return Ok(CallToolResponse::Task(started));
+        }
+        if stateless && request.name == "browser_dialog" && args["action"] == ASK_USER {
+            let result = match agent.refusal("browser_dialog", &args) {
+                Some(refused) => Err(refused),
+                None => {
+                    Self::ask_user_input_required(
+                        &agent,
+                        args,
+                        request.input_responses,
+                        request.request_state,
+                        &context,
+                    )
+                    .await
+                }
+            };
+            let result = match result {
+                Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
+                Ok(Ok(v)) => Ok(v),
+                Err(e) => Err(e),
+            };
+            let mut shown = target
+                .shown
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return Ok(tool_result(&request.name, result, &mut shown).into());
+        }
+        let waits_for_person = args.get("wait") != Some(&Value::Bool(false));
+        let can_open_url = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.url.is_some());
+        if stateless && request.name == "browser_handoff" && waits_for_person && can_open_url {
+            let result = match self
+                .handoff_input_required(
+                    &agent,
+                    args,
+                    request.input_responses,
+                    request.request_state,
+                    &context,
+                )
+                .await
+            {
+                Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
+                Ok(Ok(v)) => Ok(v),
+                Err(e) => Err(e),
+            };
+            let mut shown = target
+                .shown
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return Ok(tool_result(&request.name, result, &mut shown).into());
+        }
         // A client that cancels the request (notifications/cancelled) ends
         // the call: a browser_wait stops waiting, nothing lingers.
         let asks_user = request.name == "browser_dialog" && args["action"] == ASK_USER;
@@ -519,14 +1013,14 @@ impl ServerHandler for McpSession {
             if asks_user {
                 // Answered by the human through the client: not while a
                 // person has the browser (they answer it on the live page).
-                if let Some(refused) = self.agent.refusal("browser_dialog", &args) {
+                if let Some(refused) = agent.refusal("browser_dialog", &args) {
                     return Err(refused);
                 }
-                self.ask_user(args, &context.peer).await
+                Self::ask_user(&agent, args, &context).await
             } else if hands_over {
-                self.handoff(args, &context).await
+                Self::handoff(&agent, args, &context).await
             } else {
-                self.agent.call(&request.name, args).await
+                agent.call(&request.name, args).await
             }
         };
         let result = tokio::select! {
@@ -535,12 +1029,53 @@ impl ServerHandler for McpSession {
                 return Err(ErrorData::internal_error("the client cancelled the request", None));
             }
         };
-        let mut shown = self
+        let mut shown = target
             .shown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         Ok(tool_result(&request.name, result, &mut shown).into())
     }
+}
+
+/// One of the handles' own tools as MCP lists it, from its arguments and
+/// result types.
+fn handle_tool<A: schemars::JsonSchema, R: schemars::JsonSchema>(
+    name: &'static str,
+    title: &str,
+    destructive: bool,
+) -> Tool {
+    let mut input = crate::tools::args_schema::<A>();
+    let description = match input.remove("description") {
+        Some(Value::String(d)) => d,
+        _ => String::new(),
+    };
+    input.remove("title");
+    let mut output = crate::tools::args_schema::<R>();
+    output.remove("title");
+    output.remove("description");
+    Tool::new(name, description, Arc::new(input))
+        .with_raw_output_schema(Arc::new(output))
+        .with_title(title.to_owned())
+        .with_annotations(ToolAnnotations::from_raw(
+            Some(title.to_owned()),
+            Some(false),
+            Some(destructive),
+            Some(false),
+            Some(false),
+        ))
+}
+
+/// `tool` with the optional `task` argument of 2026-07-28 clients.
+fn with_task_arg(mut tool: Tool) -> Tool {
+    let mut schema = (*tool.input_schema).clone();
+    if let Some(Value::Object(p)) = schema.get_mut("properties") {
+        p.insert(
+            "task".into(),
+            serde_json::json!({"type": "string", "description": TASK_ARG_DESCRIPTION}),
+        );
+    }
+    tool.input_schema = Arc::new(schema);
+    tool
 }
 
 /// The snapshot resource.
@@ -549,14 +1084,64 @@ const JSON_MIME: &str = "application/json";
 /// At most one `notifications/resources/updated` per this interval (20 a second).
 pub const UPDATE_MIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
+fn unknown_resource(uri: &str) -> ErrorData {
+    // rmcp gives this -32602 (invalid params) on 2026-07-28, -32002 before.
+    ErrorData::resource_not_found(
+        format!(
+            "unknown resource {uri:?}; resources: {SNAPSHOT_URI} (2026-07-28 clients: {SNAPSHOT_URI}?task=HANDLE)"
+        ),
+        None,
+    )
+}
+
 fn check_resource(uri: &str) -> Result<(), ErrorData> {
     if uri == SNAPSHOT_URI {
         Ok(())
     } else {
-        Err(ErrorData::resource_not_found(
-            format!("unknown resource {uri:?}; resources: {SNAPSHOT_URI}"),
-            None,
-        ))
+        Err(unknown_resource(uri))
+    }
+}
+
+/// The handle a snapshot URI names: `browser://snapshot` (none) or
+/// `browser://snapshot?task=HANDLE`.
+///
+/// # Errors
+/// Any other URI.
+fn snapshot_handle(uri: &str) -> Result<Option<&str>, ErrorData> {
+    match uri.strip_prefix(SNAPSHOT_URI) {
+        Some("") => Ok(None),
+        Some(q) => match q.strip_prefix("?task=") {
+            Some(h) if !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric()) => Ok(Some(h)),
+            _ => Err(unknown_resource(uri)),
+        },
+        None => Err(unknown_resource(uri)),
+    }
+}
+
+/// Where a snapshot watcher's updates go: the legacy session's peer, or a
+/// `subscriptions/listen` stream (for its URI).
+enum Notify {
+    Legacy(Peer<RoleServer>),
+    Listen(SubscriptionSink, String),
+}
+
+impl Notify {
+    /// Sends one update; false when nobody listens any more.
+    async fn send(&self) -> bool {
+        match self {
+            Notify::Legacy(peer) => peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(SNAPSHOT_URI))
+                .await
+                .is_ok(),
+            Notify::Listen(sink, uri) => sink
+                .send(ServerNotification::ResourceUpdatedNotification(
+                    ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(
+                        uri.clone(),
+                    )),
+                ))
+                .await
+                .is_ok(),
+        }
     }
 }
 
@@ -566,7 +1151,7 @@ fn check_resource(uri: &str) -> Result<(), ErrorData> {
 /// is started, replaced or stopped — at most one per
 /// [`UPDATE_MIN_INTERVAL`], and none while nothing changes. Ends when
 /// `stop` is cancelled or the client is gone.
-async fn watch_snapshot(agent: Arc<AgentSession>, peer: Peer<RoleServer>, stop: CancellationToken) {
+async fn watch_snapshot(agent: Arc<AgentSession>, notify: Notify, stop: CancellationToken) {
     let mut changes = agent.supervisor_changes();
     changes.mark_unchanged();
     let mut seen = agent
@@ -598,11 +1183,7 @@ async fn watch_snapshot(agent: Arc<AgentSession>, peer: Peer<RoleServer>, stop: 
             seen = seen.max(s.events().latest());
         }
         changes.mark_unchanged();
-        if peer
-            .notify_resource_updated(ResourceUpdatedNotificationParam::new(SNAPSHOT_URI))
-            .await
-            .is_err()
-        {
+        if !notify.send().await {
             return;
         }
         last_sent = Some(tokio::time::Instant::now());
@@ -715,7 +1296,10 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let session = McpSession::new(registry, config);
-    let agent = session.agent.clone();
+    let agent = session.agent().clone();
+    let tasks = session.tasks.clone();
+    let stop_reaping = CancellationToken::new();
+    tokio::spawn(reap_idle_handles(tasks.clone(), stop_reaping.clone()));
     let result = match session.serve((reader, writer)).await {
         Ok(running) => running
             .waiting()
@@ -724,8 +1308,30 @@ where
             .map_err(|e| McpError::Serve(e.to_string())),
         Err(e) => Err(McpError::Handshake(e.to_string())),
     };
+    stop_reaping.cancel();
     agent.close().await;
+    close_all(tasks.handles.take_all()).await;
     result
+}
+
+/// Closes tasks, all at once.
+async fn close_all(agents: Vec<Arc<AgentSession>>) {
+    futures_util::future::join_all(agents.iter().map(|a| a.close())).await;
+}
+
+/// Closes every handle's task unused for the idle bound, until `stop`.
+async fn reap_idle_handles(tasks: Arc<Tasks>, stop: CancellationToken) {
+    let every = (tasks.handles.idle() / 4).clamp(
+        std::time::Duration::from_millis(50),
+        IDLE_CHECK_MAX_INTERVAL,
+    );
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        close_all(tasks.handles.take_idle(std::time::Instant::now())).await;
+    }
 }
 
 /// A running streamable HTTP server (see [`start_http`]).
@@ -973,22 +1579,26 @@ pub fn http_router(
     // (below) is the one policy, so rmcp's is given the same allow-list.
     let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     allowed_hosts.push(host_literal(bound.ip()));
-    let mut http_config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+    let mut http_config =
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
     http_config = if bound.ip().is_unspecified() {
         http_config.disable_allowed_hosts()
     } else {
         http_config.with_allowed_hosts(allowed_hosts)
     };
-    let live_base = crate::live::http::base_url(bound);
+    let tasks = Tasks::new(
+        registry,
+        config,
+        Some(crate::live::http::base_url(bound)),
+        options.max_sessions,
+        options.idle_timeout,
+    );
+    tokio::spawn(reap_idle_handles(tasks.clone(), cancel.clone()));
+    // rmcp calls this for every 2026-07-28 request too: a session makes its
+    // own task only when a 2025-11-25 client first needs it.
     let service: StreamableHttpService<McpSession, LocalSessionManager> =
         StreamableHttpService::new(
-            move || {
-                Ok(McpSession::new_sharing_live(
-                    registry.clone(),
-                    config.clone(),
-                    live_base.clone(),
-                ))
-            },
+            move || Ok(McpSession::of(tasks.clone(), true)),
             sessions,
             http_config,
         );
@@ -1254,12 +1864,33 @@ async fn guard_request(
     {
         return in_session(&guard, &id, request, next).await;
     }
-    // A POST without a session id is an `initialize`: it creates a session.
-    if request.method() != axum::http::Method::POST {
+    // A POST without a session id that is an `initialize` creates a
+    // session; any other (a 2026-07-28 request: no sessions) goes straight
+    // through, its task found by its handle.
+    if request.method() != axum::http::Method::POST || !is_initialize(&request) {
         return next.run(request).await;
     }
     new_session(&guard, request, next).await
 }
+
+/// Whether the (already read) body is a JSON-RPC `initialize` request.
+fn is_initialize(request: &Request) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    request
+        .extensions()
+        .get::<BodyBytes>()
+        .and_then(|b| serde_json::from_slice::<Method<'_>>(&b.0).ok())
+        .and_then(|m| m.method)
+        .is_some_and(|m| m == "initialize")
+}
+
+/// A request's body as read by [`bounded_body`].
+#[derive(Clone)]
+struct BodyBytes(axum::body::Bytes);
 
 /// Why a request is refused before its body is read, as the response to
 /// send, or `None`: a Host (or absolute URI) that is not this server (DNS
@@ -1313,7 +1944,11 @@ fn refusal(guard: &RequestGuard, request: &Request) -> Option<Response> {
 async fn bounded_body(request: Request) -> Option<Request> {
     let (parts, body) = request.into_parts();
     match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(bytes) => Some(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Ok(bytes) => {
+            let mut request = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+            request.extensions_mut().insert(BodyBytes(bytes));
+            Some(request)
+        }
         Err(e) => {
             tracing::warn!("refused an MCP request: body too large or unreadable: {e}");
             None

@@ -42,6 +42,9 @@ mod handoff;
 pub use handoff::{HANDOFF_DEFAULT_TIMEOUT_S, HANDOFF_MAX_TIMEOUT_S, HandoffEnd, handoff_result};
 pub mod text;
 
+/// A flat JSON Schema of an arguments type, as tools are listed (for the
+/// MCP layer's own tools, `browser_open` and `browser_close`).
+pub(crate) use catalog::input_schema as args_schema;
 pub use catalog::{ALL_TOOLS, Definition, Hints, TOOLS, ToolSpec, tool};
 
 /// `browser_tabs`' actions.
@@ -107,6 +110,10 @@ pub const LIVE_READ_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long `browser_dialog` waits, after its answer, for the calls the
 /// dialog interrupted to complete (DESIGN: "Calls a dialog interrupts").
 pub const COMPLETED_CALLS_WAIT: Duration = Duration::from_secs(1);
+/// `browser_snapshot`'s outline of a current tab whose renderer crashed
+/// (`Inspector.targetCrashed`): there is no document to read.
+const CRASHED_LINE: &str = "- this tab's renderer crashed: its page is gone (nothing to read or act on); browser_navigate reloads it, browser_tabs close closes it";
+
 /// `browser_snapshot`'s note before any browser exists (local launch).
 pub const NO_BROWSER_NOTE: &str =
     "no browser is running yet: browser_navigate starts one (or browser_connect attaches to one)";
@@ -924,7 +931,7 @@ impl AgentSession {
         let _flag = Creating(&self.provider_creating);
         if self.registry.release_lease(&self.task_id).await {
             tracing::info!(
-                task_id = self.task_id,
+                task_id = %crate::handles::logged(&self.task_id),
                 "the {name} session had no live supervisor (it expired or never attached): released it; creating a fresh one"
             );
         }
@@ -933,7 +940,7 @@ impl AgentSession {
             .await
             .map_err(|e| ToolError::new(format!("cannot create a {name} browser session: {e}")))?;
         tracing::info!(
-            task_id = self.task_id,
+            task_id = %crate::handles::logged(&self.task_id),
             "created {name} session {} ({})",
             created.provider_session_id,
             created.session_name
@@ -1022,10 +1029,16 @@ impl AgentSession {
                 json!({"url": "", "title": ""})
             });
         };
+        let crashed = s.snapshot().tabs.iter().any(|t| t.current && t.crashed);
         // The outline first: it may take a while (a big page), and the
         // dialogs and tabs read after it are the fresher for it.
         let outline = match &page {
             PageRequest::Omit => None,
+            // No renderer, no document to read: the outline says so.
+            _ if crashed => Some(PageOutline {
+                text: CRASHED_LINE.to_owned(),
+                ..PageOutline::default()
+            }),
             PageRequest::Continue(cursor) => Some(
                 self.page(&s)
                     .outline_more(cursor)

@@ -27,8 +27,12 @@
 //! count twenty, console errors one short line each), `prompts.py` for
 //! every prompt the browser raises (HTTP authentication as an `http_auth`
 //! dialog: answered, wrong, dismissed, stored credentials, iframes, no
-//! password in any output or at `RUST_LOG=trace`), `contexts.py` for many
-//! tasks in one browser, a context each (issue 41). Fails — never skips —
+//! password in any output or at `RUST_LOG=trace`), `revisions.py` for both
+//! MCP revisions (2026-07-28 with task handles, listen and input_required;
+//! 2025-11-25 as before) and their bad input, `sdk1_revisions.py` for the
+//! SDK's 1.x and `ts_revisions.cjs` for the TypeScript SDK 1.x (through
+//! npm; both negotiate 2025-11-25), `contexts.py` for many tasks in one
+//! browser, a context each (issue 41). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -129,6 +133,21 @@ fn every_prompt_the_browser_raises_through_the_python_sdk() {
 #[test]
 fn a_person_takes_the_browser_through_the_live_view_and_hands_it_back() {
     run_script("handoff.py");
+}
+
+#[test]
+fn both_mcp_revisions_with_task_handles_through_the_python_sdk() {
+    run_script("revisions.py");
+}
+
+#[test]
+fn the_python_sdk_1x_gets_2025_11_25_from_a_server_that_offers_both() {
+    run_script("sdk1_revisions.py");
+}
+
+#[test]
+fn the_typescript_sdk_1x_gets_2025_11_25_from_a_server_that_offers_both() {
+    run_script("ts_revisions.cjs");
 }
 
 /// Issue 41: many tasks, one browser — a browser context per MCP session

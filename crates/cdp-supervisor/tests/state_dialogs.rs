@@ -513,12 +513,21 @@ fn regression_4_another_client_answers_first() {
     let outs = h.drain();
     let done = answer_done(&outs);
     assert_eq!(done.len(), 1, "the agent hears back: {outs:?}");
-    let closed = done[0].1.clone().unwrap();
-    assert_eq!(closed.accepted, Some(false));
-    assert_eq!(closed.closed_by, ClosedBy::Remote);
+    // The dismissal contradicts our accept: our answer did not close it.
+    assert!(
+        matches!(
+            done[0].1,
+            Err(DialogError::ClosedBefore {
+                closed_by: ClosedBy::Remote,
+                ..
+            })
+        ),
+        "{done:?}"
+    );
     let r = h.recent();
     assert_eq!(r.len(), 1, "recorded once");
     assert_eq!(r[0].closed_by, ClosedBy::Remote);
+    assert_eq!(r[0].accepted, Some(false));
     assert!(h.pending_ids().is_empty());
     assert_eq!(h.st.poll_timeout(), None);
 }
@@ -1676,4 +1685,147 @@ fn a_prompt_the_person_answered_keeps_no_user_input() {
     let r = h.recent();
     let agents = r.iter().find(|c| c.dialog.id == "d-2").expect("d-2 closed");
     assert_eq!(agents.user_input.as_deref(), Some("Ada"));
+}
+
+/// Issue 44 (a soak found it): a dialog opened in an OOPIF of the tab
+/// 20 ms before the first one's watchdog fired, and Chromium reported the
+/// first one's closing only after that: the first was recorded
+/// `closed_by: "watchdog"`, though Chromium had closed it for the newer
+/// one (a tab shows one JS dialog at a time).
+#[test]
+fn a_dialog_closed_for_a_newer_one_in_another_frame_is_remote_though_its_watchdog_fired() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.drain();
+    h.alert("S1", "T1", "first");
+    h.drain();
+    h.advance(DEFAULT_DIALOG_TIMEOUT - Duration::from_millis(20));
+    h.alert("S2", "F2", "second");
+    h.fire_after(Duration::from_millis(20));
+    h.drain();
+    h.closed("S1", "T1", false, "");
+    let recent = h.recent();
+    assert_eq!(recent.len(), 1, "{recent:?}");
+    assert_eq!(recent[0].dialog.id, "d-1");
+    assert_eq!(recent[0].closed_by, ClosedBy::Remote);
+    assert_eq!(h.pending_ids(), ["d-2"]);
+}
+
+/// Issue 44 (a soak found a `confirm` pending and unanswerable 10.6 s
+/// after it opened, `dialog_timeout_s` 5, after a renderer crash): an
+/// OOPIF's renderer crashing takes its dialog with it, and Chromium sends
+/// no closed event. The dialog closes `remote` at once; another OOPIF's
+/// crash leaves it be.
+#[test]
+fn an_oopif_renderer_crash_closes_its_dialogs_and_no_other() {
+    let mut h = H::attached(MustRespond);
+    h.attach_oopif("S1", "F2", "S2", "https://b.test/");
+    h.attach_oopif("S1", "F3", "S3", "https://c.test/");
+    h.drain();
+    h.alert("S2", "F2", "in the crashing frame");
+    h.ev(Some("S3"), "Inspector.targetCrashed", "{}");
+    assert_eq!(h.pending_ids(), ["d-1"], "another renderer's crash");
+    h.ev(Some("S2"), "Inspector.targetCrashed", "{}");
+    let recent = h.recent();
+    assert_eq!(recent.len(), 1, "{recent:?}");
+    assert_eq!(recent[0].closed_by, ClosedBy::Remote);
+    assert!(h.pending_ids().is_empty());
+    assert!(
+        answers(&h.sends()).is_empty(),
+        "no answer goes to a renderer that is gone"
+    );
+}
+
+/// Issue 44, F1 (seen on Chromium 156: `browser_navigate`, then
+/// `browser_dialog` 5 ms later): the agent's navigation closed its alert
+/// while the agent's answer was in flight; the answer then found no dialog
+/// (`-32602`). That is the agent's own navigation, not another client: the
+/// record stays `agent`, and the answer says it closed before it arrived.
+#[test]
+fn an_answer_refused_after_the_agents_own_navigation_closed_its_dialog_leaves_it_agent() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "hi");
+    h.drain();
+    h.agent(
+        1,
+        "S1",
+        "Page.navigate",
+        json!({"url": "https://a.test/two"}),
+    );
+    h.answer(Accept, None, Some("d-1"), 7).unwrap();
+    h.drain();
+    h.closed("S1", "T1", false, "");
+    h.answer_reply("S1", "d-1", Err(no_dialog_showing()));
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Agent);
+    let done = answer_done(&h.drain());
+    assert!(
+        matches!(
+            done.as_slice(),
+            [(
+                7,
+                Err(DialogError::ClosedBefore {
+                    closed_by: ClosedBy::Agent,
+                    ..
+                })
+            )]
+        ),
+        "{done:?}"
+    );
+}
+
+/// Issue 44 (the CI soak, seed 31): a `Page.crash` took a popup's
+/// renderer while the person's accept of its alert was in flight; Chromium
+/// reported the alert closed with `result: false`, and the core credited
+/// the answer: `closed_by: "user"` for an accept that never landed. A
+/// closed event that contradicts the answer in flight was not that answer.
+#[test]
+fn a_close_that_contradicts_the_answer_in_flight_is_not_that_answer() {
+    let mut h = H::attached(MustRespond);
+    h.alert("S1", "T1", "hi");
+    h.drain();
+    h.answer(Accept, None, Some("d-1"), 7).unwrap();
+    h.drain();
+    h.closed("S1", "T1", false, "");
+    h.ev(Some("S1"), "Inspector.targetCrashed", "{}");
+    assert_eq!(h.recent()[0].closed_by, ClosedBy::Remote);
+    h.answer_reply("S1", "d-1", Err(lost()));
+    let done = answer_done(&h.drain());
+    assert!(
+        matches!(
+            done.as_slice(),
+            [(
+                7,
+                Err(DialogError::ClosedBefore {
+                    closed_by: ClosedBy::Remote,
+                    ..
+                })
+            )]
+        ),
+        "{done:?}"
+    );
+}
+
+/// Issue 44 ("Left" list): past `ANSWERS_AFTER_CLOSE_MAX` answers waiting
+/// for their reply after their dialog closed, the oldest was dropped and
+/// its caller never heard back. Now it hears what the record says.
+#[test]
+fn the_oldest_answer_past_the_cap_hears_back_instead_of_being_dropped() {
+    use cdp_supervisor::supervisor::state::ANSWERS_AFTER_CLOSE_MAX;
+    let mut h = H::attached(MustRespond);
+    for n in 0..=ANSWERS_AFTER_CLOSE_MAX as u64 {
+        h.alert("S1", "T1", "x");
+        h.answer(Accept, None, None, 100 + n).unwrap();
+        h.drain();
+        h.closed("S1", "T1", true, "");
+        let done = answer_done(&h.drain());
+        if (n as usize) < ANSWERS_AFTER_CLOSE_MAX {
+            assert!(done.is_empty(), "{n}: the reply is waited for: {done:?}");
+        } else {
+            assert_eq!(done.len(), 1, "{done:?}");
+            assert_eq!(done[0].0, 100, "the oldest one");
+            let closed = done[0].1.clone().unwrap();
+            assert_eq!(closed.dialog.id, "d-1");
+            assert_eq!(closed.closed_by, ClosedBy::Agent);
+        }
+    }
 }

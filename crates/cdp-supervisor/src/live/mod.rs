@@ -222,7 +222,7 @@ impl Hub {
             handoff,
         };
         lock(&self.tokens).insert(&token, grant, now);
-        tracing::debug!(task_id = %task.task_id, token = %tokens::shown(&token), ?access, "live-view token minted");
+        tracing::debug!(task_id = %crate::handles::logged(&task.task_id), token = %tokens::shown(&token), ?access, "live-view token minted");
         Ok(token)
     }
 
@@ -372,7 +372,7 @@ impl TaskLive {
         }
         tokio::spawn(follow_handoff(self.clone(), id, lasts, follow));
         self.changed.send_modify(|n| *n += 1);
-        tracing::info!(task_id = %self.task_id, handoff = id, "handed to a person");
+        tracing::info!(task_id = %crate::handles::logged(&self.task_id), handoff = id, "handed to a person");
         Ok(Started {
             id,
             url: format!("{base}/live/{control}"),
@@ -413,7 +413,7 @@ impl TaskLive {
             let _ = s.set_person_in_control(false);
         }
         self.changed.send_modify(|n| *n += 1);
-        tracing::info!(task_id = %self.task_id, handoff = a.id, ended_by = ?by, "handed back");
+        tracing::info!(task_id = %crate::handles::logged(&self.task_id), handoff = a.id, ended_by = ?by, "handed back");
         Some(report)
     }
 

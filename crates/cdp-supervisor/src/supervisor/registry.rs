@@ -218,7 +218,7 @@ impl Registry {
                 return Ok(e.supervisor().clone());
             }
             if old.is_some() {
-                tracing::info!(task_id, "rebinding to {}", endpoint.describe());
+                tracing::info!(task_id = %crate::handles::logged(task_id), "rebinding to {}", endpoint.describe());
             }
             let target = opts.target_id.clone();
             slot.starting.store(true, Ordering::SeqCst);
@@ -394,7 +394,7 @@ impl Registry {
             for (task, l) in leases.drain() {
                 self.releasing.spawn(async move {
                     l.provider.emergency_cleanup(&l.session_id).await;
-                    tracing::debug!(task_id = %task, "{} session released", l.provider.name());
+                    tracing::debug!(task_id = %crate::handles::logged(&task), "{} session released", l.provider.name());
                 });
             }
         }

@@ -85,7 +85,7 @@ impl fmt::Display for DialogError {
             ),
             DialogError::ClosedBefore { id, closed_by } => write!(
                 f,
-                "dialog {id} closed before this answer reached it (closed_by: {}: a navigation left it, or Chromium closed it for a newer dialog); nothing was answered; see recent_dialogs",
+                "dialog {id} closed before this answer reached it (closed_by: {}: another CDP client answered it, a navigation left it, its renderer crashed, or Chromium closed it for a newer dialog); nothing was answered; see recent_dialogs",
                 closed_by.as_str()
             ),
             DialogError::Cdp { id, error } if id.is_empty() => {

@@ -198,7 +198,7 @@ fn parse_as<A: ToolArgs>(args: Value, policy: &NavigationPolicy) -> Result<ToolC
 
 /// `A`'s schema as MCP lists it: a flat object schema (subschemas inlined,
 /// no `$schema`), its root `title` and `description` the tool's.
-fn input_schema<A: JsonSchema>() -> Map<String, Value> {
+pub(crate) fn input_schema<A: JsonSchema>() -> Map<String, Value> {
     let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
     settings.meta_schema = None;

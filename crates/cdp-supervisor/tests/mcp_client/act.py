@@ -37,6 +37,10 @@ inside another):
                         height): every control on screen is in the
                         outline and clicks through its ref; a collapsed
                         panel's button (height 0, overflow hidden) is not
+  fresh_oopif_clicks    (issue 44) an OOPIF's button clicked the moment its
+                        ref shows, half the time below the fold: every
+                        `clicked` reached the button once; a click that
+                        did not land is an error saying so
   outline_timed         1,000 elements and 3 OOPIFs: prints the median time of a
                         browser_snapshot with and without the outline, and the
                         bytes per line (node) of the outline (a figure, not an
@@ -74,6 +78,7 @@ set_log_name("act")
 
 ENV = {"CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS": '["--host-resolver-rules=MAP *.test 127.0.0.1"]'}
 TIMED_RUNS = 7
+FRESH_RUNS = 12
 
 FORM = (
     '<form id=f onsubmit="event.preventDefault(); window.got = (window.got||[]).concat([name.value + \'|\' + color.value]);">'
@@ -114,11 +119,27 @@ def pages(port: int) -> dict[str, str]:
             '<div id=overlay style="position:fixed;left:0;top:0;width:100%;height:100%"></div>',
         ),
         "/big": page("Big", big),
+        # A cross-origin frame inserted once the page has loaded, below the
+        # fold every other time: the agent clicks its button at once.
+        "/fresh": fresh("0", b),
+        "/fresh-low": fresh("2000px", b),
+        "/counter": page("Counter", "<button onclick=\"window.clicks=(window.clicks||0)+1\">Count</button>"),
         "/thousand": page(
             "Thousand",
             thousand + "".join(frame.format(f"{h}/form") for h in (b, c, b)),
         ),
     }
+
+
+def fresh(above: str, b: str) -> str:
+    """A page that inserts a cross-origin frame once it has loaded, below
+    `above` of empty space."""
+    return page(
+        "Fresh",
+        f'<div style="height:{above}"></div>',
+        "addEventListener('load', () => { const f = document.createElement('iframe');"
+        f" f.src = '{b}/counter'; f.style = 'width:300px;height:120px;border:0'; document.body.append(f); }});",
+    )
 
 
 def shell(title: str, style: str, body: str) -> str:
@@ -407,6 +428,44 @@ async def app_shells(sc: Scenario, binary: str) -> None:
                 sc.expect('"Collapsed"' not in text, f"{path}: the collapsed panel's button is left out:\n{text[:600]}")
 
 
+async def fresh_oopif_clicks(sc: Scenario, binary: str) -> None:
+    """A click on an OOPIF's button the moment its ref shows (the frame has
+    just loaded, and half the time the page scrolls to reach it): Chromium
+    may route such a click to the <iframe> element around it. Each click
+    either reaches the button or says it did not; never `clicked` for a
+    click the page never got."""
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "r", [], env=ENV) as srv:
+        c = srv.client
+        landed = refused = 0
+        for i in range(FRESH_RUNS):
+            await call(c, "browser_navigate", {"url": f"http://a.test:{port}/fresh" + ("-low" if i % 2 else "")})
+            deadline = time.monotonic() + 10
+            text = ""
+            while "Count" not in text:
+                if time.monotonic() > deadline:
+                    raise Fail("the inserted OOPIF's button never showed in the outline")
+                text = (await outline(c)).get("page", "")
+            snap = await call(c, "browser_snapshot", {"page": False})
+            frame = next(f for f in snap["frame_tree"]["children"] if f.get("is_oopif"))["frame_id"]
+            r = await call_raw(c, "browser_click", {"ref": ref_of(text, "button", "Count")})
+            clicks = await evaluate(c, "window.clicks || 0", frame)
+            if r.is_error:
+                sc.check("did not reach" in r.text and clicks == 0, f"run {i}: a click that did not land says so and clicked nothing ({clicks}, {r.text[:160]})")
+                refused += 1
+            else:
+                if clicks == 0:
+                    # The handler runs in the frame's renderer: give a loaded machine time.
+                    deadline = time.monotonic() + 5
+                    while clicks == 0 and time.monotonic() < deadline:
+                        await anyio.sleep(0.1)
+                        clicks = await evaluate(c, "window.clicks || 0", frame)
+                sc.check(clicks == 1, f"run {i}: `clicked` means the button got exactly one click ({clicks}, {r.text[:120]})")
+                landed += 1
+        sc.log(f"{landed} of {FRESH_RUNS} clicks landed, {refused} said they did not")
+        sc.check(landed >= FRESH_RUNS // 2, f"most clicks land ({landed} of {FRESH_RUNS})")
+
+
 async def outline_timed(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     async with mcp_server(sc, binary, "m", [], env=ENV) as srv:
@@ -454,6 +513,7 @@ SCENARIOS = {
     "stale_and_covered": stale_and_covered,
     "big_page_capped": big_page_capped,
     "outline_timed": outline_timed,
+    "fresh_oopif_clicks": fresh_oopif_clicks,
     "app_shells": app_shells,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
@@ -462,7 +522,7 @@ PHASES = [
     ["confirm_in_oopif", "target_blank_link"],
     ["beforeunload_left", "stale_and_covered"],
     ["big_page_capped", "slow_link"],
-    ["app_shells"],
+    ["app_shells", "fresh_oopif_clicks"],
     ["outline_timed"],
 ]
 

@@ -108,7 +108,7 @@ async def run_one(sc: Scenario, binary: str, mode: str, n: int, site: str) -> di
         async def task(i: int) -> None:
             t0 = time.monotonic()
             try:
-                async with Client(url, read_timeout_seconds=600, cache=None) as c:
+                async with Client(url, read_timeout_seconds=600, cache=None, mode="legacy") as c:
                     r = await c.call_tool("browser_navigate", {"url": f"{site}/?t={i}"})
                     took = time.monotonic() - t0
                     if r.is_error or (r.structured_content or {}).get("status") != "loaded":

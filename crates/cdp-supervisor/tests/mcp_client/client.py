@@ -263,7 +263,9 @@ def wait_empty(path: str, what: str) -> None:
 async def run_stdio(binary: str, site_port: int) -> None:
     tmp = tempfile.mkdtemp(prefix="cdp-mcp-tmp-")
     params = StdioServerParameters(command=binary, args=["mcp"], env=dict(os.environ, TMPDIR=tmp))
-    async with Client(params) as client:
+    # This script pins the 2025-11-25 revision (one task per session);
+    # revisions.py tests 2026-07-28.
+    async with Client(params, mode="legacy") as client:
         server_pid = server_pid_of(binary)
         browsers = await workflow(client, site_port, server_pid, "stdio")
         closing = time.monotonic()
@@ -325,12 +327,12 @@ async def run_http(binary: str, site_port: int) -> None:
     proc, url, _ = start_http_server(binary, [])
     log(f"HTTP server at {url}")
     try:
-        async with Client(url) as client:
+        async with Client(url, mode="legacy") as client:
             browsers = await workflow(client, site_port, proc.pid, "http")
         # The client deleted its session: that session's browser stops.
         wait_gone(browsers, "http: after the session was deleted")
         # One more session, left open: Ctrl-C must stop its browser too.
-        async with Client(url) as client:
+        async with Client(url, mode="legacy") as client:
             nav = await call(client, "browser_navigate", {"url": f"http://127.0.0.1:{site_port}/inner.html"})
             check(nav["status"] == "loaded", "http: a second session navigates")
             browsers = chromium_children(proc.pid)

@@ -488,6 +488,10 @@ async def mcp_server(
     server_environ["TMPDIR"] = scratch_dir(sc, label)
     server_environ.update(env or {})
     client_kwargs.setdefault("read_timeout_seconds", CALL_TIMEOUT_S)
+    # The 2025-11-25 revision (one task per session) unless the script asks
+    # for another: over HTTP a 2026-07-28 client must name its task
+    # (revisions.py tests that revision).
+    client_kwargs.setdefault("mode", "legacy")
     # No response cache: every resources/read must reach the server.
     client_kwargs.setdefault("cache", None)
     server: Server | None = None

@@ -37,6 +37,12 @@ sessions on it at once, each one task:
                             sessions each in a context of that browser
                             (cookies apart); both ended, the browser (not
                             ours) still runs, with no context of theirs left
+  browser_open_isolation    MCP 2026-07-28 over stdio (one task per process
+                            by default: browser): browser_open
+                            {isolation:"context"} twice gives two tasks in
+                            one browser, cookies apart; {isolation:"browser"}
+                            a browser of its own; browser_close disposes
+                            the context
   isolation_browser_opt_out browser.isolation: browser on the HTTP server
                             gives each session a browser of its own again
 
@@ -75,6 +81,7 @@ from common import (
     http_address,
     is_chromium,
     kill_tree,
+    mcp_server,
     page,
     run_phases,
     scratch_dir,
@@ -129,7 +136,7 @@ class Tasks:
 
             async def hold(slot=slot, ready=ready, done=done, ended=ended) -> None:
                 try:
-                    async with Client(self.url, read_timeout_seconds=CALL_TIMEOUT_S, cache=None) as c:
+                    async with Client(self.url, read_timeout_seconds=CALL_TIMEOUT_S, cache=None, mode="legacy") as c:
                         slot.append(c)
                         ready.set()
                         await done.wait()
@@ -525,6 +532,41 @@ async def cdp_url_browser_shared(sc: Scenario, binary: str) -> None:
     sc.check(alive(chromium.pid), "the cdp_url browser (not the server's) still runs")
 
 
+async def browser_open_isolation(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    site = f"http://127.0.0.1:{port}"
+    async with mcp_server(sc, binary, "open", [], mode="auto") as srv:
+        c = srv.client
+
+        async def on(task: str, name: str, args: dict) -> dict:
+            return await call(c, name, {**args, "task": task})
+
+        async def cookie(task: str) -> Any:
+            r = await on(task, "browser_cdp", {"method": "Runtime.evaluate",
+                                               "params": {"expression": "document.cookie", "returnByValue": True}})
+            return r["result"]["result"].get("value")
+
+        x = (await call(c, "browser_open", {"isolation": "context"}))["task"]
+        y = (await call(c, "browser_open", {"isolation": "context"}))["task"]
+        for task in (x, y):
+            r = await on(task, "browser_navigate", {"url": f"{site}/"})
+            sc.check(r["status"] == "loaded", "a context task navigates")
+        sc.check(len(browser_processes(srv.pid)) == 1, "two context tasks, one browser process")
+        await on(x, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "document.cookie = 'who=x; path=/'"}})
+        sc.check(await cookie(x) == "who=x" and await cookie(y) == "", "their cookies are apart")
+        z = (await call(c, "browser_open", {"isolation": "browser"}))["task"]
+        await on(z, "browser_navigate", {"url": f"{site}/"})
+        sc.check(len(browser_processes(srv.pid)) == 2, "an isolation browser task gets a browser of its own")
+        sc.check(await cookie(z) == "", "and none of the context tasks' cookies")
+        xs = {t["target_id"] for t in (await on(x, "browser_snapshot", {}))["tabs"]}
+        await call(c, "browser_close", {"task": x})
+        sc.check(await cookie(y) == "", "y goes on after x closed")
+        r = await on(y, "browser_navigate", {"url": f"{site}/?after"})
+        sc.check(r["status"] == "loaded" and len(browser_processes(srv.pid)) == 2,
+                 "the shared browser stays for y (and z's own)")
+        sc.check(xs, f"x had its tab ({xs})")
+
+
 async def isolation_browser_opt_out(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, site_pages)
     site = f"http://127.0.0.1:{port}"
@@ -543,6 +585,7 @@ SCENARIOS = {
     "faults_stay_in_their_task": faults_stay_in_their_task,
     "oopif_in_a_context": oopif_in_a_context,
     "cdp_url_browser_shared": cdp_url_browser_shared,
+    "browser_open_isolation": browser_open_isolation,
     "isolation_browser_opt_out": isolation_browser_opt_out,
 }
 # One at a time: each runs up to eight tasks on a 2-core machine.

@@ -40,13 +40,22 @@ the way an agent sees the product:
                                 dismissed: browser_dialog with its id says it
                                 is no longer pending, closed_by watchdog and
                                 when, not "unknown dialog_id"
+  navigate_and_answer_at_once   (issue 44, F1) an alert pending; browser_navigate,
+                                then browser_dialog 0–20 ms later (14 runs): the tab
+                                goes, the alert is closed_by agent whichever
+                                closed it, and the answer names no one else
+  a_held_navigation_leaves_the_snapshot_whole
+                                (issue 44, F3) browser_navigate twice while a
+                                beforeunload holds the first: the snapshot's
+                                url, tab and title stay the page still shown;
+                                dismissed, it stays; accepted, the new page
   a_click_that_loaded_nothing_closes_nothing_later
                                 a link to a 204 clicked (a navigation that
                                 never commits), then an alert that another
                                 CDP client's navigation closes: recent_dialogs says
                                 closed_by remote, not agent, before and after
                                 the page changes
-  beforeunload_and_an_oopif_alert_are_both_freed (only with --only)
+  beforeunload_and_an_oopif_alert_are_both_freed
                                 a beforeunload, then an alert in an OOPIF
                                 (Chromium answers only the most recent, and a
                                 top frame a beforeunload holds never
@@ -63,7 +72,6 @@ import asyncio
 import contextlib
 import json
 import re
-import sys
 import time
 import urllib.request
 from typing import Any, Awaitable, Callable
@@ -73,6 +81,7 @@ from mcp import Client
 
 from common import (
     Fail,
+    answer,
     Scenario,
     call,
     call_raw,
@@ -546,6 +555,75 @@ async def an_answer_to_a_dialog_just_closed_says_how_it_closed(sc: Scenario, bin
         sc.expect("closed_by: watchdog" in r.text and "closed_at" in r.text, f"how and when it closed ({r.text})")
 
 
+async def navigate_and_answer_at_once(sc: Scenario, binary: str) -> None:
+    """F1: browser_navigate, then browser_dialog a few ms later, while an
+    alert is pending: the navigation closes the alert before the answer
+    arrives, or the answer closes it first. Either way the agent closed it."""
+    port = await start_site(sc, site)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        for gap in [ms / 1000 for ms in (*range(0, 12), 15, 20)]:
+            await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/ask.html"})
+            await trigger(c, "openAlert")
+            d = await wait_pending(sc, c, "alert", "on the tab that goes", "the alert")
+            said: dict = {}
+
+            async def navigate() -> None:
+                said["navigate"] = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/next.html"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(navigate)
+                await anyio.sleep(gap)
+                said["dialog"] = await call_raw(c, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
+            snap = await snapshot(c)
+            closed = recent_has(snap, d["id"])
+            sc.check(snap.get("url", "").endswith("/next.html"), f"{gap * 1000:.0f} ms: the tab went to next.html ({snap.get('url')})")
+            sc.check(closed is not None and closed.get("closed_by") == "agent", f"{gap * 1000:.0f} ms: the alert was closed by the agent ({closed})")
+            r = said["dialog"]
+            sc.check(
+                "someone else" not in r.text and "remote" not in r.text,
+                f"{gap * 1000:.0f} ms: the answer names no one else ({r.is_error}, {r.text[:200]})",
+            )
+
+
+async def a_held_navigation_leaves_the_snapshot_whole(sc: Scenario, binary: str) -> None:
+    """F3: Chromium reports a navigation's URL from its start, also while a
+    beforeunload holds it: the snapshot said the new URL beside the old
+    page's title, outline and dialog."""
+    port = await start_site(sc, site)
+    base = f"http://127.0.0.1:{port}"
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"{base}/leave.html"})
+        # A user gesture, so that Chromium shows the beforeunload.
+        await click(c)
+
+        def whole(snap: dict, where: str) -> None:
+            tab = next((t for t in snap.get("tabs", []) if t.get("current")), {})
+            sc.check(
+                snap.get("url") == f"{base}/leave.html" and tab.get("url") == snap.get("url") and snap.get("title") == "leave page",
+                f"{where}: the snapshot is the page that is still shown ({snap.get('url')}, tab {tab.get('url')}, {snap.get('title')!r})",
+            )
+
+        for target in ("next.html", "plain.html"):
+            r = await call(c, "browser_navigate", {"url": f"{base}/{target}"})
+            sc.check(r.get("status") == "dialog_pending", f"browser_navigate to {target}: dialog_pending ({r.get('status')})")
+            sc.check(r.get("url") in (None, f"{base}/leave.html"), f"its result names no URL the tab is not on ({r.get('url')})")
+            whole(await snapshot(c), f"held on the way to {target}")
+        d = await wait_pending(sc, c, "beforeunload", None, "the beforeunload")
+        await answer(sc, c, d, "dismiss", "staying")
+        whole(await snapshot(c), "after staying")
+        r = await call(c, "browser_navigate", {"url": f"{base}/plain.html"})
+        d = await wait_pending(sc, c, "beforeunload", None, "the beforeunload again")
+        await answer(sc, c, d, "accept", "leaving")
+        deadline = time.monotonic() + RECONNECT_DEADLINE_S
+        snap = await snapshot(c)
+        while snap.get("title") != "plain" and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+            snap = await snapshot(c)
+        sc.check(snap.get("url") == f"{base}/plain.html" and snap.get("title") == "plain", f"after leaving: the new page, whole ({snap.get('url')}, {snap.get('title')!r})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
@@ -556,15 +634,10 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "a_same_site_popups_dialog_claims_the_openers_navigation": a_same_site_popups_dialog_claims_the_openers_navigation,
     "a_click_that_loaded_nothing_closes_nothing_later": a_click_that_loaded_nothing_closes_nothing_later,
     "an_answer_to_a_dialog_just_closed_says_how_it_closed": an_answer_to_a_dialog_just_closed_says_how_it_closed,
+    "navigate_and_answer_at_once": navigate_and_answer_at_once,
+    "a_held_navigation_leaves_the_snapshot_whole": a_held_navigation_leaves_the_snapshot_whole,
 }
-# Not in the default run: beforeunload_and_an_oopif_alert_are_both_freed
-# passes on an idle machine but failed once in a loaded CI run (Chromium
-# replied to the watchdog's answer before its closed events, both dialogs
-# closed, and the page then stayed blocked for more than 10 s): an open
-# defect, run it with --only.
-PHASES = [[n for n in SCENARIOS if n != "beforeunload_and_an_oopif_alert_are_both_freed"]]
-if "--only" in sys.argv:  # named scenarios run whether in the default run or not
-    PHASES = [list(SCENARIOS)]
+PHASES = [list(SCENARIOS)]
 
 
 async def main() -> int:

@@ -144,7 +144,7 @@ async def main() -> int:
 
             async def held(i: int) -> None:
                 nonlocal done
-                async with Client(url, read_timeout_seconds=DEADLINE_S) as c:
+                async with Client(url, mode="legacy", read_timeout_seconds=DEADLINE_S) as c:
                     t = time.monotonic()
                     r = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/"})
                     if r.get("status") != "loaded":

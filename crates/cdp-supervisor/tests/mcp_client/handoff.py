@@ -472,7 +472,7 @@ async def tokens_and_origins(sc: Scenario, binary: str) -> None:
         await person.screen()
         url = await http_url_of(srv)
         from mcp import Client
-        async with Client(url, read_timeout_seconds=60) as second:
+        async with Client(url, mode="legacy", read_timeout_seconds=60) as second:
             await call(second, "browser_navigate", {"url": f"http://a.test:{port}/main"})
             h2 = await call(second, "browser_handoff", {"reason": "Second task.", "wait": False})
             await person.open(h2["url"])

@@ -25,7 +25,8 @@ the first browser_navigate:
   popup_storm_capped        one click opens 50 popups: 20 tabs supervised
                             (max_tabs), tabs_truncated, the page still answers,
                             and every popup (supervised or not) was resumed
-  crashed_tab               Page.crash: crashed:true at once, a call on the tab
+  crashed_tab               Page.crash: crashed:true at once, the snapshot's
+                            outline says so (issue 44), a call on the tab
                             fails at once naming browser_navigate, which reloads it
   file_chooser              a click on a file input (multiple) is a pending
                             file_chooser (selectMultiple); accepted with two
@@ -415,6 +416,10 @@ async def crashed_tab(sc: Scenario, binary: str) -> None:
         sc.check(r.is_error and "crashed" in r.text and r.seconds < 20, f"the call in flight ended with the crash ({r.seconds:.1f} s: {r.text[:200]})")
         tabs = await wait_tabs(sc, c, "the crash is reported", lambda t: any(x["crashed"] for x in t))
         sc.check(tabs[0]["target_id"] == tid, "the crashed tab is the current one")
+        # What the model reads says so (one tab: the text shows no tab list).
+        r = await call_raw(c, "browser_snapshot", {})
+        sc.check("renderer crashed" in r.text and "browser_navigate reloads it" in r.text,
+                 f"the snapshot's text says the tab crashed and how to reload it ({r.text[-300:]!r})")
         t = time.monotonic()
         r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "1"}})
         took = time.monotonic() - t

@@ -46,9 +46,19 @@ impl Page {
     /// centre, and clicks there with real mouse events on the top-level page
     /// session. Returns `{clicked, x, y}` (top-level CSS pixels).
     ///
+    /// Chromium's browser process routes a click to a cross-origin iframe
+    /// (OOPIF) by its compositor's hit-test data, which lags a scroll or a
+    /// frame that has just loaded: such a click reaches the iframe element
+    /// in the parent instead. For an element in an OOPIF the click waits
+    /// until the frames holding it have painted twice, checks where its
+    /// `pointerdown`/`mousedown` arrived, and clicks once more when the
+    /// parent got it and the frame did not; a second miss is an error, not
+    /// a `clicked` that did not happen.
+    ///
     /// # Errors
     /// A stale or unknown ref; an element covered, zero-sized or detached
-    /// (nothing dispatched); the dispatch's own failure.
+    /// (nothing dispatched); a click that twice reached the page around its
+    /// OOPIF instead; the dispatch's own failure.
     pub async fn click(
         &self,
         r: &str,
@@ -61,9 +71,6 @@ impl Page {
         ))
         .await?;
         scroll_into_view(&conn, &node).await;
-        let (cx, cy) = self.centre(&conn, &node, r).await?;
-        not_covered(&conn, &node, &object, (cx, cy), r).await?;
-        let (x, y) = self.offset_to_top(&conn, &node, (cx, cy), r).await?;
         let (_, page) = self.supervisor.route(None, None, false).await?;
         if self.supervisor.snapshot().tabs.len() > 1 {
             // Chromium answers mouse input to a tab in the background only
@@ -71,8 +78,71 @@ impl Page {
             // opened is in front: the tab clicked in comes to the front.
             let _ = act_read(&conn, &page, "Page.bringToFront", json!({})).await;
         }
-        self.dispatch_click(page, (x, y), button, click_count, r)
+        let Some(parent) = node.owners.first() else {
+            let (x, y) = self.aim(&conn, &node, &object, r).await?;
+            return self
+                .dispatch_click(page, (x, y), button, click_count, r)
+                .await;
+        };
+        painted_twice(&conn, &node, &object).await;
+        for attempt in 1..=2 {
+            let (x, y) = self.aim(&conn, &node, &object, r).await?;
+            let inside = arm_probe(&conn, &node.session, &object).await;
+            let around = match act_read(
+                &conn,
+                &parent.session,
+                "DOM.resolveNode",
+                json!({"backendNodeId": parent.backend_node_id}),
+            )
             .await
+            {
+                Ok(v) => match v.pointer("/object/objectId").and_then(Value::as_str) {
+                    Some(iframe) => arm_probe(&conn, &parent.session, iframe).await,
+                    None => None,
+                },
+                Err(_) => None,
+            };
+            let outcome = self
+                .dispatch_click(page.clone(), (x, y), button, click_count, r)
+                .await?;
+            let (Some(inside), Some(around), CallOutcome::Reply(_)) = (inside, around, &outcome)
+            else {
+                return Ok(outcome);
+            };
+            // A probe that cannot be read (the frame navigated, a dialog
+            // came up) counts as a click that arrived: only a miss seen on
+            // both sides is clicked again.
+            let missed = probe_hit(&conn, &node.session, &inside).await == Some(false)
+                && probe_hit(&conn, &parent.session, &around).await == Some(true);
+            if !missed {
+                return Ok(outcome);
+            }
+            tracing::debug!(
+                r,
+                attempt,
+                "a click for an OOPIF reached the page around it; waiting for its frames to paint"
+            );
+            if attempt == 1 {
+                painted_twice(&conn, &node, &object).await;
+            }
+        }
+        Err(ActError::Element(format!(
+            "the click on {r} did not reach it: twice Chromium gave it to the <iframe> holding {r} in the page around it (it does so while a cross-origin frame is not yet ready for input), so nothing in that frame was clicked; browser_click again, or browser_snapshot to see the page"
+        )))
+    }
+
+    /// Where to click `node`: its centre in top-level CSS pixels, once no
+    /// other element covers it there.
+    async fn aim(
+        &self,
+        conn: &Connection,
+        node: &NodeRef,
+        object: &str,
+        r: &str,
+    ) -> Result<(f64, f64), ActError> {
+        let (cx, cy) = self.centre(conn, node, r).await?;
+        not_covered(conn, node, object, (cx, cy), r).await?;
+        self.offset_to_top(conn, node, (cx, cy), r).await
     }
 
     /// Moves the mouse to (`x`, `y`) on the page session and clicks there
@@ -367,6 +437,73 @@ async fn scroll_into_view(conn: &Connection, node: &NodeRef) {
         )
         .await;
     }
+}
+
+/// Waits (at most [`ACT_READ_TIMEOUT`] each) until the OOPIF holding
+/// `node` and each document above it have run two animation frames: by then
+/// the compositor frames that place the OOPIF where it now is were
+/// submitted, and with them the hit-test data input is routed by. Best
+/// effort: a frame that does not paint (throttled, busy) only delays.
+async fn painted_twice(conn: &Connection, node: &NodeRef, object: &str) {
+    const TWO_FRAMES: &str =
+        "new Promise(r=>requestAnimationFrame(()=>requestAnimationFrame(()=>r(true))))";
+    let inside = act_read(
+        conn,
+        &node.session,
+        "Runtime.callFunctionOn",
+        json!({"objectId": object, "functionDeclaration": format!("function(){{return {TWO_FRAMES}}}"), "awaitPromise": true}),
+    );
+    let around = futures_util::future::join_all(node.owners.iter().map(|o| {
+        act_read(
+            conn,
+            &o.session,
+            "Runtime.evaluate",
+            json!({"expression": TWO_FRAMES, "awaitPromise": true}),
+        )
+    }));
+    let _ = tokio::join!(inside, around);
+}
+
+/// Listens, on the window of the document holding `object`, for the next
+/// `pointerdown` or `mousedown`; returns the listener's record (an object
+/// id no page script can reach) for [`probe_hit`], or `None` when it could
+/// not be set.
+async fn arm_probe(conn: &Connection, session: &SessionId, object: &str) -> Option<String> {
+    const ARM_FN: &str = "function(){const w=this.ownerDocument.defaultView;const s={hit:false};const f=()=>{s.hit=true};const o={capture:true};w.addEventListener('pointerdown',f,o);w.addEventListener('mousedown',f,o);s.off=()=>{w.removeEventListener('pointerdown',f,o);w.removeEventListener('mousedown',f,o)};return s}";
+    let v = act_read(
+        conn,
+        session,
+        "Runtime.callFunctionOn",
+        json!({"objectId": object, "functionDeclaration": ARM_FN}),
+    )
+    .await
+    .ok()?;
+    v.pointer("/result/objectId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Whether the probe [`arm_probe`] set saw a press; removes its listeners.
+/// `None` when it cannot be read (its document is gone).
+async fn probe_hit(conn: &Connection, session: &SessionId, probe: &str) -> Option<bool> {
+    let hit = call_on(
+        conn,
+        session,
+        probe,
+        "function(){this.off();return this.hit}",
+        json!([]),
+    )
+    .await
+    .ok()?
+    .as_bool();
+    let _ = act_read(
+        conn,
+        session,
+        "Runtime.releaseObject",
+        json!({"objectId": probe}),
+    )
+    .await;
+    hit
 }
 
 /// Checks that a click at the element's centre (`cx`, `cy`, in its

@@ -725,7 +725,7 @@ type Reconnect = BoxFuture<Result<Attached, StartError>>;
 #[cfg(test)]
 mod tests {
     use super::run::spawn_owned;
-    use super::tabs::{live_or_known, live_pages};
+    use super::tabs::{Known, live_or_known, live_pages};
     use super::*;
 
     #[test]
@@ -740,10 +740,15 @@ mod tests {
             opener_id: None,
             browser_context_id: None,
         };
+        let known = |id: &str, url: &str| Known {
+            target_id: id.into(),
+            url: url.into(),
+            held: false,
+        };
         let ours = || {
             vec![
-                ("T1".to_owned(), "http://a.test/1".to_owned()),
-                ("T2".to_owned(), "http://a.test/2".to_owned()),
+                known("T1", "http://a.test/1"),
+                known("T2", "http://a.test/2"),
             ]
         };
         // Between two documents: the URL is the last known, the title live;
@@ -760,10 +765,18 @@ mod tests {
         assert_eq!(live[0].url, "http://a.test/1");
         assert_eq!(live[1].url, "http://a.test/3", "{live:?}");
         assert_eq!(live[1].title, "three");
-        assert_eq!(live_or_known("", "http://a.test/1"), "http://a.test/1");
         assert_eq!(
-            live_or_known("about:blank", "http://a.test/1"),
+            live_or_known("", "http://a.test/1", false),
+            "http://a.test/1"
+        );
+        assert_eq!(
+            live_or_known("about:blank", "http://a.test/1", false),
             "about:blank"
+        );
+        // A beforeunload holds the navigation Chromium already reports.
+        assert_eq!(
+            live_or_known("http://a.test/next", "http://a.test/1", true),
+            "http://a.test/1"
         );
     }
 

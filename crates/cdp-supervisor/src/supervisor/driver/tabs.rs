@@ -218,11 +218,15 @@ impl Supervisor {
     /// is left out.
     pub async fn live_tabs(&self, within: Duration) -> Option<Vec<LivePage>> {
         let conn = self.connection()?;
-        let ours: Vec<(String, String)> = self
+        let ours: Vec<Known> = self
             .snapshot()
             .tabs
             .iter()
-            .map(|t| (t.target_id.clone(), t.url.to_string()))
+            .map(|t| Known {
+                target_id: t.target_id.clone(),
+                url: t.url.to_string(),
+                held: t.pending_dialogs > 0,
+            })
             .collect();
         let all = conn
             .send(None, "Target.getTargets", json!({}), within)
@@ -245,6 +249,10 @@ impl Supervisor {
         let conn = self.connection()?;
         let snap = self.snapshot();
         let target_id = snap.frame_tree.top.as_ref()?.frame_id.clone();
+        let held = snap
+            .pending_dialogs
+            .iter()
+            .any(|d| d.target_id.as_deref() == Some(target_id.as_str()));
         let info = conn
             .send(
                 None,
@@ -261,7 +269,7 @@ impl Supervisor {
         };
         Some(LivePage {
             target_id,
-            url: live_or_known(&field("url")?, &snap.url).to_owned(),
+            url: live_or_known(&field("url")?, &snap.url, held).to_owned(),
             title: field("title").unwrap_or_default(),
         })
     }
@@ -429,22 +437,38 @@ impl Supervisor {
 
 /// Each of `ours` (target id, URL as last known) that Chromium lists in
 /// `infos`, with its URL and title there ([`Supervisor::live_tabs`]).
-pub(super) fn live_pages(ours: Vec<(String, String)>, infos: &[TargetInfo]) -> Vec<LivePage> {
+/// A supervised tab as the last snapshot knows it, for [`live_pages`].
+pub(super) struct Known {
+    pub(super) target_id: String,
+    /// The URL of the document the events told (its commit).
+    pub(super) url: String,
+    /// A dialog holds the tab (see [`live_or_known`]).
+    pub(super) held: bool,
+}
+
+pub(super) fn live_pages(ours: Vec<Known>, infos: &[TargetInfo]) -> Vec<LivePage> {
     ours.into_iter()
-        .filter_map(|(id, known)| {
-            let t = infos.iter().find(|t| t.target_id.0 == id)?;
+        .filter_map(|k| {
+            let t = infos.iter().find(|t| t.target_id.0 == k.target_id)?;
             Some(LivePage {
-                url: live_or_known(&t.url, &known).to_owned(),
+                url: live_or_known(&t.url, &k.url, k.held).to_owned(),
                 title: t.title.clone(),
-                target_id: id,
+                target_id: k.target_id,
             })
         })
         .collect()
 }
 
-/// The URL Chromium reports now, or the last known one while it reports
-/// none: a tab between two documents can answer `""` (seen on a page
-/// navigating every 20 ms: 3 snapshots in 60 said `url: ""`).
-pub(super) fn live_or_known<'a>(live: &'a str, known: &'a str) -> &'a str {
-    if live.is_empty() { known } else { live }
+/// The URL Chromium reports now, or the last known one (the document's
+/// own) while it reports none — a tab between two documents can answer
+/// `""` (seen on a page navigating every 20 ms: 3 snapshots in 60 said
+/// `url: ""`) — or while a dialog holds the tab (`held`): Chromium reports
+/// a navigation's URL from its start, and one a `beforeunload` holds has
+/// not left the document the page, its title and its dialog are still on.
+pub(super) fn live_or_known<'a>(live: &'a str, known: &'a str, held: bool) -> &'a str {
+    if live.is_empty() || (held && !known.is_empty()) {
+        known
+    } else {
+        live
+    }
 }

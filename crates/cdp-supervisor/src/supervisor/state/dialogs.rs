@@ -68,13 +68,14 @@ pub fn closed_by(cause: CloseCause) -> ClosedBy {
 #[derive(Clone, Debug)]
 struct Answering {
     by: ClosedBy,
-    /// The number the next dialog would get when the answer went out: a
-    /// dialog numbered this or higher opened while it was in flight.
-    newer_from: u64,
     /// Chromium closed another dialog (the most recent) with it.
     landed_elsewhere: bool,
     /// It closed its own dialog: it closes no other.
     spent: bool,
+    /// A navigation of ours (by whom) was releasing its dialog too when the
+    /// dialog closed: if Chromium then says the answer found no dialog,
+    /// that navigation closed it, not another client.
+    navigating_too: Option<ClosedBy>,
     ticket: Option<u64>,
     /// What we answered, recorded when no closed event tells (the bridge).
     accept: bool,
@@ -87,9 +88,9 @@ impl Answering {
     fn without_text(by: ClosedBy, ticket: Option<u64>, accept: bool) -> Answering {
         Answering {
             by,
-            newer_from: u64::MAX,
             landed_elsewhere: false,
             spent: false,
+            navigating_too: None,
             ticket,
             accept,
             prompt_text: None,
@@ -672,7 +673,6 @@ impl State {
         // Accepting a prompt without text answers with the default, as a person pressing OK would.
         let text = (accept && d.view.dialog_type == DialogType::Prompt)
             .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
-        let newer_from = self.dialogs.next;
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
@@ -693,9 +693,9 @@ impl State {
         // javascriptDialogClosed before its reply.
         d.answering = Some(Answering {
             by,
-            newer_from,
             landed_elsewhere: false,
             spent: false,
+            navigating_too: None,
             ticket,
             accept,
             prompt_text: text,
@@ -895,6 +895,11 @@ impl State {
             .map(|f| self.frames.lineage(f))
             .unwrap_or_default();
         let (answering, other) = self.answer_that_closed(d);
+        // Chromium reports what closed the dialog: our own answer to it
+        // would have said what we asked (a crash or a navigation closing
+        // it under an accept in flight says `false`).
+        let answering =
+            answering.filter(|_| d.answering.as_ref().is_none_or(|a| a.accept == c.result));
         // A navigation leaves a beforeunload accepted; one dismissed was
         // not closed by the navigation it held (which it cancels).
         let navigation = if d.view.dialog_type == DialogType::Beforeunload && !c.result {
@@ -926,8 +931,9 @@ impl State {
     /// Whose answer closed native dialog `d` (its `javascriptDialogClosed`
     /// came), if ours did. Chromium answers `handleJavaScriptDialog` for the
     /// page's most recent dialog, whichever one the command meant (CDP facts):
-    /// - an answer of ours to `d` sent before a newer dialog opened landed
-    ///   on that newer one: `d` was closed by Chromium for the newer dialog;
+    /// - with a newer dialog pending in `d`'s tab, `d` was closed by
+    ///   Chromium for it (a tab shows one at a time), and an answer of ours
+    ///   to `d` lands on the newer one;
     /// - with no answer of ours to `d`, an answer of ours to another dialog
     ///   in flight closed `d` when `d` is the most recent one (that other
     ///   dialog's id is returned too: it is still open).
@@ -935,10 +941,26 @@ impl State {
         if !d.is_native() {
             return (d.answering.as_ref().map(|a| a.by), None);
         }
-        let natives = || self.dialogs.pending.iter().filter(|x| x.is_native());
-        if let Some(a) = &d.answering {
-            let replaced = natives().any(|x| x.number >= a.newer_from && x.number > d.number);
-            return ((!replaced).then_some(a.by), None);
+        // A tab shows one JS dialog at a time: a newer one, in any frame of
+        // it, closes the one showing.
+        let natives = || {
+            self.dialogs
+                .pending
+                .iter()
+                .filter(|x| x.is_native() && x.view.target_id == d.view.target_id)
+        };
+        if d.answering.is_some() {
+            // A newer one already pending closed `d` when it opened
+            // (Chromium may report that closing after the newer one's
+            // opening), whether our answer to `d` went out before it (the
+            // answer lands on the newer one) or after.
+            let replaced = natives().any(|x| x.number > d.number);
+            return (
+                (!replaced)
+                    .then(|| d.answering.as_ref().map(|a| a.by))
+                    .flatten(),
+                None,
+            );
         }
         let newest = natives().map(|x| x.number).max() == Some(d.number);
         if !newest {
@@ -1005,6 +1027,46 @@ impl State {
         }
     }
 
+    /// The renderer behind `session` (an OOPIF's) is gone: the JS dialogs
+    /// its frames showed closed with it (`remote`, or the release in
+    /// flight's). A frame is that renderer's when the nearest target root
+    /// at or above it is the session's own frame (a nested OOPIF has its
+    /// own renderer).
+    pub(super) fn close_dialogs_of_renderer(&mut self, session: &SessionId, now: Now) {
+        let Some(root) = self.targets.frame_of(session) else {
+            return;
+        };
+        let roots: Vec<FrameId> = self
+            .targets
+            .session_ids()
+            .filter_map(|s| self.targets.frame_of(s))
+            .collect();
+        let closing: Vec<(String, CloseCause)> = self
+            .dialogs
+            .pending
+            .iter()
+            .filter(|d| {
+                d.is_native()
+                    && d.frame_id.as_ref().is_some_and(|f| {
+                        self.frames
+                            .lineage(f)
+                            .into_iter()
+                            .find(|x| roots.contains(x))
+                            .is_some_and(|x| x == root)
+                    })
+            })
+            .map(|d| {
+                let cause = d
+                    .releasing
+                    .map_or(CloseCause::PageGone, CloseCause::Released);
+                (d.view.id.clone(), cause)
+            })
+            .collect();
+        for (id, cause) in closing {
+            self.close_dialog(&id, cause, None, None, now);
+        }
+    }
+
     fn close_dialog(
         &mut self,
         id: &str,
@@ -1051,8 +1113,26 @@ impl State {
                         ..
                     }
             );
-            if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX {
-                dialogs.answers_after_close.pop_front();
+            if let CloseCause::ClosedEvent { navigation, .. } = cause {
+                a.navigating_too = navigation;
+            }
+            if dialogs.answers_after_close.len() == ANSWERS_AFTER_CLOSE_MAX
+                && let Some((oldest, waiting)) = dialogs.answers_after_close.pop_front()
+                && let Some(ticket) = waiting.ticket
+            {
+                // Its reply is not waited for any longer: the agent hears
+                // now what the record says, rather than nothing.
+                self.out.push(Output::AnswerDone {
+                    ticket,
+                    result: Box::new(if waiting.spent {
+                        Ok(oldest)
+                    } else {
+                        Err(DialogError::ClosedBefore {
+                            id: oldest.dialog.id.clone(),
+                            closed_by: oldest.closed_by,
+                        })
+                    }),
+                });
             }
             dialogs
                 .answers_after_close
@@ -1208,9 +1288,24 @@ impl State {
         }
         let lost = matches!(result, Err(e) if e.is_code(ERROR_INVALID_PARAMS));
         if lost && closed.closed_by == answering.by {
-            closed.closed_by = closed_by(CloseCause::LostRace);
+            // No dialog for the answer: our own navigation closed it, if one
+            // was releasing it (the answer counted for nothing), else
+            // another client did.
+            closed.closed_by = answering
+                .navigating_too
+                .unwrap_or_else(|| closed_by(CloseCause::LostRace));
             if let Some(r) = dialogs.recent.iter_mut().rev().find(|c| c.dialog.id == id) {
                 Arc::make_mut(r).closed_by = closed.closed_by;
+            }
+            if let (Some(by), Some(ticket)) = (answering.navigating_too, answering.ticket) {
+                self.out.push(Output::AnswerDone {
+                    ticket,
+                    result: Box::new(Err(DialogError::ClosedBefore {
+                        id: id.to_owned(),
+                        closed_by: by,
+                    })),
+                });
+                return;
             }
         }
         if let Some(ticket) = answering.ticket {

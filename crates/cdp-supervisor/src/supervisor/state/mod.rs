@@ -609,6 +609,14 @@ impl State {
             // A crash is the tabs' business (`Tabs`): the tab stays, marked.
             // Browser-level: the tabs' coordinator keeps the downloads.
             Event::DownloadWillBegin(_) | Event::DownloadProgress(_) => {}
+            // An OOPIF's renderer crashed: its dialogs went with it (its
+            // frame stays, a sad frame; no dialog-closed event comes). The
+            // tab's own crash is the tabs' business (`Tabs`).
+            Event::InspectorTargetCrashed if !top => {
+                if let Some(session) = known {
+                    self.close_dialogs_of_renderer(session, now);
+                }
+            }
             Event::InspectorTargetCrashed | Event::Unparsed { .. } | Event::Other { .. } => {}
         }
     }
