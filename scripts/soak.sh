@@ -9,9 +9,13 @@
 # the seed: rerun with --seed S to replay the same schedule).
 #
 #   scripts/soak.sh [--minutes N] [--sessions K] [--seed S] [--many M] [--many-seconds S]
+#                   [--isolation browser|context]
 #
 # Defaults: 10 minutes, 4 sessions, a random seed, 16 sessions for 30 s at
-# the end (--many 0 skips that phase). The binary is $CDP_SUPERVISOR_BIN,
+# the end (--many 0 skips that phase), each with a browser of its own
+# (--isolation context: each in a browser context of one shared browser,
+# DESIGN "Many tasks, one browser"; the run then also checks that exactly
+# one browser process serves them). The binary is $CDP_SUPERVISOR_BIN,
 # else target/release/cdp-supervisor, built with cargo when missing. Needs
 # python3 (with venv), Chromium on PATH (or CHROMIUM=path), and network
 # access for the first `pip install mcp` (tests/mcp_client/run.sh's venv).

@@ -319,3 +319,62 @@ def test_await_handoff_times_out(site: str) -> None:
 
     r = asyncio.run(main())
     assert r["status"] == "timed_out" and r["handoff"]["ended_by"] == "timeout", r
+
+
+def _browser_processes() -> List[int]:
+    """Chromium browser processes the library launched (not renderers or
+    helpers, not the fixtures' own Chromium) under this process."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        ours = b"cdp-supervisor-chromium-" in args  # a profile the library made
+        if ppid == me and ours and b"--type=" not in args:
+            found.append(int(entry))
+    return found
+
+
+def _context_of(t: Task) -> str:
+    info: Dict[str, Any] = t.cdp("Target.getTargetInfo")["result"]["targetInfo"]
+    ctx: str = info["browserContextId"]
+    return ctx
+
+
+def _eval(t: Task, expression: str) -> Any:
+    r = t.cdp("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    return r["result"]["result"].get("value")
+
+
+def test_tasks_with_isolation_context_share_one_browser_a_context_each(site: str) -> None:
+    """Issue 41: ``Task(isolation="context")``: the tasks of the process
+    share one Chromium, each in a browser context of its own."""
+    a = Task(isolation="context", chromium_args=[HOST_RULES])
+    b = Task(isolation="context", chromium_args=[HOST_RULES])
+    try:
+        a.navigate(f"{site}/main.html")
+        b.navigate(f"{site}/main.html")
+        ca, cb = _context_of(a), _context_of(b)
+        assert ca != cb
+        # One browser for both.
+        assert len(_browser_processes()) == 1
+        _eval(a, "document.cookie = 'who=a; path=/'; 1")
+        assert _eval(a, "document.cookie") == "who=a"
+        assert _eval(b, "document.cookie") == ""
+        with pytest.raises(ToolError, match="refused"):
+            b.cdp("Target.disposeBrowserContext", {"browserContextId": ca})
+        a.close()
+        assert b.navigate(f"{site}/main.html")["status"] == "loaded"
+        assert _eval(b, "document.cookie") == ""
+        assert len(_browser_processes()) == 1
+    finally:
+        a.close()
+        b.close()

@@ -31,6 +31,8 @@ pub struct Seen {
     blocked_at: f64,
     /// Downloads reported, with the state they were reported in.
     downloads: HashMap<String, DownloadState>,
+    /// The supervisor's reconnects as last reported.
+    reconnects: u64,
 }
 
 /// What the result itself already tells (not repeated in `changes`).
@@ -57,6 +59,7 @@ impl Seen {
     pub fn diff(&self, snap: &Snapshot, told: &Told) -> (Option<Value>, Seen) {
         let mut seen = Seen {
             blocked_at: self.blocked_at,
+            reconnects: snap.reconnects,
             ..Seen::default()
         };
         let (opened, closed) = self.dialog_changes(snap, &mut seen);
@@ -78,6 +81,14 @@ impl Seen {
         put("blocked_navigations", blocked);
         if let Some(url) = navigated {
             out.insert("navigated".into(), json!(url));
+        }
+        if snap.reconnects > self.reconnects {
+            // The connection dropped and came back (with `isolation:
+            // context`, in a new context: the tabs before it are gone).
+            out.insert(
+                "reconnected".into(),
+                json!(snap.reconnects - self.reconnects),
+            );
         }
         ((!out.is_empty()).then_some(Value::Object(out)), seen)
     }

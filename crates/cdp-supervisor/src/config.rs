@@ -15,6 +15,8 @@
 //!   chromium_args: []           # extra flags for a launched Chromium
 //!   target_id: ""               # with cdp_url: the tab to supervise; empty: first page
 //!   max_tabs: 20                # tabs supervised per task (popups past it: tabs_truncated)
+//!   isolation: ""               # browser | context; empty: context for `mcp --http` on a local browser, else browser
+//!   proxy: ""                   # with isolation context: each task's context uses this proxy server
 //!   allowed_origins: []         # documents may load only from these origins (empty: any)
 //!   blocked_origins: []         # never from these (wins over allowed_origins)
 //!   allow_file_urls: false      # file: documents
@@ -109,6 +111,8 @@ pub const KEYS: &[&str] = &[
     "browser.chromium_args",
     "browser.target_id",
     "browser.max_tabs",
+    "browser.isolation",
+    "browser.proxy",
     "browser.allowed_origins",
     "browser.blocked_origins",
     "browser.allow_file_urls",
@@ -158,6 +162,13 @@ pub struct BrowserConfig {
     /// Tabs supervised per task, the first one included; popups past it
     /// are not supervised (the snapshot says `tabs_truncated`). 1 to 1000.
     pub max_tabs: usize,
+    /// `browser.isolation`: a browser per task, or a browser context per
+    /// task in one shared browser (DESIGN "Many tasks, one browser");
+    /// `None`: the surface's default ([`Isolation::default_for`]).
+    pub isolation: Option<Isolation>,
+    /// `browser.proxy`: with `isolation: context`, the proxy server of every
+    /// task's context (`Target.createBrowserContext{proxyServer}`); empty: none.
+    pub proxy: String,
     /// Documents may load only from these origins (empty: any). Each entry
     /// is valid ([`OriginPattern::parse`]).
     pub allowed_origins: Vec<String>,
@@ -203,6 +214,8 @@ impl Default for BrowserConfig {
             chromium_args: Vec::new(),
             target_id: String::new(),
             max_tabs: crate::supervisor::state::MAX_TABS_DEFAULT,
+            isolation: None,
+            proxy: String::new(),
             allowed_origins: Vec::new(),
             blocked_origins: Vec::new(),
             allow_file_urls: false,
@@ -258,6 +271,58 @@ impl BrowserConfig {
             &self.blocked_origins,
             self.allow_file_urls,
         )
+    }
+}
+
+/// How tasks share browsers (`browser.isolation`, DESIGN "Many tasks, one
+/// browser").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// A browser per task (launched, or the configured one attached).
+    Browser,
+    /// One browser for the process, a browser context per task.
+    Context,
+}
+
+impl Isolation {
+    /// The values `browser.isolation` takes, for errors.
+    pub const ALLOWED: &'static str = "browser, context (or empty: the surface's default)";
+
+    /// The name in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::Browser => "browser",
+            Isolation::Context => "context",
+        }
+    }
+
+    /// What `configured` means on a surface: unset, `context` for a
+    /// server of many tasks (`mcp --http`) on a local browser, else
+    /// `browser` (stdio: one task per process; `cdp_url` and providers:
+    /// the endpoint's own browser).
+    pub fn default_for(
+        configured: Option<Isolation>,
+        many_tasks: bool,
+        b: &BrowserConfig,
+    ) -> Isolation {
+        configured.unwrap_or(
+            if many_tasks && b.cdp_url.is_empty() && b.cloud_provider == CloudProvider::Local {
+                Isolation::Context
+            } else {
+                Isolation::Browser
+            },
+        )
+    }
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.trim() {
+            "browser" => Ok(Isolation::Browser),
+            "context" => Ok(Isolation::Context),
+            _ => Err(()),
+        }
     }
 }
 
@@ -653,6 +718,13 @@ impl Config {
                 b.chromium_args = parse_args(value).ok_or_else(|| bad(ARGS_ALLOWED))?;
             }
             "browser.target_id" => b.target_id = value.to_owned(),
+            "browser.isolation" => {
+                b.isolation = match value.trim() {
+                    "" => None,
+                    v => Some(v.parse().map_err(|()| bad(Isolation::ALLOWED))?),
+                };
+            }
+            "browser.proxy" => b.proxy = value.trim().to_owned(),
             "browser.max_tabs" => {
                 b.max_tabs =
                     number_in(value, 1..=MAX_TABS_MAX).ok_or_else(|| bad(MAX_TABS_ALLOWED))?;
@@ -743,6 +815,8 @@ impl Config {
             "browser.chromium_args" => b.chromium_args = d.chromium_args,
             "browser.target_id" => b.target_id = d.target_id,
             "browser.max_tabs" => b.max_tabs = d.max_tabs,
+            "browser.isolation" => b.isolation = d.isolation,
+            "browser.proxy" => b.proxy = d.proxy,
             "browser.allowed_origins" => b.allowed_origins = d.allowed_origins,
             "browser.blocked_origins" => b.blocked_origins = d.blocked_origins,
             "browser.allow_file_urls" => b.allow_file_urls = d.allow_file_urls,
@@ -1681,5 +1755,50 @@ mod tests {
         let o = c.browser.launch_options();
         assert_eq!(o.chromium_path.as_deref(), Some(Path::new("/x/chrome")));
         assert_eq!(o.extra_args, ["--a"]);
+    }
+
+    /// Issue 41: `browser.isolation` and `browser.proxy`, from YAML, the
+    /// environment and flags; the surface's default when unset.
+    #[test]
+    fn isolation_is_browser_or_context_and_defaults_by_surface() {
+        let mut c = Config::default();
+        assert_eq!(c.browser.isolation, None);
+        let local = Isolation::default_for(None, true, &c.browser);
+        assert_eq!(local, Isolation::Context, "mcp --http on a local browser");
+        assert_eq!(
+            Isolation::default_for(None, false, &c.browser),
+            Isolation::Browser
+        );
+        c.set("browser.isolation", "context").unwrap();
+        assert_eq!(c.browser.isolation, Some(Isolation::Context));
+        c.set("browser.isolation", "browser").unwrap();
+        assert_eq!(
+            Isolation::default_for(c.browser.isolation, true, &c.browser),
+            Isolation::Browser
+        );
+        let e = c.set("browser.isolation", "tab").unwrap_err().to_string();
+        assert!(
+            e.contains("browser.isolation") && e.contains("context"),
+            "{e}"
+        );
+        c.set("browser.cdp_url", "http://127.0.0.1:9222").unwrap();
+        assert_eq!(
+            Isolation::default_for(None, true, &c.browser),
+            Isolation::Browser,
+            "an endpoint's own browser"
+        );
+        let env = [
+            (
+                "CDP_SUPERVISOR_BROWSER__ISOLATION".to_owned(),
+                "context".to_owned(),
+            ),
+            (
+                "CDP_SUPERVISOR_BROWSER__PROXY".to_owned(),
+                "http://p:3128".to_owned(),
+            ),
+        ];
+        let c = Config::load(None, env).unwrap();
+        assert_eq!(c.browser.isolation, Some(Isolation::Context));
+        assert_eq!(c.browser.proxy, "http://p:3128");
     }
 }

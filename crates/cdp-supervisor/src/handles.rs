@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Isolation {
-    /// A browser of its own (what every task gets today).
+    /// A browser of its own.
     Browser,
     /// A browser context in a shared browser (issue 41).
     Context,
@@ -110,12 +110,14 @@ pub fn build_task(
     live_base: Option<String>,
     isolation: Option<Isolation>,
 ) -> AgentSession {
-    // ISSUE 41 (browser contexts): `Some(Isolation::Context)` (and `None`
-    // under `browser.isolation: context`) becomes the constructor issue 41
-    // adds for an AgentSession in a browser context. Until then every task
-    // gets a browser of its own, as `browser` says.
-    let _ = isolation;
+    // Absent: `browser.isolation` as configured (`mcp --http` on a local
+    // browser: a context; stdio: a browser of its own).
     let agent = AgentSession::new(registry, task_id, config);
+    let agent = match isolation {
+        Some(Isolation::Browser) => agent.with_isolation(crate::config::Isolation::Browser),
+        Some(Isolation::Context) => agent.with_isolation(crate::config::Isolation::Context),
+        None => agent,
+    };
     match live_base {
         Some(base) => agent.with_live_base(base),
         None => agent,

@@ -1415,6 +1415,14 @@ pub async fn start_http_with(
         .map_err(|source| McpError::Bind { addr, source })?;
     let registry = Registry::new();
     let cancel = CancellationToken::new();
+    // Many tasks in one process: a context each in one shared browser,
+    // unless the config says otherwise (DESIGN "Many tasks, one browser").
+    let mut config = config;
+    config.browser.isolation = Some(crate::config::Isolation::default_for(
+        config.browser.isolation,
+        true,
+        &config.browser,
+    ));
     let router = http_router(config, registry.clone(), addr, &options, cancel.clone());
     let stop = cancel.clone();
     let task = tokio::spawn(async move {

@@ -13,13 +13,14 @@ use crate::browser::provider::BrowserProvider;
 use crate::cdp::endpoint::CdpHeaders;
 use crate::cdp::protocol::DialogType;
 use crate::changes::{Seen, Told};
-use crate::config::{CloudProvider, Config};
+use crate::config::{CloudProvider, Config, Isolation};
 use crate::supervisor::act::{
     ACTION_TIMEOUT, ActError, FillOutcome, FillStop, OutlineMode, Page, PageOutline, READ_TIMEOUT,
 };
 use crate::supervisor::calls::CompletedCall;
 use crate::supervisor::driver::{
-    CallOutcome, CdpCallError, LivePage, NavigateOutcome, Supervisor, SupervisorOptions,
+    CallOutcome, CdpCallError, ContextOptions, LivePage, NavigateOutcome, Supervisor,
+    SupervisorOptions,
 };
 use crate::supervisor::events::EventKind;
 use crate::supervisor::origins::NavigationPolicy;
@@ -502,6 +503,20 @@ impl AgentSession {
         self
     }
 
+    /// The same, with this isolation (DESIGN "Many tasks, one browser"):
+    /// `Context` puts the task in a browser context of its own in the
+    /// registry's shared browser (or the `cdp_url`'s); `Browser` gives it a
+    /// browser of its own. The entry point of `browser_open(isolation)`.
+    pub fn with_isolation(mut self, isolation: Isolation) -> AgentSession {
+        self.config.browser.isolation = Some(isolation);
+        self
+    }
+
+    /// Whether this task lives in a browser context of its own.
+    fn in_context(&self) -> bool {
+        self.config.browser.isolation == Some(Isolation::Context)
+    }
+
     /// The task id.
     pub fn task_id(&self) -> &str {
         &self.task_id
@@ -853,7 +868,11 @@ impl AgentSession {
             Some((url, target)) => (Endpoint::Url(url), target),
             None if !b.cdp_url.is_empty() => (
                 Endpoint::Url(b.cdp_url.clone()),
-                (!b.target_id.is_empty()).then(|| b.target_id.clone()),
+                (!b.target_id.is_empty() && !self.in_context()).then(|| b.target_id.clone()),
+            ),
+            None if b.cloud_provider == CloudProvider::Local && self.in_context() => (
+                Endpoint::Context(self.registry.shared_browser(&b.launch_options())),
+                None,
             ),
             None if b.cloud_provider == CloudProvider::Local => {
                 (Endpoint::Local(b.launch_options()), None)
@@ -864,10 +883,17 @@ impl AgentSession {
         let chosen = connected_url.is_some();
         let url = match &endpoint {
             Endpoint::Url(u) => Some(u.clone()),
-            Endpoint::Local(_) => None,
+            Endpoint::Local(_) | Endpoint::Context(_) => None,
         };
+        let mut options = self.options(target, url.as_deref())?;
+        if self.in_context() && !chosen {
+            options.context = Some(ContextOptions {
+                proxy: (!b.proxy.is_empty()).then(|| b.proxy.clone()),
+                browser: None,
+            });
+        }
         self.registry
-            .get_or_start(&self.task_id, endpoint, self.options(target, url.as_deref())?)
+            .get_or_start(&self.task_id, endpoint, options)
             .await
             .map_err(|e| {
                 let hint = if chosen {
@@ -1459,10 +1485,19 @@ impl AgentSession {
             return Err(ToolError::new(ENDED_NOTE));
         }
         let s = self.supervisor().await?;
+        let context = s.browser_context();
+        let targets = if context.is_some() {
+            task_targets(&s)
+        } else {
+            Vec::new()
+        };
         check_refused(
             method,
             CdpScope {
                 owns_browser: s.owns_browser(),
+                context: context.as_deref(),
+                targets: &targets,
+                params: &params,
             },
         )?;
         let before = tab_ids(&s);
@@ -1487,7 +1522,10 @@ impl AgentSession {
             )
             .await?
         {
-            CallOutcome::Reply(v) => {
+            CallOutcome::Reply(mut v) => {
+                if let Some(own) = context.as_deref() {
+                    only_own_targets(method, &mut v, own);
+                }
                 let mut out = json!({"result": v});
                 add_tabs_opened(&mut out, &s, &before);
                 Ok(out)
@@ -2206,10 +2244,39 @@ pub fn check_url(url: &str) -> Result<(), ToolError> {
 
 /// What a `browser_cdp` call would reach, as [`CDP_REFUSALS`] judge it.
 #[derive(Clone, Copy, Debug)]
-pub struct CdpScope {
+pub struct CdpScope<'a> {
     /// The browser is the task's own (we launched it): ending it ends no
     /// one else's tabs.
     pub owns_browser: bool,
+    /// `isolation: context`: the task's browser context; every other
+    /// context in the browser is another task's.
+    pub context: Option<&'a str>,
+    /// The targets the task supervises: its tabs and their OOPIFs.
+    pub targets: &'a [String],
+    /// The call's params.
+    pub params: &'a Value,
+}
+
+impl CdpScope<'_> {
+    /// `params[key]` as text, if it is there.
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params.get(key).and_then(Value::as_str)
+    }
+
+    /// In a context of its own, `params.browserContextId` names another
+    /// context (given and not the task's).
+    fn names_other_context(&self) -> bool {
+        self.context
+            .is_some_and(|own| self.param("browserContextId").is_some_and(|c| c != own))
+    }
+
+    /// In a context of its own, `params.targetId` is not one of the task's.
+    fn names_other_target(&self) -> bool {
+        self.context.is_some()
+            && self
+                .param("targetId")
+                .is_some_and(|t| !self.targets.iter().any(|o| o == t))
+    }
 }
 
 /// A `browser_cdp` method refused where it would reach past the task.
@@ -2223,17 +2290,71 @@ pub struct CdpRefusal {
 }
 
 /// Every `browser_cdp` refusal, in one place: a method is refused when it
-/// would end or change what is not the task's own.
+/// would end or change what is not the task's own — the whole browser when
+/// it is shared, or, with `isolation: context` (DESIGN "Many tasks, one
+/// browser"), another task's context or targets.
 pub const CDP_REFUSALS: &[CdpRefusal] = &[
     CdpRefusal {
         method: "Browser.close",
         refused: |s| !s.owns_browser,
-        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, perhaps shared): closing it would end every other client's tabs. browser_disconnect detaches this task; browser_tabs close closes one of its tabs",
+        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, or shared by other tasks' contexts): closing it would end every other client's tabs. browser_disconnect detaches this task; browser_tabs close closes one of its tabs",
     },
     CdpRefusal {
         method: "Browser.crash",
         refused: |s| !s.owns_browser,
-        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, perhaps shared): crashing it would end every other client's tabs. Page.crash on this task's tab tests a crash without that",
+        why: "the browser is not this task's own (attached through cdp_url, a cloud provider or a Grid, or shared by other tasks' contexts): crashing it would end every other client's tabs. Page.crash on this task's tab tests a crash without that",
+    },
+    CdpRefusal {
+        method: "Target.disposeBrowserContext",
+        refused: |s| {
+            s.context
+                .is_some_and(|own| s.param("browserContextId") != Some(own))
+                || (s.context.is_none() && !s.owns_browser)
+        },
+        why: "that browser context is not this task's: disposing it would close another task's tabs and delete its cookies. This task's own context ends with the task",
+    },
+    CdpRefusal {
+        method: "Target.createTarget",
+        refused: |s| s.names_other_context(),
+        why: "browserContextId names another task's context: the tab would open among its cookies and storage. Leave browserContextId out (the tab opens in this task's context) or use browser_tabs new",
+    },
+    CdpRefusal {
+        method: "Target.closeTarget",
+        refused: |s| s.names_other_target(),
+        why: "targetId is not one of this task's tabs: it belongs to another task sharing the browser. browser_tabs list shows this task's tabs",
+    },
+    CdpRefusal {
+        method: "Target.attachToTarget",
+        refused: |s| s.names_other_target(),
+        why: "targetId is not one of this task's tabs or frames: it belongs to another task sharing the browser. browser_tabs list shows this task's tabs",
+    },
+    CdpRefusal {
+        method: "Target.activateTarget",
+        refused: |s| s.names_other_target(),
+        why: "targetId is not one of this task's tabs: it belongs to another task sharing the browser. browser_tabs select makes one of this task's tabs current",
+    },
+    CdpRefusal {
+        method: "Target.setDiscoverTargets",
+        refused: |s| s.context.is_some(),
+        why: "target discovery is the supervisor's own wiring, shared with the other tasks of this browser: turned off, this task would stop seeing its popups. browser_tabs list shows this task's tabs",
+    },
+    CdpRefusal {
+        method: "Target.setAutoAttach",
+        refused: |s| s.context.is_some(),
+        why: "auto-attach is the supervisor's own wiring: rewired, this task would miss its popups and frames. The supervisor already attaches to every tab and OOPIF of this task",
+    },
+    CdpRefusal {
+        method: "Storage.clearCookies",
+        refused: |s| {
+            s.context
+                .is_some_and(|own| s.param("browserContextId") != Some(own))
+        },
+        why: "without this task's browserContextId it clears another context's cookies (the browser's default one, or another task's). Pass browserContextId (below), or Network.clearBrowserCookies, which clears this task's context only",
+    },
+    CdpRefusal {
+        method: "Browser.setDownloadBehavior",
+        refused: |s| s.names_other_context(),
+        why: "browserContextId names another task's context: its downloads are its own. Leave browserContextId out: this task's context is used",
     },
 ];
 
@@ -2243,12 +2364,38 @@ fn check_refused(method: &str, scope: CdpScope) -> Result<(), ToolError> {
         .iter()
         .find(|r| r.method == method && (r.refused)(&scope))
     {
-        Some(r) => Err(ToolError::new(format!(
-            "browser_cdp {method} is refused (nothing was sent): {}",
-            r.why
-        ))),
+        Some(r) => {
+            let own = scope
+                .context
+                .map(|c| format!(" (this task's browserContextId is {c})"))
+                .unwrap_or_default();
+            Err(ToolError::new(format!(
+                "browser_cdp {method} is refused (nothing was sent): {}{own}",
+                r.why
+            )))
+        }
         None => Ok(()),
     }
+}
+
+/// In a context of its own, a task lists only its own context's targets
+/// (`Target.getTargets`): another task's URLs and titles are not its to read.
+fn only_own_targets(method: &str, reply: &mut Value, own: &str) {
+    if method != "Target.getTargets" {
+        return;
+    }
+    if let Some(Value::Array(infos)) = reply.get_mut("targetInfos") {
+        infos.retain(|t| t.get("browserContextId").and_then(Value::as_str) == Some(own));
+    }
+}
+
+/// The targets `s`'s task supervises, for [`CdpScope::targets`]: its tabs
+/// and the frames of its current tab (an OOPIF's target id is its frame id).
+fn task_targets(s: &Supervisor) -> Vec<String> {
+    let snap = s.snapshot();
+    let tabs = snap.tabs.iter().map(|t| t.target_id.clone());
+    tabs.chain(snap.frame_tree.children.iter().map(|f| f.frame_id.clone()))
+        .collect()
 }
 
 /// The longest CDP method name `browser_cdp` takes: Chromium's longest is
@@ -2520,10 +2667,17 @@ mod tests {
     /// Issue 44: `browser_cdp Browser.close` killed a shared browser.
     #[test]
     fn regression_44_browser_close_and_crash_are_refused_on_a_browser_not_the_tasks_own() {
+        let none = json!({});
         let shared = CdpScope {
             owns_browser: false,
+            context: None,
+            targets: &[],
+            params: &none,
         };
-        let own = CdpScope { owns_browser: true };
+        let own = CdpScope {
+            owns_browser: true,
+            ..shared
+        };
         for method in ["Browser.close", "Browser.crash"] {
             let e = check_refused(method, shared).unwrap_err();
             assert!(
@@ -2537,6 +2691,75 @@ mod tests {
         }
         assert!(check_refused("Browser.getVersion", shared).is_ok());
         assert!(check_refused("Page.close", shared).is_ok());
+        // A browser of the task's own: its wiring is its own business.
+        assert!(check_refused("Target.setDiscoverTargets", own).is_ok());
+        assert!(check_refused("Storage.clearCookies", own).is_ok());
+    }
+
+    /// Issue 41: with a context per task, what reaches another task's
+    /// context or targets, or the whole browser, is refused.
+    #[test]
+    fn in_a_context_of_its_own_a_task_cannot_reach_another_tasks() {
+        let targets = ["T1".to_owned(), "F1".to_owned()];
+        let with = |params: Value| {
+            let scope = CdpScope {
+                owns_browser: false,
+                context: Some("C1"),
+                targets: &targets,
+                params: &params,
+            };
+            (
+                check_refused("Target.disposeBrowserContext", scope).is_err(),
+                check_refused("Target.createTarget", scope).is_err(),
+                check_refused("Target.closeTarget", scope).is_err(),
+                check_refused("Target.attachToTarget", scope).is_err(),
+                check_refused("Storage.clearCookies", scope).is_err(),
+            )
+        };
+        assert_eq!(
+            with(json!({"browserContextId": "C2", "targetId": "T2"})),
+            (true, true, true, true, true)
+        );
+        assert_eq!(
+            with(json!({"browserContextId": "C1", "targetId": "T1"})),
+            (false, false, false, false, false)
+        );
+        // OOPIFs of the task's pages are its own; no context named: its own.
+        assert_eq!(
+            with(json!({"targetId": "F1"})),
+            (true, false, false, false, true)
+        );
+        let params = json!({"discover": false});
+        let scope = CdpScope {
+            owns_browser: false,
+            context: Some("C1"),
+            targets: &targets,
+            params: &params,
+        };
+        for method in [
+            "Browser.close",
+            "Browser.crash",
+            "Target.setDiscoverTargets",
+            "Target.setAutoAttach",
+        ] {
+            let e = check_refused(method, scope).unwrap_err();
+            assert!(
+                e.message.contains("nothing was sent") && e.message.contains("C1"),
+                "{e}"
+            );
+        }
+        assert!(check_refused("Runtime.evaluate", scope).is_ok());
+        assert!(check_refused("Network.clearBrowserCookies", scope).is_ok());
+        let mut listed = json!({"targetInfos": [
+            {"targetId": "T1", "browserContextId": "C1"},
+            {"targetId": "T2", "browserContextId": "C2"},
+            {"targetId": "T3"},
+        ]});
+        only_own_targets("Target.getTargets", &mut listed, "C1");
+        assert_eq!(
+            listed["targetInfos"],
+            json!([{"targetId": "T1", "browserContextId": "C1"}])
+        );
     }
 
     #[test]

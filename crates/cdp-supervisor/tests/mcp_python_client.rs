@@ -31,7 +31,8 @@
 //! MCP revisions (2026-07-28 with task handles, listen and input_required;
 //! 2025-11-25 as before) and their bad input, `sdk1_revisions.py` for the
 //! SDK's 1.x and `ts_revisions.cjs` for the TypeScript SDK 1.x (through
-//! npm; both negotiate 2025-11-25). Fails — never skips —
+//! npm; both negotiate 2025-11-25), `contexts.py` for many tasks in one
+//! browser, a context each (issue 41). Fails — never skips —
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
@@ -147,4 +148,13 @@ fn the_python_sdk_1x_gets_2025_11_25_from_a_server_that_offers_both() {
 #[test]
 fn the_typescript_sdk_1x_gets_2025_11_25_from_a_server_that_offers_both() {
     run_script("ts_revisions.cjs");
+}
+
+/// Issue 41: many tasks, one browser — a browser context per MCP session
+/// of `mcp --http` (cookies, storage, dialogs, popups isolated; one
+/// session's end, browser-wide `browser_cdp` refused, the shared browser
+/// killed and every task back).
+#[test]
+fn many_tasks_share_one_browser_a_context_each_through_the_python_sdk() {
+    run_script("contexts.py");
 }

@@ -1397,3 +1397,45 @@ fn a_load_whose_events_were_missed_is_found_by_asking_the_page() {
         "a wait given up is asked no more"
     );
 }
+
+/// Issue 41: with a browser context per task, browser-level auto-attach
+/// reports every context's pages; another task's — even one whose opener
+/// id matched a tab of ours, or one that attaches while a create of ours is
+/// in flight — is resumed and let go at once, never adopted or held.
+#[test]
+fn in_a_context_of_its_own_another_contexts_pages_are_let_go_and_its_own_popups_adopted() {
+    let mut h = H::attached(Options::default());
+    h.tabs.set_browser_context(Some("C1".into()));
+    assert!(h.tabs.in_our_context(Some("C1")));
+    assert!(!h.tabs.in_our_context(Some("C2")));
+    assert!(
+        !h.tabs.in_our_context(None),
+        "the default context is not the task's"
+    );
+    let in_context = |h: &mut H, session: &str, target: &str, opener: Option<&str>, ctx: &str| {
+        let mut info = json!({"targetId": target, "type": "page", "title": "", "url": "",
+                              "attached": true, "browserContextId": ctx});
+        if let Some(o) = opener {
+            info["openerId"] = json!(o);
+        }
+        h.ev(
+            None,
+            "Target.attachedToTarget",
+            json!({"sessionId": session, "targetInfo": info, "waitingForDebugger": true}),
+        );
+    };
+    // Another task's page, even one naming our tab as its opener.
+    in_context(&mut h, "S8", "T8", Some("T0"), "C2");
+    let resume = h.take("Runtime.runIfWaitingForDebugger");
+    assert_eq!(resume.target, Target::Session(sid("S8")));
+    let detach = h.take("Target.detachFromTarget");
+    assert_eq!(detach.params["sessionId"], "S8");
+    assert_eq!(h.tab_ids(), ["T0"]);
+    // Our own popup is adopted as before.
+    in_context(&mut h, "S1", "T1", Some("T0"), "C1");
+    assert_eq!(h.tab_ids(), ["T0", "T1"]);
+    // Without a context of its own (isolation: browser) a task adopts by opener.
+    h.tabs.set_browser_context(None);
+    in_context(&mut h, "S2", "T2", Some("T0"), "C2");
+    assert_eq!(h.tab_ids(), ["T0", "T1", "T2"]);
+}

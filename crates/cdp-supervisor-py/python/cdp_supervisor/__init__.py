@@ -180,6 +180,11 @@ class Task(_Base):
     keyword arguments are the YAML's ``browser:`` keys; ``config=PATH`` reads
     a YAML file first. With no ``cdp_url`` the first ``navigate`` launches a
     local headless Chromium, ended by ``close()`` (or at exit).
+
+    ``Task(isolation="context")``: many tasks, one browser — every such task
+    of the process runs in a browser context of its own (cookies, storage,
+    downloads apart) in one shared Chromium, launched by the first of them
+    and closed with the last; ``close()`` disposes the task's context.
     """
 
     def __enter__(self) -> "Task":

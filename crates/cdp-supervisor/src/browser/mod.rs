@@ -18,6 +18,7 @@
 //! ```
 
 pub mod provider;
+pub mod shared;
 
 use std::collections::VecDeque;
 use std::io;
@@ -37,7 +38,13 @@ pub const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-ch
 /// DevTools port. `/dev/shm` is tiny in containers, hence
 /// `--disable-dev-shm-usage`. `--disable-popup-blocking`, as Playwright's
 /// launch has: an agent's click opens what a person's would.
+/// `--disable-features=WebUIOmnibox…Popup`: headless Chromium 156 opens an
+/// omnibox-popup WebUI page (`chrome://omnibox-popup.top-chrome/…`, a
+/// renderer of ~43 MiB) for every window — for every browser context, with
+/// `isolation: context` — that no one ever sees. (A `--disable-features` in
+/// `browser.chromium_args` replaces this one: Chromium keeps the last.)
 pub const BASE_ARGS: &[&str] = &[
+    "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup",
     "--headless",
     "--no-sandbox",
     "--disable-gpu",

@@ -414,6 +414,9 @@ pub struct TargetInfo {
     /// For a page opened by another (`window.open`, `target=_blank`): the
     /// opener's target id (`targetInfo.openerId`).
     pub opener_id: Option<TargetId>,
+    #[serde(default)]
+    /// The browser context the target lives in (`targetInfo.browserContextId`).
+    pub browser_context_id: Option<String>,
 }
 
 /// `Target.attachedToTarget`.

@@ -22,6 +22,7 @@
 
 use crate::browser::LaunchOptions;
 use crate::browser::provider::BrowserProvider;
+use crate::browser::shared::SharedBrowser;
 use crate::cdp::endpoint::redact_url;
 use crate::supervisor::act::Page;
 use crate::supervisor::driver::{StartError, Supervisor, SupervisorOptions};
@@ -37,6 +38,9 @@ pub enum Endpoint {
     Url(String),
     /// Launch local headless Chromium; it dies with the supervisor.
     Local(LaunchOptions),
+    /// A browser context of the task's own in the process's shared local
+    /// browser ([`Registry::shared_browser`]; `isolation: context`).
+    Context(Arc<SharedBrowser>),
 }
 
 impl Endpoint {
@@ -45,6 +49,7 @@ impl Endpoint {
         match self {
             Endpoint::Url(u) => u.clone(),
             Endpoint::Local(_) => "local".into(),
+            Endpoint::Context(_) => "context".into(),
         }
     }
 
@@ -53,6 +58,7 @@ impl Endpoint {
         match self {
             Endpoint::Url(u) => redact_url(u),
             Endpoint::Local(_) => "local Chromium".into(),
+            Endpoint::Context(_) => "a context of the shared local Chromium".into(),
         }
     }
 }
@@ -124,6 +130,9 @@ pub struct Registry {
     /// dropped mid-release (a session torn down at exit) does not cut it
     /// short, and the shutdown's cleanup waits for it.
     releasing: tokio_util::task::TaskTracker,
+    /// The local browser the tasks of `isolation: context` share, made on
+    /// first need.
+    shared: Arc<Mutex<Option<Arc<SharedBrowser>>>>,
 }
 
 /// Clears [`SlotInner::starting`] however the start ends (also when the
@@ -140,6 +149,17 @@ impl Registry {
     /// An empty registry.
     pub fn new() -> Registry {
         Registry::default()
+    }
+
+    /// The local browser shared by this registry's `isolation: context`
+    /// tasks, made (not launched: that is on first need) with `launch` by
+    /// the first caller.
+    pub fn shared_browser(&self, launch: &LaunchOptions) -> Arc<SharedBrowser> {
+        self.shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert_with(|| SharedBrowser::new(launch.clone()))
+            .clone()
     }
 
     fn slot(&self, task_id: &str) -> Slot {
@@ -207,6 +227,7 @@ impl Registry {
                 match &endpoint {
                     Endpoint::Url(u) => Supervisor::start(u, opts).await,
                     Endpoint::Local(launch) => Supervisor::start_local(launch, opts).await,
+                    Endpoint::Context(b) => Supervisor::start_in_context(b, opts).await,
                 }
             };
             let supervisor = match started {

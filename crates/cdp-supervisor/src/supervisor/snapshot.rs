@@ -277,6 +277,10 @@ pub struct Snapshot {
     pub blocked_frame_ids: Vec<String>,
     /// The state of the CDP connection (set by the driver).
     pub connection: ConnectionStatus,
+    /// How many times the supervisor reconnected (set by the driver): what
+    /// `changes.reconnected` counts since a session's previous result.
+    #[serde(skip)]
+    pub reconnects: u64,
     /// The last 10 documents the navigation policy stopped, oldest first.
     pub blocked_navigations: List<BlockedNavigation>,
     /// The supervised tabs, oldest first.
@@ -398,6 +402,7 @@ impl PartialEq for Snapshot {
             page_blocked,
             blocked_frame_ids,
             connection,
+            reconnects,
             blocked_navigations,
             tabs,
             tabs_truncated,
@@ -408,6 +413,7 @@ impl PartialEq for Snapshot {
             && *page_blocked == other.page_blocked
             && *blocked_frame_ids == other.blocked_frame_ids
             && *connection == other.connection
+            && *reconnects == other.reconnects
             && *tabs_truncated == other.tabs_truncated
             && same(pending_dialogs, &other.pending_dialogs)
             && same(recent_dialogs, &other.recent_dialogs)

@@ -1278,7 +1278,7 @@ fn snapshot_schema() -> Value {
 fn changes_schema() -> Value {
     json!({
         "type": "object",
-        "description": "What happened since this MCP session's previous tool result (present only when something did): dialogs_opened, dialogs_closed (with closed_by), tabs_opened, tabs_closed, navigated (the current tab's new url), downloads (begun or ended), blocked_navigations",
+        "description": "What happened since this MCP session's previous tool result (present only when something did): dialogs_opened, dialogs_closed (with closed_by), tabs_opened, tabs_closed, navigated (the current tab's new url), downloads (begun or ended), blocked_navigations, reconnected (how many times the browser connection dropped and came back)",
     })
 }
 

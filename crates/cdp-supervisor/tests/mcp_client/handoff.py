@@ -652,7 +652,10 @@ async def browser_dies_during_handoff(sc: Scenario, binary: str) -> None:
     from common import descendants, is_chromium, kill_tree
 
     port = await start_site(sc, pages)
-    async with mcp_server(sc, binary, "agent", [], transport="http", env=ENV) as srv, \
+    # A browser of the task's own (over HTTP the default is a context in a
+    # shared browser, which a kill relaunches: contexts.py checks that).
+    own = {**ENV, "CDP_SUPERVISOR_BROWSER__ISOLATION": "browser"}
+    async with mcp_server(sc, binary, "agent", [], transport="http", env=own) as srv, \
             mcp_server(sc, binary, "person", [], env=ENV) as person_srv:
         agent = srv.client
         person = Person(person_srv.client)

@@ -21,7 +21,8 @@
 # authentication as an http_auth dialog), revisions.py (both MCP revisions,
 # task handles), sdk1_revisions.py (the SDK's 1.x), ts_revisions.cjs (the
 # TypeScript SDK 1.x, through npm), form.py (browser_fill_form, picker
-# inputs, what the model reads) or bench_step.py (a
+# inputs, what the model reads), contexts.py (many tasks in one browser, a
+# context each) or bench_step.py (a
 # measurement, see scripts/bench-step.sh); ARGS such as `--only NAME` or `--serial` go to it
 # (truth.py and push.py share common.py). Needs python3 (with venv), network
 # access for the first pip install, and Chromium on PATH. Exits non-zero on

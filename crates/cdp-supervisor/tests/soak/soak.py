@@ -37,14 +37,18 @@ once with the seed and the recent event log:
   resources  the server's RSS and open fds flat after the warm-up (bound
              printed); at the end no Chromium, profile or temp dir left
   sessions   (--many M) M sessions at once over HTTP, each with the browser
-             the server launched for it, see only their own page and
-             dialogs; one more gets 503; all browsers gone after DELETE
+             the server launched for it (--isolation browser, the default)
+             or each in a browser context of one shared browser (--isolation
+             context: exactly one browser process under the server), see only
+             their own page and dialogs; one more gets 503; all browsers gone
+             after DELETE
 Chromium dying on its own (a failed check) is counted apart, with its log
 line. Figures at the end: dialogs by kind and frame, calls, interruptions,
 reconnects, restarts, p50/p99 tool-call latency, RSS and fds per minute.
 
 Usage: soak.py PATH/TO/cdp-supervisor [--minutes N] [--sessions K]
                [--seed S] [--many M] [--many-seconds S]
+               [--isolation browser|context]
 Exit 0 when no invariant was violated, 1 otherwise, 2 on bad usage.
 """
 
@@ -419,8 +423,9 @@ class OwnChromium:
 
 
 class McpServer:
-    def __init__(self, binary: str, root: str) -> None:
+    def __init__(self, binary: str, root: str, isolation: str = "browser") -> None:
         self.binary = binary
+        self.isolation = isolation
         self.tmp = os.path.join(root, "server-tmp")
         os.makedirs(self.tmp)
         self.log_path = os.path.join(root, "server.stderr")
@@ -436,6 +441,7 @@ class McpServer:
         # navigation events, each dialog closed and why) explain a violation.
         env["RUST_LOG"] = SERVER_LOG
         env["CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS"] = '["--host-resolver-rules=MAP *.test 127.0.0.1"]'
+        env["CDP_SUPERVISOR_BROWSER__ISOLATION"] = self.isolation
         self.errlog = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [self.binary, "mcp", "--http", "127.0.0.1:0", "--dialog-timeout-s", str(DIALOG_TIMEOUT_S),
@@ -479,6 +485,20 @@ class McpServer:
         for pid, info in descendants(self.proc.pid).items():
             self.seen.setdefault(pid, info)
         return rss, fds
+
+    def browser_processes(self) -> list[int]:
+        """Chromium browser processes under the server (not renderers or
+        helpers, whose command lines carry --type=)."""
+        found = []
+        for p in self.chromium_now():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    args = f.read().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if args and b"--type=" not in args:
+                found.append(p)
+        return found
 
     def chromium_now(self) -> list[int]:
         assert self.proc is not None
@@ -1167,7 +1187,8 @@ class Agent:
 
 
 class Soak:
-    def __init__(self, binary: str, minutes: float, sessions: int, seed: int, many: int, many_seconds: float) -> None:
+    def __init__(self, binary: str, minutes: float, sessions: int, seed: int, many: int, many_seconds: float,
+                 isolation: str = "browser") -> None:
         self.binary = binary
         self.minutes = minutes
         self.sessions = sessions
@@ -1177,7 +1198,8 @@ class Soak:
         self.book = Book(seed)
         self.root = tempfile.mkdtemp(prefix="cdp-soak-")
         self.site = Site()
-        self.server = McpServer(binary, self.root)
+        self.isolation = isolation
+        self.server = McpServer(binary, self.root, isolation)
         self.agents: list[Agent] = []
         self.chaos_windows: dict[str, list[list[float]]] = collections.defaultdict(list)
         self.vanished: list[tuple[str, list[int]]] = []
@@ -1479,7 +1501,10 @@ class Soak:
             else:
                 say(f"session {self.many + 1} got 503: {text.strip()[:160]}")
         chromium_pids = set(self.server.chromium_now())
-        say(f"many sessions: {len(chromium_pids)} Chromium processes under the server")
+        browsers = self.server.browser_processes()
+        say(f"many sessions: {len(chromium_pids)} Chromium processes under the server, {len(browsers)} of them browsers")
+        if self.isolation == "context" and len(browsers) != 1:
+            errors.append(f"isolation context: {len(browsers)} browser processes under the server, not 1: {browsers}")
         await asyncio.sleep(max(0.0, stop_at - now()))
         done_evt.set()
         with contextlib.suppress(TimeoutError):
@@ -1502,7 +1527,7 @@ class Soak:
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
         plan = self.schedule()
-        say(f"seed {self.seed}: {self.sessions} sessions for {self.minutes:g} min; chaos schedule "
+        say(f"seed {self.seed}: {self.sessions} sessions for {self.minutes:g} min (isolation {self.isolation}); chaos schedule "
             f"({len(plan)} events; replay with --seed {self.seed}):")
         for t, kind, who in plan:
             print(f"    {t:7.1f}s  {kind:8s} {who}", file=sys.stderr)
@@ -1631,6 +1656,8 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--many", type=int, default=MANY_CAP, help="sessions at once in the closing phase (0: skip it)")
     p.add_argument("--many-seconds", type=float, default=30)
+    p.add_argument("--isolation", choices=["browser", "context"], default="browser",
+                   help="the many-sessions phase: a browser per session, or a context each in one shared browser")
     a = p.parse_args()
     if a.sessions < 1 or a.sessions > MANY_CAP - 3 or a.minutes <= 0 or not 0 <= a.many <= MANY_CAP:
         print(f"soak.py: --sessions 1..{MANY_CAP - 3}, --minutes > 0, --many 0..{MANY_CAP}", file=sys.stderr)
@@ -1644,7 +1671,7 @@ def main() -> int:
         print(f"soak.py: {e}", file=sys.stderr)
         return 1
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 10**6)
-    soak = Soak(os.path.realpath(a.binary), a.minutes, a.sessions, seed, a.many, a.many_seconds)
+    soak = Soak(os.path.realpath(a.binary), a.minutes, a.sessions, seed, a.many, a.many_seconds, a.isolation)
     try:
         return asyncio.run(soak.run())
     except (KeyboardInterrupt, asyncio.CancelledError):

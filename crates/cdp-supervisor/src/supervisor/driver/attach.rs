@@ -37,6 +37,7 @@ impl Supervisor {
         let live = driver.live.clone();
         let happened = driver.happened.clone();
         let screencast = driver.screencast.clone();
+        let context = driver.browser_context.clone();
         driver.flush();
         let task_cancel = cancel.clone();
         let task_exited = exited.clone();
@@ -76,6 +77,7 @@ impl Supervisor {
                 max_tabs,
                 checks_documents,
                 owns_browser,
+                context,
             }),
         })
     }
@@ -94,6 +96,10 @@ async fn connect_and_pick(
     let ws = resolve_ws_url_with(cdp_url, &opts.cdp_headers).await?;
     let (conn, events) = Connection::connect_with(&ws, &opts.cdp_headers).await?;
     conn.set_event_filter(Event::handled);
+    if let Some(ctx) = &opts.context {
+        let (target, session, id) = attach_in_context(&conn, ctx, opts.command_timeout).await?;
+        return Ok((ws, conn, events, target, session, Some(id)));
+    }
     let (target, session) = if is_page_level(&ws) {
         attach_own_tab(&conn, opts, shown_url).await?
     } else {
@@ -107,7 +113,47 @@ async fn connect_and_pick(
         )
         .await?
     };
-    Ok((ws, conn, events, target, session))
+    Ok((ws, conn, events, target, session, None))
+}
+
+/// `isolation: context`: creates the task's browser context on `conn`
+/// (`disposeOnDetach`: it goes when this connection does; `proxyServer`
+/// from `browser.proxy`), turns on target discovery, opens a blank tab in
+/// the context and attaches to it. Returns the tab, our session on it and
+/// the context id.
+pub(super) async fn attach_in_context(
+    conn: &Connection,
+    ctx: &ContextOptions,
+    timeout: Duration,
+) -> Result<(TargetInfo, SessionId, String), StartError> {
+    let mut params = json!({"disposeOnDetach": true});
+    if let Some(proxy) = ctx.proxy.as_deref().filter(|p| !p.is_empty()) {
+        params["proxyServer"] = json!(proxy);
+    }
+    let created = conn
+        .send(None, "Target.createBrowserContext", params, timeout)
+        .await?;
+    let id = created
+        .get("browserContextId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| CommandError::Protocol {
+            method: "Target.createBrowserContext".into(),
+            code: 0,
+            message: "the reply has no browserContextId".into(),
+            data: None,
+        })?;
+    conn.send(
+        None,
+        "Target.setDiscoverTargets",
+        json!({"discover": true}),
+        timeout,
+    )
+    .await?;
+    let mut target = new_blank_page_in(conn, Some(&id), timeout).await?;
+    target.browser_context_id = Some(id.clone());
+    let session = attach_flatten(conn, &target.target_id, timeout).await?;
+    Ok((target, session, id))
 }
 
 /// On a page-level socket (one tab's, [`PAGE_LEVEL_NOTE`]): attaches to its
@@ -156,7 +202,7 @@ fn new_driver(
     shown_url: String,
     local: Option<LocalChromium>,
 ) -> (Driver, HandleEnds) {
-    let (ws, conn, events, target, session) = attached;
+    let (ws, conn, events, target, session, context) = attached;
     let (downloads_dir, downloads) = download_dir(&opts.downloads, local.is_some(), &ws);
     let mut state = Tabs::new(state::Options {
         policy: opts.policy,
@@ -168,6 +214,7 @@ fn new_driver(
         downloads,
         ..Default::default()
     });
+    state.set_browser_context(context.clone());
     state.attach_page(
         target.target_id,
         session,
@@ -204,6 +251,8 @@ fn new_driver(
         shown_url,
         local: local.map(Box::new),
         event_session: SessionId(String::new()),
+        browser_context: Arc::new(Mutex::new(context)),
+        reconnects: 0,
         _downloads_dir: downloads_dir,
     };
     let ends = HandleEnds {
@@ -401,13 +450,21 @@ fn named_page(
 
 /// Opens a new `about:blank` tab (the browser has no page to supervise).
 async fn new_blank_page(conn: &Connection, timeout: Duration) -> Result<TargetInfo, StartError> {
+    new_blank_page_in(conn, None, timeout).await
+}
+
+/// Opens a new `about:blank` tab, in the browser context `context` if given.
+async fn new_blank_page_in(
+    conn: &Connection,
+    context: Option<&str>,
+    timeout: Duration,
+) -> Result<TargetInfo, StartError> {
+    let mut params = json!({"url": "about:blank"});
+    if let Some(c) = context {
+        params["browserContextId"] = json!(c);
+    }
     let created = conn
-        .send(
-            None,
-            "Target.createTarget",
-            json!({"url": "about:blank"}),
-            timeout,
-        )
+        .send(None, "Target.createTarget", params, timeout)
         .await?;
     Ok(TargetInfo {
         target_id: TargetId(
@@ -423,6 +480,7 @@ async fn new_blank_page(conn: &Connection, timeout: Duration) -> Result<TargetIn
         attached: false,
         parent_frame_id: None,
         opener_id: None,
+        browser_context_id: context.map(str::to_owned),
     })
 }
 

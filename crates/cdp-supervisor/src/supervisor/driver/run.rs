@@ -85,6 +85,10 @@ pub(super) struct Driver {
     /// The session id of the event being handled: one buffer for every
     /// event, since the core only borrows it (a flood allocates none).
     pub(super) event_session: SessionId,
+    /// The task's browser context (`isolation: context`), shared with the handle.
+    pub(super) browser_context: super::BrowserContext,
+    /// Reconnects that succeeded (the snapshot's `reconnects`).
+    pub(super) reconnects: u64,
 }
 
 pub(super) async fn next_event(events: &mut Option<EventStream>) -> Option<Incoming> {
@@ -222,12 +226,18 @@ impl Driver {
     fn on_reconnected(&mut self, r: Result<Attached, StartError>) -> bool {
         self.reconnect = None;
         match r {
-            Ok((ws, conn, events, target, session)) => {
+            Ok((ws, conn, events, target, session, context)) => {
                 tracing::info!(endpoint = %self.shown_url, "reconnected and re-attached");
+                self.reconnects += 1;
                 self.ws_url = ws;
                 self.failures = 0;
                 self.set_conn(Some(conn));
                 self.events = Some(events);
+                self.state.set_browser_context(context.clone());
+                *self
+                    .browser_context
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = context;
                 self.state.attach_page(
                     target.target_id,
                     session,
@@ -281,6 +291,19 @@ impl Driver {
         // Boxed: inline, its 1.1 KiB would be part of every idle driver's task.
         if let Some(local) = self.local.take() {
             Box::pin(local.shutdown()).await;
+        }
+        // A shared browser: this task's hold given back, and the browser
+        // closed (and waited for) when it was the last. (A reconnect under
+        // way holds a copy of the hold: gone with it.)
+        self.reconnect = None;
+        if let Some(lease) = self
+            .opts
+            .context
+            .as_mut()
+            .and_then(|c| c.browser.take())
+            .and_then(|l| Arc::try_unwrap(l).ok())
+        {
+            lease.release().await;
         }
     }
 
@@ -578,9 +601,28 @@ impl Driver {
         let timeout = self.opts.command_timeout;
         let attach_timeout = self.opts.attach_timeout;
         let headers = self.opts.cdp_headers.clone();
+        let context = self.opts.context.clone();
         self.reconnect = Some(Box::pin(async move {
             tokio::time::sleep(delay).await;
             let attempt = async {
+                if let Some(ctx) = &context {
+                    // A context of our own again: the old one went with
+                    // the connection (or with the browser, relaunched here
+                    // once for every task that shares it).
+                    let ws = match ctx.browser.as_ref() {
+                        Some(lease) => lease.browser().ws_url().await?,
+                        None => match http_of(&url) {
+                            Some(http) => resolve_ws_url_with(&http, &headers)
+                                .await
+                                .unwrap_or(url.clone()),
+                            None => url.clone(),
+                        },
+                    };
+                    let (conn, events) = Connection::connect_with(&ws, &headers).await?;
+                    conn.set_event_filter(Event::handled);
+                    let (t, s, id) = super::attach::attach_in_context(&conn, ctx, timeout).await?;
+                    return Ok((ws, conn, events, t, s, Some(id)));
+                }
                 // A browser restarted on the same port has a new ws path: re-resolve from http.
                 let ws = match http_of(&url) {
                     Some(http) => resolve_ws_url_with(&http, &headers)
@@ -593,7 +635,7 @@ impl Driver {
                 let http = http_of(&ws);
                 let front = http.as_deref().map(|h| (h, &headers));
                 let (t, s) = pick_and_attach(&conn, None, &ours, front, timeout).await?;
-                Ok((ws, conn, events, t, s))
+                Ok((ws, conn, events, t, s, None))
             };
             tokio::time::timeout(attach_timeout, attempt)
                 .await
@@ -655,7 +697,15 @@ impl Driver {
     /// keeps it in flight for its reply. Without a connection it is not
     /// sent: its one reply is "lost" (the driver contract), and the core
     /// decides what to do again.
-    fn send_command(&mut self, cmd: state::Command) {
+    fn send_command(&mut self, mut cmd: state::Command) {
+        if let Some(context) = self
+            .browser_context
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_deref()
+        {
+            in_context(&cmd.method, &mut cmd.params, context);
+        }
         let Some(conn) = &self.conn else {
             let e = ReplyError::Lost {
                 reason: "not connected; reconnecting".into(),
@@ -758,6 +808,7 @@ impl Driver {
     pub(super) fn publish(&mut self, status: ConnectionStatus) {
         let mut snap = self.state.snapshot();
         snap.connection = status;
+        snap.reconnects = self.reconnects;
         self.snapshot.send_if_modified(|old| {
             if **old == snap {
                 false
@@ -910,6 +961,21 @@ const DEBUG_EVENTS: [&str; 8] = [
     "Target.targetDestroyed",
     "Inspector.targetCrashed",
 ];
+
+/// `isolation: context`: the browser-level commands that name a context
+/// name the task's own when they name none — a tab opens in it
+/// (`Target.createTarget`), downloads go where the task says for its
+/// context only (`Browser.setDownloadBehavior`). Pure, so it is tested.
+pub(crate) fn in_context(method: &str, params: &mut Value, context: &str) {
+    if matches!(
+        method,
+        "Target.createTarget" | "Browser.setDownloadBehavior"
+    ) && let Value::Object(map) = params
+    {
+        map.entry("browserContextId")
+            .or_insert_with(|| Value::String(context.to_owned()));
+    }
+}
 
 pub(super) fn connection_notice(status: ConnectionStatus) -> Notice {
     Notice::Connection { status }

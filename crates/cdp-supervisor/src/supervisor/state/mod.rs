@@ -1069,6 +1069,7 @@ impl State {
             recent_dialogs: Default::default(),
             blocked_navigations: Default::default(),
             connection: Default::default(),
+            reconnects: 0,
             tabs: Default::default(),
             tabs_truncated: false,
             downloads: Default::default(),

@@ -111,6 +111,9 @@ pub struct Tabs {
     downloads: super::downloads::Downloads,
     /// The document loads callers wait for.
     loads: Loads,
+    /// `isolation: context`: the task's browser context; a page of
+    /// another context is never adopted, whatever its opener.
+    browser_context: Option<String>,
 }
 
 /// The lists [`Tabs`] gathers from every tab, as the last snapshot showed them.
@@ -146,6 +149,26 @@ impl Tabs {
             shown: Shown::default(),
             downloads: Default::default(),
             loads: Loads::default(),
+            browser_context: None,
+        }
+    }
+
+    /// The task's browser context (`isolation: context`; `None`: the
+    /// browser's default context, every page may be ours). Set at each
+    /// attach: a reconnect makes a new context.
+    pub fn set_browser_context(&mut self, context: Option<String>) {
+        self.browser_context = context;
+    }
+
+    /// Whether a page of `context` may be one of this task's: any, unless
+    /// the task has a context of its own and the page is of another.
+    pub fn in_our_context(&self, context: Option<&str>) -> bool {
+        match (&self.browser_context, context) {
+            (Some(ours), Some(theirs)) => ours == theirs,
+            // A context of ours, a page that names none: the default
+            // context's (Chromium names every other).
+            (Some(_), None) => false,
+            (None, _) => true,
         }
     }
 
@@ -670,6 +693,11 @@ impl Tabs {
     }
 
     fn on_page_attached(&mut self, a: AttachedToTarget, now: Now) {
+        if !self.in_our_context(a.target_info.browser_context_id.as_deref()) {
+            // Another task's page (browser-level auto-attach reports every
+            // context's): resumed and let go at once, never held.
+            return self.let_go(&a.session_id);
+        }
         let target = a.target_info.target_id.clone();
         if let Some(key) = self.key_of_target(&target) {
             let top = self.tab(key).and_then(|t| t.state.top_session());
