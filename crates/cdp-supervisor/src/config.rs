@@ -275,8 +275,9 @@ impl BrowserConfig {
 }
 
 /// How tasks share browsers (`browser.isolation`, DESIGN "Many tasks, one
-/// browser").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// browser"; also `browser_open`'s `isolation` argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Isolation {
     /// A browser per task (launched, or the configured one attached).
     Browser,
@@ -287,6 +288,22 @@ pub enum Isolation {
 impl Isolation {
     /// The values `browser.isolation` takes, for errors.
     pub const ALLOWED: &'static str = "browser, context (or empty: the surface's default)";
+
+    /// Parses `browser_open`'s `isolation` argument (absent or null: the
+    /// configured default, `None`).
+    ///
+    /// # Errors
+    /// Anything but `"browser"` or `"context"`, with the allowed values.
+    pub fn parse(value: Option<&serde_json::Value>) -> Result<Option<Isolation>, String> {
+        match value {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) if s == "browser" => Ok(Some(Isolation::Browser)),
+            Some(serde_json::Value::String(s)) if s == "context" => Ok(Some(Isolation::Context)),
+            Some(other) => Err(format!(
+                "browser_open: isolation must be \"browser\" or \"context\", not {other}"
+            )),
+        }
+    }
 
     /// The name in the config.
     pub fn as_str(self) -> &'static str {

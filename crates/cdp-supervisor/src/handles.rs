@@ -23,42 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How a task's browser is isolated from other tasks' (`browser_open`'s
-/// `isolation` argument).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Isolation {
-    /// A browser of its own.
-    Browser,
-    /// A browser context in a shared browser (issue 41).
-    Context,
-}
-
-impl Isolation {
-    /// The value as the argument spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Isolation::Browser => "browser",
-            Isolation::Context => "context",
-        }
-    }
-
-    /// Parses `browser_open`'s `isolation` argument (absent or null: the
-    /// configured default, `None`).
-    ///
-    /// # Errors
-    /// Anything but `"browser"` or `"context"`, with the allowed values.
-    pub fn parse(value: Option<&serde_json::Value>) -> Result<Option<Isolation>, String> {
-        match value {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(s)) if s == "browser" => Ok(Some(Isolation::Browser)),
-            Some(serde_json::Value::String(s)) if s == "context" => Ok(Some(Isolation::Context)),
-            Some(other) => Err(format!(
-                "browser_open: isolation must be \"browser\" or \"context\", not {other}"
-            )),
-        }
-    }
-}
+pub use crate::config::Isolation;
 
 /// Opens a task for MCP 2026-07-28 requests, which have no session, and
 /// returns its handle {task}: pass it as the task argument of every other
@@ -114,8 +79,7 @@ pub fn build_task(
     // browser: a context; stdio: a browser of its own).
     let agent = AgentSession::new(registry, task_id, config);
     let agent = match isolation {
-        Some(Isolation::Browser) => agent.with_isolation(crate::config::Isolation::Browser),
-        Some(Isolation::Context) => agent.with_isolation(crate::config::Isolation::Context),
+        Some(i) => agent.with_isolation(i),
         None => agent,
     };
     match live_base {
