@@ -45,6 +45,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import tempfile
 import re
 import time
 import urllib.error
@@ -73,7 +74,10 @@ set_log_name("handoff")
 
 ENV = {"CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS": '["--host-resolver-rules=MAP *.test 127.0.0.1"]'}
 PASSWORD = "Sup3r-Secret-9"
-SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "docs", "live-view")
+# Where the live page's screenshots go (looked at after a run): a scratch
+# folder, so that a test run changes nothing in the repository.
+# LIVE_VIEW_SHOTS=docs/live-view refreshes the README's images.
+SHOTS = os.environ.get("LIVE_VIEW_SHOTS") or os.path.join(tempfile.gettempdir(), "cdp-supervisor-live-view")
 
 
 def pages(port: int) -> dict[str, str]:
@@ -252,7 +256,7 @@ class Person:
         await call(self.c, "browser_click", {"ref": ref_of(live["page"], "button", name)})
 
     async def screenshot(self, name: str, width: int, height: int) -> None:
-        """The live page at width × height, kept in docs/live-view for the README."""
+        """The live page at width × height, saved in SHOTS."""
         await call(self.c, "browser_cdp", {"method": "Emulation.setDeviceMetricsOverride",
                                            "params": {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}})
         await self.screen()
