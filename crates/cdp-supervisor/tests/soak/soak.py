@@ -79,6 +79,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+# How long after a beforeunload's accept the navigation it held may still commit.
+NAV_AFTER_BEFOREUNLOAD_S = 5.0
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "mcp_client"))
 
@@ -847,9 +849,12 @@ class Agent:
                     await self.navigate()
                 continue
             ans = data.get("answered") or {}
-            if d.type == "beforeunload" and args.get("action") == "accept":
-                # Leaving the page closes its other dialogs too: closed_by agent, with no answer of theirs.
-                self.nav_spans.append((time.time() - 1.0, time.time()))
+            human_accepted = d.fate == "ask_user" and (self.last_human or {}).get("action") == "accept"
+            if d.type == "beforeunload" and (args.get("action") == "accept" or human_accepted):
+                # Leaving the page closes its other dialogs too: closed_by agent, with no answer of
+                # theirs. The navigation it held goes on after the answer, until it commits (a
+                # dialog a queued call opens meanwhile closes with it): seconds on a loaded machine.
+                self.nav_spans.append((time.time() - 1.0, time.time() + NAV_AFTER_BEFOREUNLOAD_S))
             if ans.get("id") != d.id:
                 self.book.violate(self.name, f"browser_dialog for {d.id} answered {ans.get('id')}: {data}")
             if d.fate == "ask_user":
