@@ -58,10 +58,11 @@ use tokio_util::sync::CancellationToken;
 
 mod attach;
 mod calls;
+mod connect;
 mod run;
 mod tabs;
 
-use attach::is_page_level;
+use connect::is_page_level;
 
 /// spec ("Lifecycle"): consecutive failed reconnects after which a supervisor gives up.
 pub const MAX_POST_ATTACH_RECONNECT_FAILURES: u32 = 5;

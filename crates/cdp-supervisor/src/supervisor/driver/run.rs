@@ -1,8 +1,7 @@
 //! The loop: one tokio task per supervisor that owns the connection and the
 //! core, feeds it events, replies and time, and sends what it asks for.
 
-use super::attach::http_of;
-use super::attach::pick_and_attach;
+use super::connect::{Want, connect_and_pick};
 use super::*;
 
 /// Renames a completed download from Chromium's guid name (`from`) to
@@ -598,51 +597,24 @@ impl Driver {
         // front: a tab that closed meanwhile, or a browser restarted behind
         // the URL (every id new), is no reason to fail.
         let ours = self.state.target_ids_current_first();
-        let timeout = self.opts.command_timeout;
-        let attach_timeout = self.opts.attach_timeout;
-        let headers = self.opts.cdp_headers.clone();
-        let context = self.opts.context.clone();
+        let opts = self.opts.clone();
         self.reconnect = Some(Box::pin(async move {
             tokio::time::sleep(delay).await;
-            let attempt = async {
-                if let Some(ctx) = &context {
-                    // A context of our own again: the old one went with
-                    // the connection (or with the browser, relaunched here
-                    // once for every task that shares it).
-                    let ws = match ctx.browser.as_ref() {
-                        Some(lease) => lease.browser().ws_url().await?,
-                        None => match http_of(&url) {
-                            Some(http) => resolve_ws_url_with(&http, &headers)
-                                .await
-                                .unwrap_or(url.clone()),
-                            None => url.clone(),
-                        },
-                    };
-                    let (conn, events) = Connection::connect_with(&ws, &headers).await?;
-                    conn.set_event_filter(Event::handled);
-                    let (t, s, id) = super::attach::attach_in_context(&conn, ctx, timeout).await?;
-                    return Ok((ws, conn, events, t, s, Some(id)));
-                }
-                // A browser restarted on the same port has a new ws path: re-resolve from http.
-                let ws = match http_of(&url) {
-                    Some(http) => resolve_ws_url_with(&http, &headers)
-                        .await
-                        .unwrap_or(url.clone()),
-                    None => url.clone(),
-                };
-                let (conn, events) = Connection::connect_with(&ws, &headers).await?;
-                conn.set_event_filter(Event::handled);
-                let http = http_of(&ws);
-                let front = http.as_deref().map(|h| (h, &headers));
-                let (t, s) = pick_and_attach(&conn, None, &ours, front, timeout).await?;
-                Ok((ws, conn, events, t, s, None))
+            let shown = redact_url(&url);
+            let want = Want {
+                target_id: None,
+                ours: &ours,
+                again: true,
             };
-            tokio::time::timeout(attach_timeout, attempt)
-                .await
-                .map_err(|_| StartError::Timeout {
-                    url: redact_url(&url),
-                    after: attach_timeout,
-                })?
+            tokio::time::timeout(
+                opts.attach_timeout,
+                connect_and_pick(&url, &opts, want, &shown),
+            )
+            .await
+            .map_err(|_| StartError::Timeout {
+                url: shown,
+                after: opts.attach_timeout,
+            })?
         }));
     }
 
