@@ -609,3 +609,59 @@ window.addEventListener("beforeunload", function (e) { e.preventDefault(); e.ret
 /// The soak's margin past the watchdog's deadline (its bound is
 /// `dialog_timeout_s` + 5 s + the outage).
 const SOAK_MARGIN: Duration = Duration::from_secs(5);
+
+/// Issue 44 (the core's last step): a supervisor attached through one
+/// tab's page-level socket re-attaches that same tab after a drop, by the
+/// path its start took (the reconnect had a copy of its own that knew no
+/// page-level socket), and the tab works again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_level_socket_cut_reattaches_its_own_tab() {
+    let (site, chromium) = site_and_chromium().await;
+    // A second tab: the socket's tab is not the first page.
+    let tab: serde_json::Value = reqwest::Client::new()
+        .put(format!("{}/json/new?about:blank", chromium.http_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tab_id = tab["id"].as_str().unwrap().to_owned();
+    let page_ws = tab["webSocketDebuggerUrl"].as_str().unwrap().to_owned();
+    let u = url::Url::parse(&page_ws).unwrap();
+    let upstream: SocketAddr = format!("127.0.0.1:{}", u.port().unwrap()).parse().unwrap();
+    let proxy = Proxy::start(upstream).await;
+    let proxied = format!("ws://{}{}", proxy.addr, u.path());
+    let sup = cdp_supervisor::supervisor::driver::Supervisor::start(
+        &proxied,
+        options(DialogPolicy::MustRespond, Duration::from_secs(300)),
+    )
+    .await
+    .expect("attach through the page-level socket");
+    assert!(sup.is_page_level());
+    goto(&sup, &site.url("a.test", "/demo")).await;
+    proxy.cut();
+    wait_snapshot(&sup, "reconnecting", |s| {
+        s.connection == ConnectionStatus::Reconnecting
+    })
+    .await;
+    proxy.restore();
+    let after = wait_snapshot(&sup, "connected again", |s| {
+        s.connection == ConnectionStatus::Connected
+    })
+    .await;
+    assert_eq!(
+        after
+            .tabs
+            .iter()
+            .map(|t| t.target_id.as_str())
+            .collect::<Vec<_>>(),
+        [tab_id.as_str()],
+        "the socket's own tab, and only it"
+    );
+    goto(&sup, &site.url("a.test", "/demo")).await;
+    let live = sup.live_page(WAIT).await.expect("live page");
+    assert_eq!(live.target_id, tab_id);
+    assert!(live.url.ends_with("/demo"), "{}", live.url);
+    sup.stop().await;
+}

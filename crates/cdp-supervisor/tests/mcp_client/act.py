@@ -41,6 +41,9 @@ inside another):
                         ref shows, half the time below the fold: every
                         `clicked` reached the button once; a click that
                         did not land is an error saying so
+  names_from_markup     (issue 44) <optgroup> labels, an icon link named by
+                        its svg's <title> (and clicked through that ref), an
+                        svg image; an unnamed svg left out
   outline_timed         1,000 elements and 3 OOPIFs: prints the median time of a
                         browser_snapshot with and without the outline, and the
                         bytes per line (node) of the outline (a figure, not an
@@ -123,6 +126,15 @@ def pages(port: int) -> dict[str, str]:
         # fold every other time: the agent clicks its button at once.
         "/fresh": fresh("0", b),
         "/fresh-low": fresh("2000px", b),
+        "/names": page(
+            "Names",
+            '<label>Fruit <select><optgroup label="Citrus"><option>Lemon</option><option>Lime</option></optgroup>'
+            '<optgroup label="Berries"><option>Raspberry</option></optgroup></select></label>'
+            '<a href="#cart" onclick="window.clicked = (window.clicked || 0) + 1"><svg width=20 height=20><title>Cart</title>'
+            '<rect width=20 height=20 /></svg></a>'
+            '<svg width=30 height=30><title>Company logo</title><circle cx=15 cy=15 r=10 /></svg>'
+            '<svg width=10 height=10><rect width=10 height=10 /></svg>',
+        ),
         "/counter": page("Counter", "<button onclick=\"window.clicks=(window.clicks||0)+1\">Count</button>"),
         "/thousand": page(
             "Thousand",
@@ -466,6 +478,24 @@ async def fresh_oopif_clicks(sc: Scenario, binary: str) -> None:
         sc.check(landed >= FRESH_RUNS // 2, f"most clicks land ({landed} of {FRESH_RUNS})")
 
 
+async def names_from_markup(sc: Scenario, binary: str) -> None:
+    """(issue 44) <optgroup> labels and an svg's own <title> are names a
+    person reads: an icon link is named by its svg's title and clicks by
+    that ref; an unnamed svg is decoration, left out."""
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "n", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/names"})
+        text = (await outline(c))["page"]
+        sc.log("outline:\n" + text)
+        sc.check('group "Citrus"' in text and 'group "Berries"' in text, "each <optgroup> is a group named by its label")
+        sc.check(re.search(r'group "Citrus".*\n\s+- option "Lemon"', text) is not None, "with its options under it")
+        sc.check('image "Company logo"' in text, "an svg with a <title> is an image named by it")
+        r = await call(c, "browser_click", {"ref": ref_of(text, "link", "Cart")})
+        sc.check(await evaluate(c, "window.clicked || 0") == 1, f"the icon link, named by its svg's title, clicks ({r})")
+        sc.check(text.count("image") == 1, "the unnamed svg is left out")
+
+
 async def outline_timed(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     async with mcp_server(sc, binary, "m", [], env=ENV) as srv:
@@ -514,6 +544,7 @@ SCENARIOS = {
     "big_page_capped": big_page_capped,
     "outline_timed": outline_timed,
     "fresh_oopif_clicks": fresh_oopif_clicks,
+    "names_from_markup": names_from_markup,
     "app_shells": app_shells,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
@@ -523,6 +554,7 @@ PHASES = [
     ["beforeunload_left", "stale_and_covered"],
     ["big_page_capped", "slow_link"],
     ["app_shells", "fresh_oopif_clicks"],
+    ["names_from_markup"],
     ["outline_timed"],
 ]
 

@@ -127,6 +127,13 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
   };
   // The text a person sees inside `el` (name from content): text nodes,
   // images' alt, form controls' values; hidden parts left out.
+  // An svg's name: aria-label, else its own <title> (an icon link's only text).
+  const svgName = (el) => {
+    const label = attr(el, 'aria-label');
+    if (label) return label;
+    const title = el.querySelector(':scope > title');
+    return title ? ws(title.textContent) : '';
+  };
   const textOf = (el, depth) => {
     if (depth > 30) return '';
     let out = '';
@@ -137,6 +144,7 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
         if (c.getAttribute('aria-hidden') === 'true' || !c.checkVisibility()) continue;
         const t = c.tagName;
         if (t === 'IMG' || (t === 'INPUT' && c.type === 'image')) out += ' ' + (attr(c, 'alt') || '') + ' ';
+        else if (t === 'svg') out += ' ' + svgName(c) + ' ';
         else if (t === 'SCRIPT' || t === 'STYLE' || t === 'TEMPLATE') continue;
         else {
           const label = attr(c, 'aria-label');
@@ -181,6 +189,9 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
       }
       case 'SELECT': return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
       case 'OPTION': return 'option';
+      case 'OPTGROUP': return 'group';
+      // An svg that names itself is an image; an unnamed one is decoration.
+      case 'svg': return svgName(el) ? 'image' : null;
       case 'TEXTAREA': return 'textbox';
       case 'H1': case 'H2': case 'H3': case 'H4': case 'H5': case 'H6': return 'heading';
       case 'IMG': return attr(el, 'alt') === '' ? null : 'image';
@@ -253,6 +264,8 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
       return attr(el, 'title') || attr(el, 'placeholder') || '';
     }
     if (t === 'IMG' || t === 'AREA') return attr(el, 'alt') || attr(el, 'title') || '';
+    if (t === 'OPTGROUP') return attr(el, 'label') || '';
+    if (t === 'svg') return svgName(el);
     if (t === 'IFRAME' || t === 'FRAME') return attr(el, 'title') || '';
     if (t === 'FIELDSET') {
       const lg = el.querySelector(':scope > legend');
@@ -364,10 +377,12 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
       pushChildren(el, parent, inLabel, textShown);
       continue;
     }
-    // A closed <select>'s options are not rendered, yet they are its choices.
+    // A closed <select>'s options (and their groups) are not rendered, yet
+    // they are its choices.
     const role = roleOf(el);
-    if (t === 'OPTION' ? el.getAttribute('aria-hidden') === 'true' : hiddenSubtree(el, controls.has(role))) continue;
-    const visible = t === 'OPTION' ? !el.hidden : shown(el);
+    const choice = t === 'OPTION' || t === 'OPTGROUP';
+    if (choice ? el.getAttribute('aria-hidden') === 'true' : hiddenSubtree(el, controls.has(role))) continue;
+    const visible = choice ? !el.hidden : shown(el);
     let me = parent;
     if (role && visible && !(t === 'OPTION' && !el.closest('select,datalist,[role=listbox]'))) {
       const name = nameOf(el, role);
@@ -382,8 +397,9 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
       if (me < 0) break;
       owners[ownerIndex.get(el)] = nodes[me][5];
     }
-    if (t === 'SELECT') {
-      const opts = el.querySelectorAll('option');
+    if (t === 'SELECT' || t === 'OPTGROUP') {
+      // Its options, each <optgroup>'s under the group named by its label.
+      const opts = Array.from(el.children).filter((c) => c.tagName === 'OPTION' || (t === 'SELECT' && c.tagName === 'OPTGROUP'));
       for (let i = opts.length - 1; i >= 0; i--) stack.push([opts[i], me, false, visible]);
       continue;
     }
