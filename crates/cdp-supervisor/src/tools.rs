@@ -1594,6 +1594,12 @@ impl AgentSession {
         target_id: Option<String>,
     ) -> Result<Value, ToolError> {
         check_cdp_url(cdp_url)?;
+        if self.registry.is_shared_browser(cdp_url) {
+            return Err(ToolError::new(format!(
+                "browser_connect: {} is this server's shared browser, which holds every task's browser context (isolation: context): a task may not attach to it as a whole. This task's own tabs are supervised already (browser_tabs list); connect to another browser, or browser_disconnect to go back to the configured one",
+                Endpoint::Url(cdp_url.to_owned()).describe()
+            )));
+        }
         let target_id = target_id.filter(|t| !t.is_empty());
         let endpoint = Endpoint::Url(cdp_url.to_owned());
         let desc = endpoint.describe();
@@ -2355,6 +2361,45 @@ pub const CDP_REFUSALS: &[CdpRefusal] = &[
         method: "Browser.setDownloadBehavior",
         refused: |s| s.names_other_context(),
         why: "browserContextId names another task's context: its downloads are its own. Leave browserContextId out: this task's context is used",
+    },
+    CdpRefusal {
+        method: "Target.getTargetInfo",
+        refused: |s| s.names_other_target(),
+        why: "targetId is not one of this task's tabs or frames: it belongs to another task sharing the browser. Leave targetId out (this tab), or browser_tabs list",
+    },
+    CdpRefusal {
+        method: "Browser.setWindowBounds",
+        refused: |s| s.context.is_some(),
+        why: "windowId may be another task's window (ids are counted across the shared browser): minimized or resized, its page is throttled or clipped. Emulation.setDeviceMetricsOverride sizes this task's viewport",
+    },
+    CdpRefusal {
+        method: "Browser.grantPermissions",
+        refused: |s| {
+            s.context
+                .is_some_and(|own| s.param("browserContextId") != Some(own))
+        },
+        why: "without this task's browserContextId it grants permissions in another context (the browser's default one, or another task's). Pass browserContextId (below)",
+    },
+    CdpRefusal {
+        method: "Browser.setPermission",
+        refused: |s| {
+            s.context
+                .is_some_and(|own| s.param("browserContextId") != Some(own))
+        },
+        why: "without this task's browserContextId it sets a permission in another context (the browser's default one, or another task's). Pass browserContextId (below)",
+    },
+    CdpRefusal {
+        method: "Browser.resetPermissions",
+        refused: |s| {
+            s.context
+                .is_some_and(|own| s.param("browserContextId") != Some(own))
+        },
+        why: "without this task's browserContextId it resets another context's permissions (the browser's default one, or another task's). Pass browserContextId (below)",
+    },
+    CdpRefusal {
+        method: "Browser.crashGpuProcess",
+        refused: |s| !s.owns_browser,
+        why: "the GPU process serves the whole browser, which is not this task's own (attached through cdp_url, a cloud provider or a Grid, or shared by other tasks' contexts): every other client's pages would lose it",
     },
 ];
 

@@ -111,6 +111,13 @@ impl SharedBrowser {
         Ok(url)
     }
 
+    /// The port its DevTools endpoint listens on, while one runs.
+    pub fn devtools_port(&self) -> Option<u16> {
+        let inner = self.inner();
+        let c = inner.chromium.as_ref()?;
+        url::Url::parse(c.ws_url()).ok()?.port()
+    }
+
     /// The browser process id, while one runs.
     pub fn pid(&self) -> Option<u32> {
         self.inner().chromium.as_ref().and_then(LocalChromium::pid)

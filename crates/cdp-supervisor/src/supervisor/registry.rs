@@ -162,6 +162,32 @@ impl Registry {
             .clone()
     }
 
+    /// Whether `cdp_url` names the shared browser's DevTools endpoint
+    /// while it runs (a loopback host on its port): that browser holds
+    /// every `isolation: context` task's context, so no task may attach to
+    /// it as a whole (`browser_connect`).
+    pub fn is_shared_browser(&self, cdp_url: &str) -> bool {
+        let Some(port) = self
+            .shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .and_then(|b| b.devtools_port())
+        else {
+            return false;
+        };
+        let Ok(u) = url::Url::parse(cdp_url) else {
+            return false;
+        };
+        let loopback = match u.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback() || ip.is_unspecified(),
+            None => false,
+        };
+        loopback && u.port_or_known_default() == Some(port)
+    }
+
     fn slot(&self, task_id: &str) -> Slot {
         self.slots
             .lock()

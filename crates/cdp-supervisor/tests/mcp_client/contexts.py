@@ -219,9 +219,8 @@ async def own_context(c: Client) -> str:
     return ctx
 
 
-def browser_target_ids(server_pid: int) -> set[str]:
-    """Every target of the shared browser, as its own DevTools HTTP endpoint
-    lists them (`/json/list`, whatever context): not through the product."""
+def shared_port(server_pid: int) -> str:
+    """The shared browser's DevTools port (its DevToolsActivePort file)."""
     browsers = browser_processes(server_pid)
     if len(browsers) != 1:
         raise Fail(f"expected one browser process, found {browsers}")
@@ -229,7 +228,13 @@ def browser_target_ids(server_pid: int) -> set[str]:
     if udd is None:
         raise Fail(f"the browser's command line names no --user-data-dir: {cmdline(browsers[0])}")
     with open(os.path.join(udd, "DevToolsActivePort")) as f:
-        port = f.read().split()[0]
+        return f.read().split()[0]
+
+
+def browser_target_ids(server_pid: int) -> set[str]:
+    """Every target of the shared browser, as its own DevTools HTTP endpoint
+    lists them (`/json/list`, whatever context): not through the product."""
+    port = shared_port(server_pid)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
         return {t["id"] for t in json.load(r)}
 
@@ -359,6 +364,12 @@ async def browser_cdp_refused(sc: Scenario, binary: str) -> None:
             ("Target.createTarget", {"url": "about:blank", "browserContextId": cb}),
             ("Target.setDiscoverTargets", {"discover": False}),
             ("Storage.clearCookies", {}),
+            ("Target.getTargetInfo", {"targetId": tab_b}),
+            ("Browser.setWindowBounds", {"windowId": 1, "bounds": {"windowState": "minimized"}}),
+            ("Browser.grantPermissions", {"permissions": ["geolocation"], "browserContextId": cb}),
+            ("Browser.setPermission", {"permission": {"name": "notifications"}, "setting": "granted"}),
+            ("Browser.resetPermissions", {}),
+            ("Browser.crashGpuProcess", {}),
         ]
         await evaluate(b, "document.cookie = 'keep=b; path=/'; 1")
         for method, params in cases:
@@ -377,6 +388,19 @@ async def browser_cdp_refused(sc: Scenario, binary: str) -> None:
         r = await call(b, "browser_navigate", {"url": f"{site}/?still"})
         sc.check(r["status"] == "loaded", "B still navigates")
         sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs")
+        # A task cannot take the shared browser as a whole (issue 44's
+        # review: browser_connect to its port attached B to A's tab, its
+        # cookies and its script).
+        port = shared_port(t.proc.pid)
+        tab_a = (await snapshot(a))["tabs"][0]["target_id"]
+        for url, target in ((f"http://127.0.0.1:{port}", tab_a), (f"http://localhost:{port}", None),
+                            (f"ws://127.0.0.1:{port}/devtools/page/{tab_a}", None)):
+            args = {"cdp_url": url} | ({"target_id": target} if target else {})
+            r = await call_raw(b, "browser_connect", args)
+            sc.check(r.is_error and "shared browser" in r.text, f"browser_connect {url} is refused ({r.text[:160]!r})")
+        snap_b = await snapshot(b)
+        sc.check(snap_b.get("url", "").startswith(f"{site}/") and snap_b["tabs"][0]["target_id"] == tab_b,
+                 f"B is still on its own tab ({snap_b.get('url')})")
 
 
 async def shared_browser_killed(sc: Scenario, binary: str) -> None:
