@@ -44,6 +44,11 @@ inside another):
   names_from_markup     (issue 44) <optgroup> labels, an icon link named by
                         its svg's <title> (and clicked through that ref), an
                         svg image; an unnamed svg left out
+  oopif_covered_or_moving
+                        (issue 44) a layer over an OOPIF: its button's click
+                        is refused naming the layer, which gets no click; a
+                        frame moving 0-80 ms after load: each click reaches
+                        the button once or is an error
   outline_timed         1,000 elements and 3 OOPIFs: prints the median time of a
                         browser_snapshot with and without the outline, and the
                         bytes per line (node) of the outline (a figure, not an
@@ -135,6 +140,16 @@ def pages(port: int) -> dict[str, str]:
             '<svg width=30 height=30><title>Company logo</title><circle cx=15 cy=15 r=10 /></svg>'
             '<svg width=10 height=10><rect width=10 height=10 /></svg>',
         ),
+        "/covered-frame": page(
+            "Covered frame",
+            f'<div style="position:relative;width:300px;height:120px"><iframe src="{b}/counter" style="width:300px;height:120px;border:0"></iframe>'
+            '<div id=veil onclick="window.veiled = (window.veiled || 0) + 1" style="position:absolute;inset:0"></div></div>',
+        ),
+        **{f"/shift-{ms}": page(
+            "Shift",
+            f'<div id=grow style="height:0"></div><iframe src="{b}/counter" style="width:300px;height:120px;border:0"></iframe>',
+            f"addEventListener('load', () => setTimeout(() => {{ document.getElementById('grow').style.height = '120px'; }}, {ms}));",
+        ) for ms in (0, 20, 40, 50, 60, 80)},
         "/counter": page("Counter", "<button onclick=\"window.clicks=(window.clicks||0)+1\">Count</button>"),
         "/thousand": page(
             "Thousand",
@@ -496,6 +511,43 @@ async def names_from_markup(sc: Scenario, binary: str) -> None:
         sc.check(text.count("image") == 1, "the unnamed svg is left out")
 
 
+async def oopif_covered_or_moving(sc: Scenario, binary: str) -> None:
+    """(issue 44, the newcomer review) A transparent layer over an OOPIF took
+    two clicks while the tool blamed the frame; a frame that moves 0-80 ms
+    after load took clicks meant for its button. Now a covered frame is
+    refused before any click, and each click on a moving one either reaches
+    its button once or is an error: never `clicked` for a click it did not get."""
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "v", [], env=ENV) as srv:
+        c = srv.client
+        await call(c, "browser_navigate", {"url": f"http://a.test:{port}/covered-frame"})
+        text = ""
+        deadline = time.monotonic() + 10
+        while "Count" not in text:
+            if time.monotonic() > deadline:
+                raise Fail("the covered OOPIF's button never showed")
+            text = (await outline(c))["page"]
+        r = await call_raw(c, "browser_click", {"ref": ref_of(text, "button", "Count")})
+        sc.check(r.is_error and "covered by <div#veil>" in r.text, f"the covered frame's button is refused, naming the layer ({r.text[:200]})")
+        sc.check(await evaluate(c, "window.veiled || 0") == 0, "and the layer got no click")
+        for ms in (0, 20, 40, 50, 60, 80):
+            nav = await call(c, "browser_navigate", {"url": f"http://a.test:{port}/shift-{ms}", "snapshot": True})
+            text = nav.get("page") or ""
+            deadline = time.monotonic() + 10
+            while "Count" not in text:
+                if time.monotonic() > deadline:
+                    raise Fail("the moving OOPIF's button never showed")
+                text = (await outline(c))["page"]
+            frame = next(f for f in (await call(c, "browser_snapshot", {"page": False}))["frame_tree"]["children"] if f.get("is_oopif"))["frame_id"]
+            r = await call_raw(c, "browser_click", {"ref": ref_of(text, "button", "Count")})
+            await anyio.sleep(0.3)
+            clicks = await evaluate(c, "window.clicks || 0", frame)
+            if r.is_error:
+                sc.check(clicks == 0, f"{ms} ms: an error means the button got no click ({clicks}: {r.text[:160]})")
+            else:
+                sc.check(clicks == 1, f"{ms} ms: `clicked` means the button got exactly one click ({clicks}: {r.text[:120]})")
+
+
 async def outline_timed(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     async with mcp_server(sc, binary, "m", [], env=ENV) as srv:
@@ -545,6 +597,7 @@ SCENARIOS = {
     "outline_timed": outline_timed,
     "fresh_oopif_clicks": fresh_oopif_clicks,
     "names_from_markup": names_from_markup,
+    "oopif_covered_or_moving": oopif_covered_or_moving,
     "app_shells": app_shells,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
@@ -554,7 +607,7 @@ PHASES = [
     ["beforeunload_left", "stale_and_covered"],
     ["big_page_capped", "slow_link"],
     ["app_shells", "fresh_oopif_clicks"],
-    ["names_from_markup"],
+    ["names_from_markup", "oopif_covered_or_moving"],
     ["outline_timed"],
 ]
 

@@ -53,12 +53,16 @@ impl Page {
     /// until the frames holding it have painted twice, checks where its
     /// `pointerdown`/`mousedown` arrived, and clicks once more when the
     /// parent got it and the frame did not; a second miss is an error, not
-    /// a `clicked` that did not happen.
+    /// a `clicked` that did not happen. Something the top page lays over
+    /// the frame at that point is refused before anything is dispatched,
+    /// as a covered element is.
     ///
     /// # Errors
-    /// A stale or unknown ref; an element covered, zero-sized or detached
-    /// (nothing dispatched); a click that twice reached the page around its
-    /// OOPIF instead; the dispatch's own failure.
+    /// A stale or unknown ref; an element covered (in its frame, or its
+    /// frame in the top page), zero-sized or detached (nothing
+    /// dispatched); a click that twice reached the page around its OOPIF
+    /// instead, or that reached another element of its frame (the page
+    /// moved under it); the dispatch's own failure.
     pub async fn click(
         &self,
         r: &str,
@@ -112,10 +116,16 @@ impl Page {
             // A probe that cannot be read (the frame navigated, a dialog
             // came up) counts as a click that arrived: only a miss seen on
             // both sides is clicked again.
-            let missed = probe_hit(&conn, &node.session, &inside).await == Some(false)
-                && probe_hit(&conn, &parent.session, &around).await == Some(true);
-            if !missed {
-                return Ok(outcome);
+            let pressed = probe_hit(&conn, &node.session, &inside).await;
+            let around = probe_hit(&conn, &parent.session, &around).await;
+            match (pressed, around) {
+                (Some(Press::Elsewhere), _) => {
+                    return Err(ActError::Element(format!(
+                        "the click on {r} reached its frame but not {r}: the frame's page moved under it (it was still laying out), so the press went to another element there; browser_snapshot to see where things are now, then click again"
+                    )));
+                }
+                (Some(Press::None), Some(Press::On | Press::Elsewhere)) => {}
+                _ => return Ok(outcome),
             }
             tracing::debug!(
                 r,
@@ -142,7 +152,11 @@ impl Page {
     ) -> Result<(f64, f64), ActError> {
         let (cx, cy) = self.centre(conn, node, r).await?;
         not_covered(conn, node, object, (cx, cy), r).await?;
-        self.offset_to_top(conn, node, (cx, cy), r).await
+        let (x, y) = self.offset_to_top(conn, node, (cx, cy), r).await?;
+        if let Some(outer) = node.owners.last() {
+            frame_not_covered(conn, outer, (x, y), r).await?;
+        }
+        Ok((x, y))
     }
 
     /// Moves the mouse to (`x`, `y`) on the page session and clicks there
@@ -469,7 +483,7 @@ async fn painted_twice(conn: &Connection, node: &NodeRef, object: &str) {
 /// id no page script can reach) for [`probe_hit`], or `None` when it could
 /// not be set.
 async fn arm_probe(conn: &Connection, session: &SessionId, object: &str) -> Option<String> {
-    const ARM_FN: &str = "function(){const w=this.ownerDocument.defaultView;const s={hit:false};const f=()=>{s.hit=true};const o={capture:true};w.addEventListener('pointerdown',f,o);w.addEventListener('mousedown',f,o);s.off=()=>{w.removeEventListener('pointerdown',f,o);w.removeEventListener('mousedown',f,o)};return s}";
+    const ARM_FN: &str = "function(){const el=this;const w=el.ownerDocument.defaultView;const s={hit:false,on:false};const f=(e)=>{s.hit=true;const p=e.composedPath();if(p.includes(el))s.on=true};const o={capture:true};w.addEventListener('pointerdown',f,o);w.addEventListener('mousedown',f,o);s.off=()=>{w.removeEventListener('pointerdown',f,o);w.removeEventListener('mousedown',f,o)};return s}";
     let v = act_read(
         conn,
         session,
@@ -483,19 +497,29 @@ async fn arm_probe(conn: &Connection, session: &SessionId, object: &str) -> Opti
         .map(str::to_owned)
 }
 
-/// Whether the probe [`arm_probe`] set saw a press; removes its listeners.
-/// `None` when it cannot be read (its document is gone).
-async fn probe_hit(conn: &Connection, session: &SessionId, probe: &str) -> Option<bool> {
-    let hit = call_on(
+/// Where a press went, as a probe ([`arm_probe`]) saw it in its document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Press {
+    /// No press reached the document.
+    None,
+    /// On the probed element (or inside it).
+    On,
+    /// On another element of the document.
+    Elsewhere,
+}
+
+/// What the probe [`arm_probe`] set saw; removes its listeners. `None`
+/// when it cannot be read (its document is gone).
+async fn probe_hit(conn: &Connection, session: &SessionId, probe: &str) -> Option<Press> {
+    let seen = call_on(
         conn,
         session,
         probe,
-        "function(){this.off();return this.hit}",
+        "function(){this.off();return this.on?'on':this.hit?'elsewhere':'none'}",
         json!([]),
     )
     .await
-    .ok()?
-    .as_bool();
+    .ok();
     let _ = act_read(
         conn,
         session,
@@ -503,7 +527,79 @@ async fn probe_hit(conn: &Connection, session: &SessionId, probe: &str) -> Optio
         json!({"objectId": probe}),
     )
     .await;
-    hit
+    match seen?.as_str()? {
+        "on" => Some(Press::On),
+        "elsewhere" => Some(Press::Elsewhere),
+        _ => Some(Press::None),
+    }
+}
+
+/// Checks that the top document's point (`x`, `y`, viewport CSS pixels)
+/// hits the iframe element holding the OOPIF (`outer`, the outermost of a
+/// ref's owners): something the page lays over the frame there would take
+/// the click instead, and a click there is refused, naming it.
+async fn frame_not_covered(
+    conn: &Connection,
+    outer: &super::refs::Owner,
+    (x, y): (f64, f64),
+    r: &str,
+) -> Result<(), ActError> {
+    let scroll = act_read(conn, &outer.session, "Page.getLayoutMetrics", json!({}))
+        .await
+        .ok();
+    let at = |k: &str| {
+        scroll
+            .as_ref()
+            .and_then(|m| m.pointer(&format!("/cssLayoutViewport/{k}")))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    let Ok(hit) = act_read(
+        conn,
+        &outer.session,
+        "DOM.getNodeForLocation",
+        json!({"x": (x + at("pageX")).round() as i64, "y": (y + at("pageY")).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
+    )
+    .await
+    else {
+        // Not hit-tested: the frame's own check stands.
+        return Ok(());
+    };
+    let Some(hit_id) = hit
+        .get("backendNodeId")
+        .and_then(Value::as_i64)
+        .filter(|h| *h != outer.backend_node_id)
+    else {
+        return Ok(());
+    };
+    let what = act_read(
+        conn,
+        &outer.session,
+        "DOM.describeNode",
+        json!({"backendNodeId": hit_id}),
+    )
+    .await
+    .ok()
+    .and_then(|v| {
+        let n = v.get("node")?;
+        let name = n.get("localName").and_then(Value::as_str)?.to_owned();
+        let id = n
+            .get("attributes")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.chunks(2)
+                    .find(|kv| kv[0] == "id")
+                    .and_then(|kv| kv.get(1))
+                    .and_then(Value::as_str)
+                    .map(|v| format!("#{v}"))
+            })
+            .unwrap_or_default();
+        Some(format!("{name}{id}"))
+    })
+    .unwrap_or_else(|| "another element".to_owned());
+    Err(ActError::Element(format!(
+        "ref {r} is covered by <{what}> of the page around its frame at ({x:.0}, {y:.0}): a click there would hit that instead; nothing was clicked (close or scroll away what covers it, then browser_snapshot again)"
+    )))
 }
 
 /// Checks that a click at the element's centre (`cx`, `cy`, in its
