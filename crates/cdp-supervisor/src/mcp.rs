@@ -775,10 +775,11 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let target = self.resource_target(&request.uri, &context)?;
-        let snapshot = match target.agent.browser_snapshot(PageRequest::Omit).await {
+        let mut snapshot = match target.agent.browser_snapshot(PageRequest::Omit).await {
             Ok(v) => v,
             Err(e) => return Err(ErrorData::internal_error(e.message, None)),
         };
+        crate::tools::cap_page_strings(&mut snapshot, false);
         let contents = ResourceContents::TextResourceContents {
             uri: request.uri.clone(),
             mime_type: Some(JSON_MIME.to_owned()),

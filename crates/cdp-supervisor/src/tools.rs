@@ -110,6 +110,37 @@ pub const LIVE_READ_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long `browser_dialog` waits, after its answer, for the calls the
 /// dialog interrupted to complete (DESIGN: "Calls a dialog interrupts").
 pub const COMPLETED_CALLS_WAIT: Duration = Duration::from_secs(1);
+/// The longest string a page wrote (a URL, a title, a dialog's URL) that
+/// a tool result carries whole, in chars; a longer one is cut, saying so.
+/// A page can set a 1.5 MB URL (`history.replaceState`), and the MCP SDKs
+/// over HTTP fail on a server-sent event past 1 MiB: the agent would see
+/// nothing at all. The outline (`page`) is bounded by its lines.
+pub const PAGE_STRING_MAX: usize = 8 * 1024;
+
+/// Cuts every string in `v` longer than [`PAGE_STRING_MAX`] chars, but the
+/// outline (`page`) and, for `browser_cdp`, its raw `result`.
+pub fn cap_page_strings(v: &mut Value, cdp_reply: bool) {
+    match v {
+        Value::String(s) if s.len() > PAGE_STRING_MAX => {
+            let chars = s.chars().count();
+            if chars > PAGE_STRING_MAX {
+                let kept: String = s.chars().take(PAGE_STRING_MAX).collect();
+                *s = format!("{kept}… (cut: {chars} chars in all)");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| cap_page_strings(i, false)),
+        Value::Object(map) => {
+            for (k, item) in map.iter_mut() {
+                if k == "page" || (cdp_reply && k == "result") {
+                    continue;
+                }
+                cap_page_strings(item, false);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `browser_snapshot`'s outline of a current tab whose renderer crashed
 /// (`Inspector.targetCrashed`): there is no document to read.
 const CRASHED_LINE: &str = "- this tab's renderer crashed: its page is gone (nothing to read or act on); browser_navigate reloads it, browser_tabs close closes it";
@@ -569,6 +600,9 @@ impl AgentSession {
             if person || self.person_in_control().is_some() {
                 handoff::without_queries(v);
             }
+            // What a CDP reply holds is the agent's to ask for (capped at
+            // 8 MiB where it is read); the rest is the page's words.
+            cap_page_strings(v, name == "browser_cdp");
         }
         result
     }

@@ -49,6 +49,11 @@ inside another):
                         is refused naming the layer, which gets no click; a
                         frame moving 0-80 ms after load: each click reaches
                         the button once or is an error
+  a_page_cannot_flood_results
+                        (issue 44) a 1.5 MB URL, a 1.2 MB button name, a
+                        prompt's 1.5 MB message and default: every result
+                        stays small and says what was cut; the prompt's
+                        accept still answers with its whole default
   outline_timed         1,000 elements and 3 OOPIFs: prints the median time of a
                         browser_snapshot with and without the outline, and the
                         bytes per line (node) of the outline (a figure, not an
@@ -59,6 +64,7 @@ Usage: python act.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--serial]
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
@@ -150,6 +156,13 @@ def pages(port: int) -> dict[str, str]:
             f'<div id=grow style="height:0"></div><iframe src="{b}/counter" style="width:300px;height:120px;border:0"></iframe>',
             f"addEventListener('load', () => setTimeout(() => {{ document.getElementById('grow').style.height = '120px'; }}, {ms}));",
         ) for ms in (0, 20, 40, 50, 60, 80)},
+        "/huge": page(
+            "Huge",
+            "<button id=long>x</button>",
+            "document.getElementById('long').textContent = 'N'.repeat(1200000);"
+            "history.replaceState(null, '', '/huge#' + 'H'.repeat(1500000));"
+            "window.ask = () => { window.got = prompt('M'.repeat(1500000), 'D'.repeat(1500000)); };",
+        ),
         "/counter": page("Counter", "<button onclick=\"window.clicks=(window.clicks||0)+1\">Count</button>"),
         "/thousand": page(
             "Thousand",
@@ -548,6 +561,41 @@ async def oopif_covered_or_moving(sc: Scenario, binary: str) -> None:
                 sc.check(clicks == 1, f"{ms} ms: `clicked` means the button got exactly one click ({clicks}: {r.text[:120]})")
 
 
+async def a_page_cannot_flood_results(sc: Scenario, binary: str) -> None:
+    """(issue 44, the newcomer review) A page's own strings — a 1.5 MB URL, a
+    1.2 MB button name, a prompt's 1.5 MB message and default — made every
+    result megabytes long, and an MCP SDK over HTTP fails on an event past
+    1 MiB: the agent saw nothing. Each is cut, saying so; accepting the
+    prompt without text still answers with its whole default."""
+    port = await start_site(sc, pages)
+    async with mcp_server(sc, binary, "h", [], env=ENV) as srv:
+        c = srv.client
+        limit = 256 * 1024
+
+        def small(r, what: str) -> None:
+            size = max(len(r.text), len(json.dumps(r.data or {})))
+            sc.check(size < limit, f"{what}: the result is {size} bytes (under {limit})")
+
+        r = await call_raw(c, "browser_navigate", {"url": f"http://a.test:{port}/huge", "snapshot": True})
+        small(r, "browser_navigate")
+        r = await call_raw(c, "browser_snapshot", {})
+        small(r, "browser_snapshot")
+        url = (r.data or {}).get("url", "")
+        sc.check("(cut: 1500" in url and len(url) < 9000, f"the URL says it was cut ({url[:60]!r}…{url[-40:]!r})")
+        line = next((l for l in (r.data or {}).get("page", "").splitlines() if "button" in l), "")
+        sc.check(0 < len(line) < 3000 and "…" in line, f"the button's name is cut ({len(line)} chars: {line[:40]!r}…)")
+        await call(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "setTimeout(ask, 0)"}})
+        d = await wait_pending(sc, c, "prompt", None, "the huge prompt")
+        sc.check(len(d.get("message", "")) <= 10240 and len(d.get("default_prompt", "")) <= 10240 + 40,
+                 f"the message and default are cut ({len(d.get('message', ''))}, {len(d.get('default_prompt', ''))})")
+        r = await call_raw(c, "browser_dialog", {"action": "accept"})
+        small(r, "browser_dialog")
+        got = await evaluate(c, "window.got.length")
+        sc.check(got == 1500000, f"the page got the whole default text ({got})")
+        r = await call_raw(c, "browser_snapshot", {"page": False})
+        small(r, "the next snapshot")
+
+
 async def outline_timed(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, pages)
     async with mcp_server(sc, binary, "m", [], env=ENV) as srv:
@@ -598,6 +646,7 @@ SCENARIOS = {
     "fresh_oopif_clicks": fresh_oopif_clicks,
     "names_from_markup": names_from_markup,
     "oopif_covered_or_moving": oopif_covered_or_moving,
+    "a_page_cannot_flood_results": a_page_cannot_flood_results,
     "app_shells": app_shells,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
@@ -608,6 +657,7 @@ PHASES = [
     ["big_page_capped", "slow_link"],
     ["app_shells", "fresh_oopif_clicks"],
     ["names_from_markup", "oopif_covered_or_moving"],
+    ["a_page_cannot_flood_results"],
     ["outline_timed"],
 ]
 

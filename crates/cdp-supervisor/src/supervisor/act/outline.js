@@ -33,12 +33,17 @@ function (gen, max, budgetMs, actionable, ...frameOwners) {
     els.push(el);
     return els.length - 1;
   };
+  // A name, value or text past this says no more to a reader, and a page
+  // can make one megabytes long (an MCP SDK over HTTP fails on an event
+  // past 1 MiB): cut, marked.
+  const LONG = 2000;
+  const capped = (t) => (t && t.length > LONG ? t.slice(0, LONG) + '… (cut: ' + t.length + ' chars)' : t || '');
   const add = (parent, role, name, value, states, el) => {
     if (nodes.length >= max) {
       cut = true;
       return -1;
     }
-    nodes.push([parent, role, name || '', value || '', states || 0, el ? keyOf(el) : -1]);
+    nodes.push([parent, role, capped(name), capped(value), states || 0, el ? keyOf(el) : -1]);
     return nodes.length - 1;
   };
   const shown = (el) => el.checkVisibility({ visibilityProperty: true });

@@ -141,6 +141,9 @@ struct Dialog {
     /// beforeunload nothing but closing its tab frees the page (CDP facts:
     /// the navigation of an OOPIF that frees one otherwise gets no reply).
     orphaned: bool,
+    /// A prompt's default text, whole, when the view shows it cut: an
+    /// accept without text answers with all of it, as OK would.
+    default_prompt_whole: Option<String>,
 }
 
 /// The pending dialogs, the recently closed ones, and answers whose dialog
@@ -333,6 +336,12 @@ impl State {
             .clone()
             .or_else(|| self.targets.frame_of(session));
         let message = cut(d.message, DIALOG_MESSAGE_MAX_CHARS);
+        // A page's default text goes into every snapshot: cut as the
+        // message is (an SDK over HTTP fails on an event past 1 MiB).
+        let default_prompt = d.default_prompt.unwrap_or_default();
+        let default_prompt_whole = (default_prompt.chars().count() > DIALOG_MESSAGE_MAX_CHARS)
+            .then(|| default_prompt.clone());
+        let default_prompt = cut(default_prompt, DIALOG_MESSAGE_MAX_CHARS);
         let native = bridge_request.is_none() && auth.is_none();
         if native && self.reported_again(session, &frame_id, &d.dialog_type, &message, now) {
             return;
@@ -351,7 +360,7 @@ impl State {
             id: id.clone(),
             dialog_type: d.dialog_type,
             message,
-            default_prompt: d.default_prompt.clone().unwrap_or_default(),
+            default_prompt,
             opened_at: now.unix_s,
             frame_id: frame_id.as_ref().map(|f| f.0.clone()),
             url: d.url,
@@ -375,6 +384,7 @@ impl State {
             carried: false,
             answer_at_drop: None,
             orphaned: false,
+            default_prompt_whole,
         });
         self.answer_or_arm(id, action, now);
         self.out.notice(Notice::DialogOpened { dialog: view });
@@ -671,8 +681,13 @@ impl State {
         }
         let accept = action == DialogAction::Accept;
         // Accepting a prompt without text answers with the default, as a person pressing OK would.
-        let text = (accept && d.view.dialog_type == DialogType::Prompt)
-            .then(|| prompt_text.unwrap_or_else(|| d.view.default_prompt.clone()));
+        let text = (accept && d.view.dialog_type == DialogType::Prompt).then(|| {
+            prompt_text.unwrap_or_else(|| {
+                d.default_prompt_whole
+                    .clone()
+                    .unwrap_or_else(|| d.view.default_prompt.clone())
+            })
+        });
         let Some(d) = self.dialogs.get_mut(id) else {
             return;
         };
