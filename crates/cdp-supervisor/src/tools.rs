@@ -2310,6 +2310,13 @@ impl CdpScope<'_> {
             .is_some_and(|own| self.param("browserContextId").is_some_and(|c| c != own))
     }
 
+    /// In a context of its own, `params.browserContextId` is not the
+    /// task's (absent: the browser's default context, not the task's).
+    fn not_own_context(&self) -> bool {
+        self.context
+            .is_some_and(|own| self.param("browserContextId") != Some(own))
+    }
+
     /// In a context of its own, `params.targetId` is not one of the task's.
     fn names_other_target(&self) -> bool {
         self.context.is_some()
@@ -2346,11 +2353,7 @@ pub const CDP_REFUSALS: &[CdpRefusal] = &[
     },
     CdpRefusal {
         method: "Target.disposeBrowserContext",
-        refused: |s| {
-            s.context
-                .is_some_and(|own| s.param("browserContextId") != Some(own))
-                || (s.context.is_none() && !s.owns_browser)
-        },
+        refused: |s| s.not_own_context() || (s.context.is_none() && !s.owns_browser),
         why: "that browser context is not this task's: disposing it would close another task's tabs and delete its cookies. This task's own context ends with the task",
     },
     CdpRefusal {
@@ -2385,10 +2388,7 @@ pub const CDP_REFUSALS: &[CdpRefusal] = &[
     },
     CdpRefusal {
         method: "Storage.clearCookies",
-        refused: |s| {
-            s.context
-                .is_some_and(|own| s.param("browserContextId") != Some(own))
-        },
+        refused: |s| s.not_own_context(),
         why: "without this task's browserContextId it clears another context's cookies (the browser's default one, or another task's). Pass browserContextId (below), or Network.clearBrowserCookies, which clears this task's context only",
     },
     CdpRefusal {
@@ -2408,26 +2408,17 @@ pub const CDP_REFUSALS: &[CdpRefusal] = &[
     },
     CdpRefusal {
         method: "Browser.grantPermissions",
-        refused: |s| {
-            s.context
-                .is_some_and(|own| s.param("browserContextId") != Some(own))
-        },
+        refused: |s| s.not_own_context(),
         why: "without this task's browserContextId it grants permissions in another context (the browser's default one, or another task's). Pass browserContextId (below)",
     },
     CdpRefusal {
         method: "Browser.setPermission",
-        refused: |s| {
-            s.context
-                .is_some_and(|own| s.param("browserContextId") != Some(own))
-        },
+        refused: |s| s.not_own_context(),
         why: "without this task's browserContextId it sets a permission in another context (the browser's default one, or another task's). Pass browserContextId (below)",
     },
     CdpRefusal {
         method: "Browser.resetPermissions",
-        refused: |s| {
-            s.context
-                .is_some_and(|own| s.param("browserContextId") != Some(own))
-        },
+        refused: |s| s.not_own_context(),
         why: "without this task's browserContextId it resets another context's permissions (the browser's default one, or another task's). Pass browserContextId (below)",
     },
     CdpRefusal {

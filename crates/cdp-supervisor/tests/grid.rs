@@ -271,17 +271,7 @@ async fn a_grid_that_wants_a_bearer_header_is_reached_with_cdp_headers_and_refus
 async fn a_page_level_endpoint_is_supervised_as_that_one_tab_and_says_what_it_cannot_do() {
     let (site, chromium) = common::site_and_chromium().await;
     // A second tab: the page endpoint must mean that one, not the first page.
-    let tab: serde_json::Value = reqwest::Client::new()
-        .put(format!("{}/json/new?about:blank", chromium.http_url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let tab_id = tab["id"].as_str().unwrap().to_owned();
-    let page_ws = tab["webSocketDebuggerUrl"].as_str().unwrap().to_owned();
-    assert!(page_ws.contains("/devtools/page/"), "{page_ws}");
+    let (tab_id, page_ws) = common::open_tab(&chromium.http_url()).await;
 
     let session = AgentSession::new(Registry::new(), "page-level", Config::default());
     let c = session

@@ -290,3 +290,23 @@ pub fn user_data_dir_of_port(port: u16) -> Option<String> {
     }
     None
 }
+
+/// Opens another tab in the Chromium at `http_url` (`PUT /json/new`):
+/// its target id and its page-level WebSocket URL.
+pub async fn open_tab(http_url: &str) -> (String, String) {
+    let tab: serde_json::Value = reqwest::Client::new()
+        .put(format!("{http_url}/json/new?about:blank"))
+        .send()
+        .await
+        .expect("PUT /json/new")
+        .json()
+        .await
+        .expect("a target's JSON");
+    let id = tab["id"].as_str().expect("an id").to_owned();
+    let ws = tab["webSocketDebuggerUrl"]
+        .as_str()
+        .expect("a page-level socket")
+        .to_owned();
+    assert!(ws.contains("/devtools/page/"), "{ws}");
+    (id, ws)
+}

@@ -124,7 +124,12 @@ impl Page {
                         "the click on {r} reached its frame but not {r}: the frame's page moved under it (it was still laying out), so the press went to another element there; browser_snapshot to see where things are now, then click again"
                     )));
                 }
-                (Some(Press::None), Some(Press::On | Press::Elsewhere)) => {}
+                (Some(Press::Split), _) => {
+                    return Err(ActError::Element(format!(
+                        "the click on {r} did not happen: {r} got the press, but the page moved before the release, which went elsewhere (no click event); browser_snapshot to see where things are now, then click again"
+                    )));
+                }
+                (Some(Press::None), Some(Press::On | Press::Split | Press::Elsewhere)) => {}
                 _ => return Ok(outcome),
             }
             tracing::debug!(
@@ -483,7 +488,7 @@ async fn painted_twice(conn: &Connection, node: &NodeRef, object: &str) {
 /// id no page script can reach) for [`probe_hit`], or `None` when it could
 /// not be set.
 async fn arm_probe(conn: &Connection, session: &SessionId, object: &str) -> Option<String> {
-    const ARM_FN: &str = "function(){const el=this;const w=el.ownerDocument.defaultView;const s={hit:false,on:false};const f=(e)=>{s.hit=true;const p=e.composedPath();if(p.includes(el))s.on=true};const o={capture:true};w.addEventListener('pointerdown',f,o);w.addEventListener('mousedown',f,o);s.off=()=>{w.removeEventListener('pointerdown',f,o);w.removeEventListener('mousedown',f,o)};return s}";
+    const ARM_FN: &str = "function(){const el=this;const w=el.ownerDocument.defaultView;const s={hit:false,on:false,up:false};const f=(e)=>{s.hit=true;if(e.composedPath().includes(el))s.on=true};const u=(e)=>{if(e.composedPath().includes(el))s.up=true};const o={capture:true};w.addEventListener('pointerdown',f,o);w.addEventListener('mousedown',f,o);w.addEventListener('pointerup',u,o);w.addEventListener('mouseup',u,o);s.off=()=>{w.removeEventListener('pointerdown',f,o);w.removeEventListener('mousedown',f,o);w.removeEventListener('pointerup',u,o);w.removeEventListener('mouseup',u,o)};return s}";
     let v = act_read(
         conn,
         session,
@@ -502,8 +507,10 @@ async fn arm_probe(conn: &Connection, session: &SessionId, object: &str) -> Opti
 enum Press {
     /// No press reached the document.
     None,
-    /// On the probed element (or inside it).
+    /// On the probed element (or inside it), released there too.
     On,
+    /// Pressed on the probed element, released elsewhere: no click.
+    Split,
     /// On another element of the document.
     Elsewhere,
 }
@@ -515,7 +522,7 @@ async fn probe_hit(conn: &Connection, session: &SessionId, probe: &str) -> Optio
         conn,
         session,
         probe,
-        "function(){this.off();return this.on?'on':this.hit?'elsewhere':'none'}",
+        "function(){this.off();return this.on?(this.up?'on':'split'):this.hit?'elsewhere':'none'}",
         json!([]),
     )
     .await
@@ -529,9 +536,38 @@ async fn probe_hit(conn: &Connection, session: &SessionId, probe: &str) -> Optio
     .await;
     match seen?.as_str()? {
         "on" => Some(Press::On),
+        "split" => Some(Press::Split),
         "elsewhere" => Some(Press::Elsewhere),
         _ => Some(Press::None),
     }
+}
+
+/// The node (`backendNodeId`) at a viewport point of `session`'s document
+/// (`x`, `y` in CSS pixels; `DOM.getNodeForLocation` takes document
+/// coordinates, so the scroll offset is added). `Ok(None)`: no node there.
+async fn node_at(
+    conn: &Connection,
+    session: &SessionId,
+    (x, y): (f64, f64),
+) -> Result<Option<i64>, String> {
+    let metrics = act_read(conn, session, "Page.getLayoutMetrics", json!({}))
+        .await
+        .ok();
+    let scroll = |k: &str| {
+        metrics
+            .as_ref()
+            .and_then(|m| m.pointer(&format!("/cssLayoutViewport/{k}")))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    let hit = act_read(
+        conn,
+        session,
+        "DOM.getNodeForLocation",
+        json!({"x": (x + scroll("pageX")).round() as i64, "y": (y + scroll("pageY")).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
+    )
+    .await?;
+    Ok(hit.get("backendNodeId").and_then(Value::as_i64))
 }
 
 /// Checks that the top document's point (`x`, `y`, viewport CSS pixels)
@@ -544,34 +580,13 @@ async fn frame_not_covered(
     (x, y): (f64, f64),
     r: &str,
 ) -> Result<(), ActError> {
-    let scroll = act_read(conn, &outer.session, "Page.getLayoutMetrics", json!({}))
-        .await
-        .ok();
-    let at = |k: &str| {
-        scroll
-            .as_ref()
-            .and_then(|m| m.pointer(&format!("/cssLayoutViewport/{k}")))
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0)
-    };
-    let Ok(hit) = act_read(
-        conn,
-        &outer.session,
-        "DOM.getNodeForLocation",
-        json!({"x": (x + at("pageX")).round() as i64, "y": (y + at("pageY")).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
-    )
-    .await
-    else {
-        // Not hit-tested: the frame's own check stands.
+    // Not hit-tested: the frame's own check stands.
+    let Ok(Some(hit_id)) = node_at(conn, &outer.session, (x, y)).await else {
         return Ok(());
     };
-    let Some(hit_id) = hit
-        .get("backendNodeId")
-        .and_then(Value::as_i64)
-        .filter(|h| *h != outer.backend_node_id)
-    else {
+    if hit_id == outer.backend_node_id {
         return Ok(());
-    };
+    }
     let what = act_read(
         conn,
         &outer.session,
@@ -613,32 +628,12 @@ async fn not_covered(
     (cx, cy): (f64, f64),
     r: &str,
 ) -> Result<(), ActError> {
-    let scroll = act_read(conn, &node.session, "Page.getLayoutMetrics", json!({}))
-        .await
-        .ok();
-    let sx = scroll
-        .as_ref()
-        .and_then(|m| m.pointer("/cssLayoutViewport/pageX"))
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    let sy = scroll
-        .as_ref()
-        .and_then(|m| m.pointer("/cssLayoutViewport/pageY"))
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    let hit = act_read(
-        conn,
-        &node.session,
-        "DOM.getNodeForLocation",
-        json!({"x": (cx + sx).round() as i64, "y": (cy + sy).round() as i64, "includeUserAgentShadowDOM": true, "ignorePointerEventsNone": false}),
-    )
-    .await
-    .map_err(|e| ActError::Element(format!("ref {r}: the point to click could not be hit-tested ({e}); nothing was clicked")))?;
-    if let Some(hit_id) = hit
-        .get("backendNodeId")
-        .and_then(Value::as_i64)
-        .filter(|h| *h != node.backend_node_id)
-    {
+    let hit = node_at(conn, &node.session, (cx, cy)).await.map_err(|e| {
+        ActError::Element(format!(
+            "ref {r}: the point to click could not be hit-tested ({e}); nothing was clicked"
+        ))
+    })?;
+    if let Some(hit_id) = hit.filter(|h| *h != node.backend_node_id) {
         let hit_obj = act_read(
             conn,
             &node.session,

@@ -1026,10 +1026,17 @@ impl State {
     /// The page's target went: every dialog with it, released by whoever
     /// closed the tab to release it ([`State::release`]), else `remote`.
     pub(super) fn close_all_dialogs(&mut self, now: Now) {
+        self.close_gone(|_| true, now);
+    }
+
+    /// Closes the dialogs `which` picks, whose page or renderer is gone:
+    /// released by whoever was releasing them, else `remote`.
+    fn close_gone(&mut self, which: impl Fn(&Dialog) -> bool, now: Now) {
         let closing: Vec<(String, CloseCause)> = self
             .dialogs
             .pending
             .iter()
+            .filter(|d| which(d))
             .map(|d| {
                 let cause = d
                     .releasing
@@ -1056,7 +1063,7 @@ impl State {
             .session_ids()
             .filter_map(|s| self.targets.frame_of(s))
             .collect();
-        let closing: Vec<(String, CloseCause)> = self
+        let gone: Vec<String> = self
             .dialogs
             .pending
             .iter()
@@ -1070,16 +1077,9 @@ impl State {
                             .is_some_and(|x| x == root)
                     })
             })
-            .map(|d| {
-                let cause = d
-                    .releasing
-                    .map_or(CloseCause::PageGone, CloseCause::Released);
-                (d.view.id.clone(), cause)
-            })
+            .map(|d| d.view.id.clone())
             .collect();
-        for (id, cause) in closing {
-            self.close_dialog(&id, cause, None, None, now);
-        }
+        self.close_gone(|d| gone.contains(&d.view.id), now);
     }
 
     fn close_dialog(
