@@ -223,6 +223,12 @@ impl Handles {
         Ok(handle)
     }
 
+    /// Whether `handle` is open (whoever minted it): a listen for one that
+    /// is not is refused before it is acknowledged.
+    pub fn knows(&self, handle: &str) -> bool {
+        self.lock().contains_key(handle)
+    }
+
     fn unknown(&self, handle: &str) -> HandleError {
         HandleError::Unknown {
             shown: shown(handle),

@@ -793,12 +793,18 @@ impl ServerHandler for McpSession {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // Every snapshot URI is accepted here; `listen` then refuses one
-        // whose task the request cannot reach (this has no request to ask).
+        // A snapshot URI of an open task is accepted here (over HTTP only
+        // one that names its task); `listen` then refuses one whose task
+        // the request cannot reach (this has no request to ask whose token
+        // it carries).
         let mut accepted = SubscriptionFilter::new();
         accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
             uris.iter()
-                .filter(|u| snapshot_handle(u).is_ok())
+                .filter(|u| match snapshot_handle(u) {
+                    Ok(Some(h)) => self.tasks.handles().knows(h),
+                    Ok(None) => !self.http,
+                    Err(_) => false,
+                })
                 .cloned()
                 .collect()
         });

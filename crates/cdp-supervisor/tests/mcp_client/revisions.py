@@ -325,6 +325,15 @@ async def bad_input(sc: Scenario, binary: str) -> None:
         except Exception as e:  # noqa: BLE001 - SubscriptionLost carries the server's error
             cause = e.__cause__ or e
             sc.check("unknown resource" in str(cause), f"bad: a listen for an unknown resource ends with its error ({type(e).__name__}: {cause})")
+        # A forged handle's snapshot is not honoured either (the newcomer
+        # review: it was acknowledged, and then nothing ever came).
+        for uri in (f"{SNAPSHOT_URI}?task={forged}", f"{SNAPSHOT_URI}?task={b}"):
+            try:
+                async with c.listen(resource_subscriptions=[uri]) as sub:
+                    honored = sub.honored.resource_subscriptions or []
+                    sc.check(uri not in honored, f"bad: a listen for a forged or closed handle is not honoured ({honored})")
+            except Exception as e:  # noqa: BLE001 - refused outright is as good
+                sc.log(f"bad: the listen for {uri[:40]}… ended with {type(e).__name__}")
         try:
             await c.read_resource(f"{SNAPSHOT_URI}?task={forged}")
             raise Fail("bad: reading a forged handle's snapshot succeeded")
