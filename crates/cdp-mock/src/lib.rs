@@ -702,6 +702,10 @@ async fn serve_websocket(inner: Arc<Inner>, stream: TcpStream) {
     }
 }
 
+/// How much of a raw flood is written before the commands that came
+/// meanwhile are read ([`MockCdp::flood`]).
+const RAW_SLICE: usize = 256 * 1024;
+
 async fn connection_loop(
     inner: Arc<Inner>,
     index: usize,
@@ -727,13 +731,34 @@ async fn connection_loop(
                     }
                 }
                 Some(Out::Raw(bytes, ack)) => {
+                    use futures_util::FutureExt;
                     use tokio::io::AsyncWriteExt;
-                    let written = match ws.flush().await {
-                        Ok(()) => ws.get_mut().write_all(&bytes).await.is_ok(),
-                        Err(_) => false,
-                    };
+                    // In slices, taking the commands that came meanwhile
+                    // between them: a client's command sent during a flood
+                    // is seen when it arrives, not once the whole flood is
+                    // written (its reply still queues behind the flood).
+                    let mut written = ws.flush().await.is_ok();
+                    let mut closed = false;
+                    for slice in bytes.chunks(RAW_SLICE) {
+                        if !written || closed {
+                            break;
+                        }
+                        written = ws.get_mut().write_all(slice).await.is_ok();
+                        while let Some(incoming) = ws.next().now_or_never() {
+                            match incoming {
+                                Some(Ok(Message::Text(text))) => {
+                                    on_command(&inner, index, text.as_str(), &out_tx)
+                                }
+                                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                                    closed = true;
+                                    break;
+                                }
+                                Some(Ok(_)) => {}
+                            }
+                        }
+                    }
                     let _ = ack.send(());
-                    if !written {
+                    if !written || closed {
                         break;
                     }
                 }
