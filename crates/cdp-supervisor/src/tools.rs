@@ -118,7 +118,8 @@ pub const COMPLETED_CALLS_WAIT: Duration = Duration::from_secs(1);
 pub const PAGE_STRING_MAX: usize = 8 * 1024;
 
 /// Cuts every string in `v` longer than [`PAGE_STRING_MAX`] chars, but the
-/// outline (`page`) and, for `browser_cdp`, its raw `result`.
+/// outline (`page`), the agent's own CDP replies (`browser_cdp`'s raw
+/// `result`, and `completed_calls`: the late outcomes of its calls).
 pub fn cap_page_strings(v: &mut Value, cdp_reply: bool) {
     match v {
         Value::String(s) if s.len() > PAGE_STRING_MAX => {
@@ -131,7 +132,7 @@ pub fn cap_page_strings(v: &mut Value, cdp_reply: bool) {
         Value::Array(items) => items.iter_mut().for_each(|i| cap_page_strings(i, false)),
         Value::Object(map) => {
             for (k, item) in map.iter_mut() {
-                if k == "page" || (cdp_reply && k == "result") {
+                if k == "page" || k == "completed_calls" || (cdp_reply && k == "result") {
                     continue;
                 }
                 cap_page_strings(item, false);
