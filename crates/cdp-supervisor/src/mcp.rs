@@ -530,27 +530,7 @@ impl McpSession {
                         }
                     })
                 });
-                let ticker = progress.map(|token| {
-                    let peer = peer.clone();
-                    tokio::spawn(async move {
-                        let started = tokio::time::Instant::now();
-                        let mut tick = tokio::time::interval_at(
-                            started + HANDOFF_PROGRESS_INTERVAL,
-                            HANDOFF_PROGRESS_INTERVAL,
-                        );
-                        loop {
-                            tick.tick().await;
-                            let mut p = ProgressNotificationParam::new(
-                                token.clone(),
-                                started.elapsed().as_secs_f64().floor(),
-                            );
-                            p.message = Some("waiting for the person to press Done".into());
-                            if peer.notify_progress(p).await.is_err() {
-                                return;
-                            }
-                        }
-                    })
-                });
+                let ticker = progress.map(|token| handoff_progress(peer.clone(), token));
                 let end = tokio::select! {
                     r = task.handed_back(id) => match r {
                         Some(r) => crate::tools::HandoffEnd::Ended(r),
@@ -704,6 +684,33 @@ impl McpSession {
             ErrorData::invalid_params(format!("{shown}: {e}"), None)
         })
     }
+}
+
+/// While a handoff waits: progress every [`HANDOFF_PROGRESS_INTERVAL`]
+/// on `token` (seconds waited), until the client stops taking them or the
+/// returned task is aborted.
+fn handoff_progress(
+    peer: Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let started = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval_at(
+            started + HANDOFF_PROGRESS_INTERVAL,
+            HANDOFF_PROGRESS_INTERVAL,
+        );
+        loop {
+            tick.tick().await;
+            let mut p = ProgressNotificationParam::new(
+                token.clone(),
+                started.elapsed().as_secs_f64().floor(),
+            );
+            p.message = Some("waiting for the person to press Done".into());
+            if peer.notify_progress(p).await.is_err() {
+                return;
+            }
+        }
+    })
 }
 
 /// `browser_open` and `browser_close`: tools of 2026-07-28 clients.

@@ -10,13 +10,13 @@
 //! `browser_handoff` always returns; a declined or cancelled answer ends the
 //! handoff (`ended_by: "agent"`), as it does for a 2025-11-25 client.
 
-use super::{HANDOFF_PROGRESS_INTERVAL, McpSession};
+use super::McpSession;
 use crate::live::{EndedBy, Started, TaskLive};
 use crate::tools::{AgentSession, HandoffEnd, ToolError, handoff_result};
 use rmcp::RoleServer;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, ProgressNotificationParam,
+    InputRequests, InputRequiredResult, InputResponses,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
@@ -144,27 +144,10 @@ impl McpSession {
             };
             return Ok(handoff_result(&p.started, Some(end)));
         }
-        let ticker = context.meta.get_progress_token().map(|token| {
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                let started = tokio::time::Instant::now();
-                let mut tick = tokio::time::interval_at(
-                    started + HANDOFF_PROGRESS_INTERVAL,
-                    HANDOFF_PROGRESS_INTERVAL,
-                );
-                loop {
-                    tick.tick().await;
-                    let mut n = ProgressNotificationParam::new(
-                        token.clone(),
-                        started.elapsed().as_secs_f64().floor(),
-                    );
-                    n.message = Some("waiting for the person to press Done".into());
-                    if peer.notify_progress(n).await.is_err() {
-                        return;
-                    }
-                }
-            })
-        });
+        let ticker = context
+            .meta
+            .get_progress_token()
+            .map(|token| super::handoff_progress(context.peer.clone(), token));
         let end = tokio::select! {
             r = p.live.handed_back(p.started.id) => match r {
                 Some(r) => HandoffEnd::Ended(r),
