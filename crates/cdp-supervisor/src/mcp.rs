@@ -982,16 +982,7 @@ impl ServerHandler for McpSession {
                     .await
                 }
             };
-            let result = match result {
-                Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
-                Ok(Ok(v)) => Ok(v),
-                Err(e) => Err(e),
-            };
-            let mut shown = target
-                .shown
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return Ok(tool_result(&request.name, result, &mut shown).into());
+            return Ok(round_response(&request.name, result, &target.shown));
         }
         let waits_for_person = args.get("wait") != Some(&Value::Bool(false));
         let can_open_url = context
@@ -999,7 +990,7 @@ impl ServerHandler for McpSession {
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.url.is_some());
         if stateless && request.name == "browser_handoff" && waits_for_person && can_open_url {
-            let result = match self
+            let result = self
                 .handoff_input_required(
                     &agent,
                     args,
@@ -1007,17 +998,8 @@ impl ServerHandler for McpSession {
                     request.request_state,
                     &context,
                 )
-                .await
-            {
-                Ok(Err(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
-                Ok(Ok(v)) => Ok(v),
-                Err(e) => Err(e),
-            };
-            let mut shown = target
-                .shown
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return Ok(tool_result(&request.name, result, &mut shown).into());
+                .await;
+            return Ok(round_response(&request.name, result, &target.shown));
         }
         // A client that cancels the request (notifications/cancelled) ends
         // the call: a browser_wait stops waiting, nothing lingers.
@@ -1208,6 +1190,24 @@ async fn watch_snapshot(agent: Arc<AgentSession>, notify: Notify, stop: Cancella
 /// (`structuredContent`, every field) on success, `isError` on failure, and
 /// as text content what the model reads ([`Shown::render`]: the result
 /// without what is empty or was shown unchanged, the outline as plain lines).
+/// A multi-round call's response (2026-07-28): the `input_required` to
+/// send, or its result as every tool's (its text what `shown` has not shown).
+fn round_response(
+    name: &str,
+    result: Result<Result<Value, InputRequiredResult>, ToolError>,
+    shown: &std::sync::Mutex<Shown>,
+) -> CallToolResponse {
+    let result = match result {
+        Ok(Err(ask)) => return CallToolResponse::InputRequired(ask),
+        Ok(Ok(v)) => Ok(v),
+        Err(e) => Err(e),
+    };
+    let mut shown = shown
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    tool_result(name, result, &mut shown).into()
+}
+
 fn tool_result(name: &str, result: Result<Value, ToolError>, shown: &mut Shown) -> CallToolResult {
     let text = vec![ContentBlock::text(shown.render(name, &result))];
     let (mut r, structured) = match result {
