@@ -11,7 +11,7 @@
 //!   `ALERTS` calls;
 //! - an agent's answer: `answer_dialog` from call to return, over `ANSWERS` alerts.
 
-use cdp_supervisor::browser::{LaunchOptions, LocalChromium, find_chromium};
+use cdp_supervisor::browser::{Debugging, LaunchOptions, LocalChromium, find_chromium};
 use cdp_supervisor::demo_site::{SiteServer, host_resolver_arg};
 use cdp_supervisor::supervisor::driver::{CallOutcome, Supervisor, SupervisorOptions};
 use cdp_supervisor::supervisor::policy::DialogPolicy;
@@ -123,6 +123,8 @@ async fn main() {
     );
     let chromium = LocalChromium::launch(&LaunchOptions {
         extra_args: vec![host_resolver_arg().to_owned()],
+        // Attached by URL, as to a browser someone else runs.
+        debugging: Debugging::Port,
         ..Default::default()
     })
     .await

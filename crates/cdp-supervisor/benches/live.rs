@@ -13,7 +13,7 @@
 //!   process's user+system time over the window) and RSS, and the bytes a
 //!   second each viewer receives.
 
-use cdp_supervisor::browser::{LaunchOptions, LocalChromium};
+use cdp_supervisor::browser::{Debugging, LaunchOptions, LocalChromium};
 use cdp_supervisor::supervisor::driver::{Supervisor, SupervisorOptions};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -132,11 +132,20 @@ async fn eval(sup: &Supervisor, expression: &str, await_promise: bool) -> Value 
 
 #[tokio::main]
 async fn main() {
-    let chromium = LocalChromium::launch(&LaunchOptions::default())
-        .await
-        .expect("launch Chromium");
+    let chromium = LocalChromium::launch(&LaunchOptions {
+        // Attached by URL, as to a browser someone else runs.
+        debugging: Debugging::Port,
+        ..LaunchOptions::default()
+    })
+    .await
+    .expect("launch Chromium");
     let mut server = Command::new(env!("CARGO_BIN_EXE_cdp-supervisor"))
-        .args(["live", PAGE, "--cdp-url", &chromium.http_url()])
+        .args([
+            "live",
+            PAGE,
+            "--cdp-url",
+            &chromium.http_url().expect("a DevTools port"),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -168,9 +177,12 @@ async fn main() {
     }
     assert!(!control.is_empty(), "live printed no control link");
     let ws = format!("{}/ws", control.replacen("http://", "ws://", 1));
-    let sup = Supervisor::start(&chromium.http_url(), SupervisorOptions::default())
-        .await
-        .expect("the bench's own supervisor");
+    let sup = Supervisor::start(
+        &chromium.http_url().expect("a DevTools port"),
+        SupervisorOptions::default(),
+    )
+    .await
+    .expect("the bench's own supervisor");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_cpu = proc_cpu_s(pid);
     tokio::time::sleep(WINDOW).await;

@@ -20,7 +20,7 @@
 //!   what a page cost before HTTP authentication was handled (then nothing
 //!   was paused by default), an upper bound on that baseline.
 
-use cdp_supervisor::browser::{LaunchOptions, LocalChromium, find_chromium};
+use cdp_supervisor::browser::{Debugging, LaunchOptions, LocalChromium, find_chromium};
 use cdp_supervisor::demo_site::{SiteServer, host_resolver_arg};
 use cdp_supervisor::supervisor::credentials::{Credential, Credentials, Secret};
 use cdp_supervisor::supervisor::driver::{NavigateOutcome, Supervisor, SupervisorOptions};
@@ -65,6 +65,8 @@ async fn main() {
     );
     let chromium = LocalChromium::launch(&LaunchOptions {
         extra_args: vec![host_resolver_arg().to_owned()],
+        // Attached by URL, as to a browser someone else runs.
+        debugging: Debugging::Port,
         ..Default::default()
     })
     .await

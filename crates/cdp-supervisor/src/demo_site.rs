@@ -766,6 +766,8 @@ mod tests {
             let site = SiteServer::start().await.unwrap();
             let chromium = LocalChromium::launch(&LaunchOptions {
                 extra_args: vec![host_resolver_arg().to_owned()],
+                // A raw WebSocket client of its own.
+                debugging: crate::browser::Debugging::Port,
                 ..LaunchOptions::default()
             })
             .await

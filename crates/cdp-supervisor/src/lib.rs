@@ -58,5 +58,6 @@ pub mod demo_site;
 pub mod handles;
 pub mod live;
 pub mod mcp;
+mod random;
 pub mod supervisor;
 pub mod tools;

@@ -403,8 +403,11 @@ fn watch_says_at_attach_what_already_blocks_the_page() {
         common::wait_snapshot(&sup, "the alert pending", |s| !s.pending_dialogs.is_empty()).await;
         sup
     });
-    let (child, rx) =
-        spawn_lines(Command::new(BIN).args(["watch", "--cdp-url", &chromium.http_url()]));
+    let (child, rx) = spawn_lines(Command::new(BIN).args([
+        "watch",
+        "--cdp-url",
+        &chromium.http_url().expect("a DevTools port"),
+    ]));
     let mut lines: Vec<String> = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
     let blocked = |l: &String| l.starts_with("page blocked");

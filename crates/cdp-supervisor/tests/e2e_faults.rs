@@ -618,7 +618,7 @@ const SOAK_MARGIN: Duration = Duration::from_secs(5);
 async fn a_page_level_socket_cut_reattaches_its_own_tab() {
     let (site, chromium) = site_and_chromium().await;
     // A second tab: the socket's tab is not the first page.
-    let (tab_id, page_ws) = common::open_tab(&chromium.http_url()).await;
+    let (tab_id, page_ws) = common::open_tab(&chromium.http_url().expect("a DevTools port")).await;
     let u = url::Url::parse(&page_ws).unwrap();
     let upstream: SocketAddr = format!("127.0.0.1:{}", u.port().unwrap()).parse().unwrap();
     let proxy = Proxy::start(upstream).await;

@@ -153,7 +153,7 @@ fn grid_config(url: &str, headers: &[(&str, &str)]) -> Config {
 async fn a_grid_that_wants_a_bearer_header_is_reached_with_cdp_headers_and_refused_without() {
     let logs = capture_logs();
     let (site, chromium) = common::site_and_chromium().await;
-    let port = url::Url::parse(&chromium.http_url())
+    let port = url::Url::parse(&chromium.http_url().expect("a DevTools port"))
         .unwrap()
         .port()
         .unwrap();
@@ -271,7 +271,7 @@ async fn a_grid_that_wants_a_bearer_header_is_reached_with_cdp_headers_and_refus
 async fn a_page_level_endpoint_is_supervised_as_that_one_tab_and_says_what_it_cannot_do() {
     let (site, chromium) = common::site_and_chromium().await;
     // A second tab: the page endpoint must mean that one, not the first page.
-    let (tab_id, page_ws) = common::open_tab(&chromium.http_url()).await;
+    let (tab_id, page_ws) = common::open_tab(&chromium.http_url().expect("a DevTools port")).await;
 
     let session = AgentSession::new(Registry::new(), "page-level", Config::default());
     let c = session
@@ -325,7 +325,7 @@ async fn a_page_level_endpoint_is_supervised_as_that_one_tab_and_says_what_it_ca
     );
 
     // The same through a grid that wants a header (Selenoid-like).
-    let port = url::Url::parse(&chromium.http_url())
+    let port = url::Url::parse(&chromium.http_url().expect("a DevTools port"))
         .unwrap()
         .port()
         .unwrap();

@@ -215,7 +215,7 @@ async fn browserbase_402_retries_without_keep_alive_then_without_proxies() {
 #[tokio::test(flavor = "multi_thread")]
 async fn browser_use_http_cdp_url_is_resolved_and_the_browser_stopped_when_the_task_ends() {
     let (site, chromium) = common::site_and_chromium().await;
-    let http = chromium.http_url();
+    let http = chromium.http_url().expect("a DevTools port");
     let (api, seen) = fake_api(move |s, _| match (s.method.as_str(), s.path.as_str()) {
         ("POST", "/api/v3/browsers") => (200, json!({"id": "bu-1", "cdpUrl": http})),
         _ => (200, json!({"id": "bu-1", "status": "stopped"})),
@@ -256,7 +256,10 @@ async fn firecrawl_session_is_released_when_the_agent_connects_elsewhere() {
     navigate(&session, &site.url("a.test", "/demo")).await;
     let other = common::site_and_chromium().await.1;
     let c = session
-        .call("browser_connect", json!({"cdp_url": other.http_url()}))
+        .call(
+            "browser_connect",
+            json!({"cdp_url": other.http_url().expect("a DevTools port")}),
+        )
         .await
         .expect("connect elsewhere");
     assert!(c["connected"].is_string(), "{c}");
@@ -931,7 +934,10 @@ async fn selenium_session_is_supervised_and_deleted_at_disconnect_at_rebind_and_
     navigate(&session, &site.url("a.test", "/demo")).await;
     let other = common::site_and_chromium().await.1;
     session
-        .call("browser_connect", json!({"cdp_url": other.http_url()}))
+        .call(
+            "browser_connect",
+            json!({"cdp_url": other.http_url().expect("a DevTools port")}),
+        )
         .await
         .expect("connect elsewhere");
     assert_eq!(lines(&seen).last().unwrap(), "DELETE /session/se-2");

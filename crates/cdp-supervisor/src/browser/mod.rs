@@ -1,8 +1,11 @@
 //! Finding and launching local Chromium.
 //!
 //! [`LocalChromium::launch`] starts a headless Chromium with a fresh
-//! user-data-dir and `--remote-debugging-port=0`, and returns once Chromium
-//! reports its DevTools endpoint. The handle owns everything it started:
+//! user-data-dir and returns once its DevTools answers. By default CDP goes
+//! over a pipe (`--remote-debugging-pipe`, [`crate::cdp::pipe`]): no TCP
+//! port, so no other process on the machine can take the browser over
+//! (DESIGN "Security"); [`Debugging::Port`] opens an OS-chosen port
+//! instead, for tools that attach by URL. The handle owns everything it started:
 //! [`LocalChromium::shutdown`] (or dropping the handle) kills Chromium's whole
 //! process group — renderers and zygotes included — and deletes the
 //! user-data-dir.
@@ -34,8 +37,8 @@ use tokio::task::JoinHandle;
 pub const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome"];
 
 /// Flags every launched Chromium gets (DESIGN.md, "CDP facts"): headless, no
-/// sandbox (we often run as root), nothing phoning home, an OS-chosen
-/// DevTools port. `/dev/shm` is tiny in containers, hence
+/// sandbox (we often run as root), nothing phoning home (the DevTools
+/// flag comes from [`Debugging`]). `/dev/shm` is tiny in containers, hence
 /// `--disable-dev-shm-usage`. `--disable-popup-blocking`, as Playwright's
 /// launch has: an agent's click opens what a person's would.
 /// `--disable-features=WebUIOmnibox…Popup`: headless Chromium 156 opens an
@@ -54,7 +57,6 @@ pub const BASE_ARGS: &[&str] = &[
     "--disable-sync",
     "--disable-dev-shm-usage",
     "--disable-popup-blocking",
-    "--remote-debugging-port=0",
 ];
 
 /// Default [`LaunchOptions::timeout`]: a cold Chromium start in a loaded
@@ -177,6 +179,21 @@ pub struct LaunchOptions {
     pub extra_args: Vec<String>,
     /// How long to wait for the DevTools endpoint.
     pub timeout: Duration,
+    /// How CDP reaches it: a pipe (the default) or a port.
+    pub debugging: Debugging,
+}
+
+/// How a launched Chromium's DevTools is reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Debugging {
+    /// `--remote-debugging-pipe`: CDP over file descriptors 3 and 4, no TCP
+    /// port; [`LocalChromium::ws_url`] is a `pipe://…` URL that only this
+    /// process can open ([`crate::cdp::pipe`]).
+    #[default]
+    Pipe,
+    /// `--remote-debugging-port=0`: an OS-chosen port on loopback that any
+    /// local process can reach (`ws://127.0.0.1:PORT/devtools/browser/…`).
+    Port,
 }
 
 impl Default for LaunchOptions {
@@ -185,6 +202,7 @@ impl Default for LaunchOptions {
             chromium_path: None,
             extra_args: Vec::new(),
             timeout: DEFAULT_LAUNCH_TIMEOUT,
+            debugging: Debugging::Pipe,
         }
     }
 }
@@ -199,6 +217,8 @@ pub struct LocalChromium {
     pid: Option<u32>,
     ws_url: String,
     port: u16,
+    /// The pipe's hub, with [`Debugging::Pipe`].
+    hub: Option<Arc<crate::cdp::pipe::Hub>>,
     user_data_dir: Option<tempfile::TempDir>,
     user_data_path: PathBuf,
     stderr_task: JoinHandle<()>,
@@ -206,12 +226,32 @@ pub struct LocalChromium {
 
 type StderrTail = Arc<Mutex<VecDeque<String>>>;
 
+/// The ends of a launch's CDP pipe that Chromium gets, as its file
+/// descriptors 3 (it reads commands) and 4 (it writes replies and events).
+struct ChildPipe {
+    reads: std::os::fd::OwnedFd,
+    writes: std::os::fd::OwnedFd,
+}
+
 /// The command line of a headless Chromium on `about:blank` with its own
 /// user-data-dir, stderr piped (where it says its DevTools URL), killed
 /// when dropped, and tied to us so that it never outlives the supervisor.
-fn chromium_command(exe: &Path, user_data_path: &Path, extra_args: &[String]) -> Command {
+/// With `pipe`, its ends become the child's fds 3 and 4 and CDP goes over
+/// them (`--remote-debugging-pipe`); without, over an OS-chosen port.
+fn chromium_command(
+    exe: &Path,
+    user_data_path: &Path,
+    extra_args: &[String],
+    pipe: Option<&ChildPipe>,
+) -> Command {
+    use std::os::fd::AsRawFd;
     let mut cmd = Command::new(exe);
     cmd.args(BASE_ARGS)
+        .arg(if pipe.is_some() {
+            "--remote-debugging-pipe"
+        } else {
+            "--remote-debugging-port=0"
+        })
         .arg(format!("--user-data-dir={}", user_data_path.display()))
         .args(extra_args)
         .arg("about:blank")
@@ -227,12 +267,24 @@ fn chromium_command(exe: &Path, user_data_path: &Path, extra_args: &[String]) ->
     // too: no browser outlives its supervisor. (The signal is tied to
     // the spawning thread; tokio's worker threads live as long as the
     // runtime that owns the supervisor.)
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
+    let fds = pipe.map(|p| (p.reads.as_raw_fd(), p.writes.as_raw_fd()));
+    // SAFETY: prctl, fcntl and dup2 are async-signal-safe; they touch no
+    // memory of ours, and nothing else runs between fork and exec here.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            #[cfg(target_os = "linux")]
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some((reads, writes)) = fds {
+                // Copied above 4 first (either may be 3 or 4 already), then
+                // onto 3 and 4; dup2's copies are not close-on-exec.
+                for (from, to) in [(reads, 3), (writes, 4)] {
+                    let high = libc::fcntl(from, libc::F_DUPFD, 10);
+                    if high < 0 || libc::dup2(high, to) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
             }
             Ok(())
         });
@@ -259,13 +311,40 @@ impl LocalChromium {
             .map_err(LaunchError::UserDataDir)?;
         let user_data_path = dir.path().to_path_buf();
 
-        let mut cmd = chromium_command(&exe, &user_data_path, &opts.extra_args);
+        let pipe = match opts.debugging {
+            Debugging::Pipe => Some(launch_pipe().map_err(|source| LaunchError::Spawn {
+                path: exe.clone(),
+                source,
+            })?),
+            Debugging::Port => None,
+        };
+        let mut cmd = chromium_command(
+            &exe,
+            &user_data_path,
+            &opts.extra_args,
+            pipe.as_ref().map(|(child, _)| child),
+        );
         let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
             path: exe.clone(),
             source,
         })?;
         let pid = child.id();
         tracing::debug!(?exe, ?pid, dir = %user_data_path.display(), "launched Chromium");
+        // Our copies of the child's ends go, so that its exit ends the pipe.
+        let hub = match pipe {
+            Some((child_ends, (from_browser, to_browser))) => {
+                drop(child_ends);
+                Some(
+                    crate::cdp::pipe::Hub::start(from_browser, to_browser).map_err(|source| {
+                        LaunchError::Spawn {
+                            path: exe.clone(),
+                            source,
+                        }
+                    })?,
+                )
+            }
+            None => None,
+        };
 
         let tail: StderrTail = Arc::default();
         let (url_tx, url_rx) = oneshot::channel();
@@ -277,39 +356,56 @@ impl LocalChromium {
             pid,
             ws_url: String::new(),
             port: 0,
+            hub: hub.clone(),
             user_data_dir: Some(dir),
             user_data_path,
             stderr_task,
         };
         // On an error `chromium` drops here: group killed, dir removed.
-        let ws_url = chromium
-            .wait_for_endpoint(url_rx, &tail, opts.timeout)
-            .await?;
-        chromium.port = url::Url::parse(&ws_url)
-            .ok()
-            .and_then(|u| u.port())
-            .unwrap_or_default();
+        let ws_url = match hub {
+            // The pipe answers once DevTools runs.
+            Some(hub) => {
+                let ready = async move {
+                    let version = hub
+                        .call("Browser.getVersion", serde_json::json!({}), opts.timeout)
+                        .await;
+                    version.ok().map(|_| hub.url())
+                };
+                chromium
+                    .wait_for_endpoint(ready, &tail, opts.timeout)
+                    .await?
+            }
+            None => {
+                let ready = listening_at(chromium.user_data_path.clone(), url_rx);
+                let url = chromium
+                    .wait_for_endpoint(ready, &tail, opts.timeout)
+                    .await?;
+                chromium.port = url::Url::parse(&url)
+                    .ok()
+                    .and_then(|u| u.port())
+                    .unwrap_or_default();
+                url
+            }
+        };
         chromium.ws_url = ws_url;
-        tracing::debug!(ws_url = %chromium.ws_url, "Chromium DevTools ready");
+        tracing::debug!(ws_url = %crate::cdp::redact_url(&chromium.ws_url), "Chromium DevTools ready");
         Ok(chromium)
     }
 
-    /// Waits up to `timeout` for the browser WebSocket URL of the Chromium
-    /// just spawned: from its stderr line (`url_rx`) or its
-    /// `DevToolsActivePort` file, whichever comes first. Fails with the last
-    /// stderr lines (`tail`) when it exits first or the time runs out.
+    /// Waits up to `timeout` for `ready` (the DevTools URL once DevTools
+    /// answers; `None` when it never will) while watching the Chromium just
+    /// spawned. Fails with the last stderr lines (`tail`) when it exits
+    /// first or the time runs out.
     async fn wait_for_endpoint(
         &mut self,
-        mut url_rx: oneshot::Receiver<String>,
+        ready: impl Future<Output = Option<String>>,
         tail: &StderrTail,
         timeout: Duration,
     ) -> Result<String, LaunchError> {
         let deadline = crate::cdp::connection::deadline_after(timeout);
-        let mut stderr_open = true;
+        tokio::pin!(ready);
+        let mut waiting = true;
         loop {
-            if let Some(url) = read_active_port(&self.user_data_path) {
-                return Ok(url);
-            }
             let child = self.child.as_mut().expect("child is set until shutdown");
             if let Ok(Some(status)) = child.try_wait() {
                 // Let the reader reach EOF so the error quotes the last lines.
@@ -321,10 +417,10 @@ impl LocalChromium {
                 });
             }
             tokio::select! {
-                url = &mut url_rx, if stderr_open => match url {
-                    Ok(url) => return Ok(url),
-                    // Stderr closed without the line: keep polling the file.
-                    Err(_) => stderr_open = false,
+                url = &mut ready, if waiting => match url {
+                    Some(url) => return Ok(url),
+                    // It never will: watch for the exit until the deadline.
+                    None => waiting = false,
                 },
                 _ = tokio::time::sleep(POLL_INTERVAL) => {}
             }
@@ -337,16 +433,30 @@ impl LocalChromium {
         }
     }
 
-    /// The browser-level WebSocket URL,
-    /// `ws://127.0.0.1:PORT/devtools/browser/<id>`.
+    /// The browser-level endpoint: with [`Debugging::Port`],
+    /// `ws://127.0.0.1:PORT/devtools/browser/<id>`; with the pipe, a
+    /// `pipe://…` URL that [`crate::cdp::Connection::connect`] (and a
+    /// supervisor this process starts on this browser) opens, and nothing
+    /// outside this process can.
     pub fn ws_url(&self) -> &str {
         &self.ws_url
     }
 
     /// The DevTools HTTP endpoint, `http://127.0.0.1:PORT` (serves
-    /// `/json/version`, `/json/list`).
-    pub fn http_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+    /// `/json/version`, `/json/list`); `None` on a pipe, which has none.
+    pub fn http_url(&self) -> Option<String> {
+        (self.hub.is_none()).then(|| format!("http://127.0.0.1:{}", self.port))
+    }
+
+    /// The TCP port its DevTools listens on, if any: with
+    /// [`Debugging::Port`], or on a pipe when `--remote-debugging-port` was
+    /// asked for in the extra args (read from `DevToolsActivePort`).
+    pub fn devtools_port(&self) -> Option<u16> {
+        if self.port != 0 {
+            return Some(self.port);
+        }
+        let url = read_active_port(&self.user_data_path)?;
+        url::Url::parse(&url).ok()?.port()
     }
 
     /// The browser process id (also its process group id); `None` once it
@@ -535,6 +645,44 @@ fn tail_text(tail: &StderrTail) -> String {
             .collect::<Vec<_>>()
             .join(" | ")
     }
+}
+
+/// With [`Debugging::Port`]: the browser WebSocket URL once Chromium has
+/// said it (its stderr line, `url_rx`, or its `DevToolsActivePort` file,
+/// whichever comes first).
+async fn listening_at(
+    user_data_path: PathBuf,
+    mut url_rx: oneshot::Receiver<String>,
+) -> Option<String> {
+    let mut stderr_open = true;
+    loop {
+        if let Some(url) = read_active_port(&user_data_path) {
+            return Some(url);
+        }
+        tokio::select! {
+            url = &mut url_rx, if stderr_open => match url {
+                Ok(url) => return Some(url),
+                // Stderr closed without the line: keep polling the file.
+                Err(_) => stderr_open = false,
+            },
+            _ = tokio::time::sleep(POLL_INTERVAL) => {}
+        }
+    }
+}
+
+/// A launch's CDP pipe: the ends the child gets, and ours (we read what it
+/// writes, and write what it reads). Close-on-exec, so no other child
+/// inherits them.
+fn launch_pipe() -> io::Result<(ChildPipe, (std::os::fd::OwnedFd, std::os::fd::OwnedFd))> {
+    let (child_reads, we_write) = io::pipe()?;
+    let (we_read, child_writes) = io::pipe()?;
+    Ok((
+        ChildPipe {
+            reads: child_reads.into(),
+            writes: child_writes.into(),
+        },
+        (we_read.into(), we_write.into()),
+    ))
 }
 
 /// `DevToolsActivePort` holds the port and the browser target path on two

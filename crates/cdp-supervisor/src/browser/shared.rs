@@ -111,11 +111,10 @@ impl SharedBrowser {
         Ok(url)
     }
 
-    /// The port its DevTools endpoint listens on, while one runs.
+    /// The port its DevTools endpoint listens on, while one runs and has
+    /// one (a pipe launch has none unless `chromium_args` asks for it).
     pub fn devtools_port(&self) -> Option<u16> {
-        let inner = self.inner();
-        let c = inner.chromium.as_ref()?;
-        url::Url::parse(c.ws_url()).ok()?.port()
+        self.inner().chromium.as_ref()?.devtools_port()
     }
 
     /// The browser process id, while one runs.

@@ -51,10 +51,11 @@ fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-async fn launch_real() -> LocalChromium {
+async fn launch_real(debugging: Debugging) -> LocalChromium {
     let path = require_chromium();
     LocalChromium::launch(&LaunchOptions {
         chromium_path: Some(path),
+        debugging,
         ..LaunchOptions::default()
     })
     .await
@@ -63,11 +64,11 @@ async fn launch_real() -> LocalChromium {
 
 #[tokio::test]
 async fn launch_reports_endpoint_and_shutdown_kills_group_and_removes_dir() {
-    let chromium = launch_real().await;
+    let chromium = launch_real(Debugging::Port).await;
     let ws = chromium.ws_url().to_owned();
     assert!(ws.starts_with("ws://127.0.0.1:"), "{ws}");
     assert!(ws.contains("/devtools/browser/"), "{ws}");
-    let http = chromium.http_url();
+    let http = chromium.http_url().expect("a port");
     assert!(
         ws.starts_with(&http.replace("http://", "ws://")),
         "{http} vs {ws}"
@@ -92,9 +93,118 @@ async fn launch_reports_endpoint_and_shutdown_kills_group_and_removes_dir() {
     assert!(!dir.exists(), "user-data-dir {} left behind", dir.display());
 }
 
+/// The default launch opens no port: CDP goes over the pipe, each
+/// connection on it a browser session of its own (a context one makes
+/// with `disposeOnDetach` goes with it, the others see it go), and the
+/// browser's exit ends every connection and refuses new ones.
+#[tokio::test]
+async fn a_pipe_launch_listens_on_no_port_and_serves_many_connections() {
+    use crate::cdp::Connection;
+    use serde_json::json;
+    let t = Duration::from_secs(10);
+    let chromium = launch_real(Debugging::Pipe).await;
+    let url = chromium.ws_url().to_owned();
+    assert!(url.starts_with("pipe://"), "{url}");
+    assert_eq!(chromium.http_url(), None);
+    assert!(
+        !chromium.user_data_dir().join("DevToolsActivePort").exists(),
+        "a pipe launch writes no DevToolsActivePort"
+    );
+    let pid = chromium.pid().expect("running");
+    let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(cmdline.contains("--remote-debugging-pipe"), "{cmdline:?}");
+    assert!(!cmdline.contains("--remote-debugging-port"), "{cmdline:?}");
+
+    let (a, _a_events) = Connection::connect(&url).await.expect("a link");
+    let (b, mut b_events) = Connection::connect(&url).await.expect("another link");
+    let version = a
+        .send(None, "Browser.getVersion", json!({}), t)
+        .await
+        .unwrap();
+    assert!(
+        version["product"].as_str().unwrap_or("").contains("Chrome"),
+        "{version}"
+    );
+    let ctx = a
+        .send(
+            None,
+            "Target.createBrowserContext",
+            json!({"disposeOnDetach": true}),
+            t,
+        )
+        .await
+        .unwrap()["browserContextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = a
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": "about:blank", "browserContextId": ctx}),
+            t,
+        )
+        .await
+        .unwrap()["targetId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Sessions a link attaches are its own: b's evaluate runs in the page a made.
+    let session = b
+        .send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": page, "flatten": true}),
+            t,
+        )
+        .await
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let session = crate::cdp::SessionId::from(session);
+    let two = b
+        .send(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({"expression": "1 + 1"}),
+            t,
+        )
+        .await
+        .unwrap();
+    assert_eq!(two["result"]["value"], 2);
+    let contexts = |c: &Connection| c.send(None, "Target.getBrowserContexts", json!({}), t);
+    let listed = contexts(&b).await.unwrap();
+    assert!(listed.to_string().contains(&ctx), "{listed}");
+    drop(a);
+    let mut gone = false;
+    for _ in 0..100 {
+        if !contexts(&b).await.unwrap().to_string().contains(&ctx) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "the context of a dropped link is disposed");
+
+    drop(chromium);
+    let closed = tokio::time::timeout(t, async {
+        while let Some(item) = b_events.recv().await {
+            if matches!(item, crate::cdp::Incoming::Closed { .. }) {
+                return true;
+            }
+        }
+        true
+    })
+    .await;
+    assert_eq!(closed, Ok(true), "the browser's exit ends the connection");
+    let again = Connection::connect(&url).await.unwrap_err().to_string();
+    assert!(again.contains("pipe is closed"), "{again}");
+}
+
 #[tokio::test]
 async fn drop_kills_group_and_removes_dir() {
-    let chromium = launch_real().await;
+    let chromium = launch_real(Debugging::Pipe).await;
     let pid = chromium.pid().expect("running");
     let dir = chromium.user_data_dir().to_path_buf();
     drop(chromium);
@@ -117,6 +227,7 @@ async fn extra_args_come_after_base_args_and_before_the_url() {
         chromium_path: Some(path),
         extra_args: vec!["--proxy-server=http://p:1".into()],
         timeout: Duration::from_secs(10),
+        debugging: Debugging::Port,
     })
     .await
     .unwrap_err();

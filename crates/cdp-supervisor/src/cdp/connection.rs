@@ -506,6 +506,8 @@ struct Shared {
     event_filter: std::sync::OnceLock<fn(&str) -> bool>,
     /// The event stream's counts ([`EventStream::backlog`]).
     counts: Arc<Counts>,
+    /// A pipe link's browser session ([`Connection::start`]).
+    root: Option<SessionId>,
 }
 
 impl Shared {
@@ -567,6 +569,7 @@ impl Shared {
         reply: ReplyTo,
         max_reply: usize,
     ) -> (u64, Result<(), (String, ReplyTo)>) {
+        let session_id = session_id.or(self.root.as_ref());
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
@@ -672,6 +675,9 @@ impl Connection {
         headers: &CdpHeaders,
     ) -> Result<(Connection, EventStream), ConnectError> {
         let redacted = redact_url(ws_url);
+        if crate::cdp::pipe::is_pipe_url(ws_url) {
+            return Connection::open_link(ws_url, &redacted).await;
+        }
         let (url, request) = handshake_request(ws_url, headers, &redacted)?;
         let socket = match tokio::time::timeout(CONNECT_TIMEOUT, open_socket(&url, request)).await {
             Err(_) => {
@@ -684,14 +690,45 @@ impl Connection {
             Ok(Ok(socket)) => socket,
         };
         tracing::debug!(url = %redacted, "CDP connection open");
-        Ok(Connection::start(socket, is_grid_session_path(url.path())))
+        Ok(Connection::start(
+            socket,
+            is_grid_session_path(url.path()),
+            None,
+        ))
+    }
+
+    /// A link of the pipe hub `url` names ([`crate::cdp::pipe`]): a browser
+    /// session of its own on a browser we launched, used as a WebSocket.
+    async fn open_link(
+        url: &str,
+        redacted: &str,
+    ) -> Result<(Connection, EventStream), ConnectError> {
+        let gone = |reason: String| ConnectError::Unreachable {
+            url: redacted.to_owned(),
+            reason,
+        };
+        let hub = crate::cdp::pipe::hub_of(url)
+            .ok_or_else(|| gone("the browser's pipe is closed (the browser exited)".into()))?;
+        let link = hub.open(CONNECT_TIMEOUT).await.map_err(gone)?;
+        let root = SessionId::from(link.session().to_owned());
+        tracing::debug!(url = %redacted, "CDP connection open (a link of the browser's pipe)");
+        Ok(Connection::start(link, false, Some(root)))
     }
 
     /// Wraps an open socket: the shared state its two tasks and every
     /// handle use, the writer and reader tasks, and — on a Selenium Grid
     /// session's endpoint (`grid_session`) — the keep-alive the Grid needs
     /// to keep the session ([`GRID_KEEP_ALIVE_EVERY`]).
-    fn start(socket: Socket, grid_session: bool) -> (Connection, EventStream) {
+    ///
+    /// On a pipe link, `root` is the link's browser session: commands
+    /// without a session go to it and its frames come back without it.
+    fn start<T>(socket: T, grid_session: bool, root: Option<SessionId>) -> (Connection, EventStream)
+    where
+        T: futures_util::Stream<Item = Result<Message, WsError>>
+            + futures_util::Sink<Message, Error = WsError>
+            + Send
+            + 'static,
+    {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let counts = Arc::new(Counts::default());
         let shared = Arc::new(Shared {
@@ -709,6 +746,7 @@ impl Connection {
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
             counts: counts.clone(),
+            root,
         });
         let (sink, stream) = socket.split();
         tokio::spawn(write_loop(sink, shared.clone()));
@@ -887,8 +925,7 @@ impl Connection {
 type Socket = tokio_tungstenite::WebSocketStream<
     tokio_tungstenite::MaybeTlsStream<LoadBuffered<tokio::net::TcpStream>>,
 >;
-type Sink = futures_util::stream::SplitSink<Socket, Message>;
-type Stream = futures_util::stream::SplitStream<Socket>;
+type WsError = tokio_tungstenite::tungstenite::Error;
 
 /// The WebSocket handshake request for `ws_url`: its URL without userinfo
 /// (the credentials must not reach logs or the wire in the clear), plus
@@ -1102,7 +1139,10 @@ async fn grid_keep_alive(shared: std::sync::Weak<Shared>) {
     }
 }
 
-async fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
+async fn write_loop<K>(mut sink: K, shared: Arc<Shared>)
+where
+    K: futures_util::Sink<Message, Error = WsError> + Unpin,
+{
     'writing: loop {
         // Everything queued so far, in order; later frames wait for the next look.
         let (frames, closed) = {
@@ -1143,7 +1183,10 @@ async fn write_loop(mut sink: Sink, shared: Arc<Shared>) {
     shared.cancel.cancel();
 }
 
-async fn read_loop(mut stream: Stream, shared: Arc<Shared>) {
+async fn read_loop<S>(mut stream: S, shared: Arc<Shared>)
+where
+    S: futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
+{
     use futures_util::FutureExt;
     // What the socket had ready, sent to the stream in one go once it has
     // no more (or the burst is full).
@@ -1242,7 +1285,14 @@ fn dispatch(
     let len = text.len();
     match message::decode_routed(text, |m| filter.is_none_or(|wanted| wanted(m))) {
         Ok(None) => {}
-        Ok(Some(Routed::Event(event))) => burst.push(Incoming::Event(event)),
+        Ok(Some(Routed::Event(mut event))) => {
+            if shared.root.is_some()
+                && event.session_id() == shared.root.as_ref().map(SessionId::as_str)
+            {
+                event.clear_session();
+            }
+            burst.push(Incoming::Event(event));
+        }
         Ok(Some(Routed::Reply { id, outcome })) => {
             let max = shared
                 .lock()

@@ -275,6 +275,13 @@ impl RawEvent {
         self.session.map(|s| self.part(s))
     }
 
+    /// Reads the event as one of the browser session's (no `sessionId`):
+    /// a pipe link's own browser session ([`crate::cdp::pipe`]) stands for
+    /// the browser.
+    pub fn clear_session(&mut self) {
+        self.session = None;
+    }
+
     /// The event's `params` as JSON text, unparsed and (for a frame read in
     /// place) unvalidated: `"{}"` when the frame has none. For a frame read
     /// from its ends they may run on into keys that follow them (Chromium

@@ -6,6 +6,7 @@ pub mod compact;
 pub mod connection;
 pub mod endpoint;
 pub mod message;
+pub mod pipe;
 pub mod protocol;
 pub mod socket;
 

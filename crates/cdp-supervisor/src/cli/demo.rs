@@ -39,6 +39,10 @@ pub async fn run(config: Config, json_mode: bool) -> Result<(), CliError> {
         .map_err(|e| CliError(format!("cannot serve the demo site on loopback: {e}")))?;
     let mut launch = config.browser.launch_options();
     launch.extra_args.push(host_resolver_arg().to_owned());
+    // The demo's agents attach by URL (`browser_connect`), as to a browser
+    // someone else runs: this one listens on a loopback port for its two
+    // minutes.
+    launch.debugging = crate::browser::Debugging::Port;
     let chromium = LocalChromium::launch(&launch).await?;
     // Downloads go to a directory of the demo's, removed when it ends.
     let downloads = tempfile::Builder::new()
@@ -88,7 +92,7 @@ async fn play(
     json_mode: bool,
 ) -> Result<(), CliError> {
     let p = Printer { json: json_mode };
-    let http = chromium.http_url();
+    let http = chromium.http_url().unwrap_or_default();
     p.say(format!(
         "cdp-supervisor demo: local headless Chromium at {http}, demo site on 127.0.0.1:{} as a.test and b.test",
         site.port()

@@ -60,29 +60,12 @@ impl Default for BridgeKey {
     }
 }
 
-/// `n` random bytes as hex: `/dev/urandom`, else the standard library's
-/// randomly keyed hasher (never the same twice in a process).
-fn random_hex(n: usize) -> String {
-    use std::io::Read;
-    let mut bytes = vec![0u8; n];
-    let urandom = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if urandom.is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in bytes.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(0);
-            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl BridgeKey {
     /// A fresh path and secret.
     pub fn random() -> BridgeKey {
         BridgeKey {
-            path: format!("/__cdp_supervisor_{}", random_hex(8)),
-            secret: random_hex(16),
+            path: format!("/__cdp_supervisor_{}", crate::random::random_hex(8)),
+            secret: crate::random::random_hex(16),
         }
     }
 

@@ -6,7 +6,7 @@
 
 #![allow(dead_code)]
 
-use cdp_supervisor::browser::{LaunchOptions, LocalChromium, find_chromium};
+use cdp_supervisor::browser::{Debugging, LaunchOptions, LocalChromium, find_chromium};
 use cdp_supervisor::demo_site::{SiteServer, host_resolver_arg};
 use cdp_supervisor::supervisor::driver::{
     CallOutcome, NavigateOutcome, Supervisor, SupervisorOptions,
@@ -44,11 +44,15 @@ pub fn require_chromium() {
     }
 }
 
-/// The launch options every E2E test uses: *.test → loopback.
+/// The launch options every E2E test uses: *.test → loopback, and a
+/// DevTools port: these tests attach by URL, as to a browser someone else
+/// runs (the product's own launches use the pipe; `browser::tests` and the
+/// MCP scripts cover it).
 pub fn launch_options() -> LaunchOptions {
     require_chromium();
     LaunchOptions {
         extra_args: vec![host_resolver_arg().to_owned()],
+        debugging: Debugging::Port,
         ..LaunchOptions::default()
     }
 }

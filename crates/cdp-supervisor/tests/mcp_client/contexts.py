@@ -219,16 +219,45 @@ async def own_context(c: Client) -> str:
     return ctx
 
 
+def user_data_dir(browser_pid: int) -> str:
+    """The --user-data-dir on a browser process's command line."""
+    udd = next((a.split("=", 1)[1] for a in cmdline(browser_pid) if a.startswith("--user-data-dir=")), None)
+    if udd is None:
+        raise Fail(f"the browser's command line names no --user-data-dir: {cmdline(browser_pid)}")
+    return udd
+
+
 def shared_port(server_pid: int) -> str:
-    """The shared browser's DevTools port (its DevToolsActivePort file)."""
+    """The shared browser's DevTools port, when the user asked for one (its
+    DevToolsActivePort file)."""
     browsers = browser_processes(server_pid)
     if len(browsers) != 1:
         raise Fail(f"expected one browser process, found {browsers}")
-    udd = next((a.split("=", 1)[1] for a in cmdline(browsers[0]) if a.startswith("--user-data-dir=")), None)
-    if udd is None:
-        raise Fail(f"the browser's command line names no --user-data-dir: {cmdline(browsers[0])}")
-    with open(os.path.join(udd, "DevToolsActivePort")) as f:
+    with open(os.path.join(user_data_dir(browsers[0]), "DevToolsActivePort")) as f:
         return f.read().split()[0]
+
+
+def listening_ports(pids: list[int]) -> list[str]:
+    """The TCP ports (v4 and v6) the processes `pids` listen on: their
+    socket inodes matched against /proc/net/tcp{,6} entries in LISTEN."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+        except OSError:
+            continue
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
+                    ports.append(str(int(cols[1].rsplit(":", 1)[1], 16)))
+    return ports
 
 
 def browser_target_ids(server_pid: int) -> set[str]:
@@ -250,10 +279,16 @@ async def wait_for(sc: Scenario, what: str, probe, deadline_s: float) -> Any:
         await anyio.sleep(0.2)
 
 
+# A DevTools port the user asks for (the shared browser has none by
+# default): this test reads the browser's own target list through it, not
+# through the product.
+ASKED_FOR_A_PORT = {"CDP_SUPERVISOR_BROWSER__CHROMIUM_ARGS": '["--remote-debugging-port=0"]'}
+
+
 async def two_tasks_isolated(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, site_pages)
     site = f"http://127.0.0.1:{port}"
-    async with http_tasks(sc, binary, "two", 2) as t:
+    async with http_tasks(sc, binary, "two", 2, env=ASKED_FOR_A_PORT) as t:
         a, b = t.clients
         for i, c in enumerate((a, b)):
             r = await call(c, "browser_navigate", {"url": f"{site}/?task={i}"})
@@ -291,6 +326,19 @@ async def two_tasks_isolated(sc: Scenario, binary: str) -> None:
 
         await wait_for(sc, "A's popup listed in A's tabs", a_has_popup, DIALOG_DEADLINE_S)
         sc.check(len((await snapshot(b)).get("tabs", [])) == 1, "B's tabs do not list A's popup")
+
+        # A task cannot take the shared browser as a whole through a port
+        # the user opened (browser_connect to it attached B to A's tab,
+        # its cookies and its script).
+        port = shared_port(t.proc.pid)
+        tab_a = (await snapshot(a))["tabs"][0]["target_id"]
+        tab_b = (await snapshot(b))["tabs"][0]["target_id"]
+        for url, target in ((f"http://127.0.0.1:{port}", tab_a), (f"http://localhost:{port}", None),
+                            (f"ws://127.0.0.1:{port}/devtools/page/{tab_a}", None)):
+            args = {"cdp_url": url} | ({"target_id": target} if target else {})
+            r = await call_raw(b, "browser_connect", args)
+            sc.check(r.is_error and "shared browser" in r.text, f"browser_connect {url} is refused ({r.text[:160]!r})")
+        sc.check((await snapshot(b))["tabs"][0]["target_id"] == tab_b, "B is still on its own tab")
 
         # A ends (HTTP DELETE): its context goes, B goes on.
         a_tabs = {x["target_id"] for x in (await snapshot(a))["tabs"]}
@@ -388,16 +436,20 @@ async def browser_cdp_refused(sc: Scenario, binary: str) -> None:
         r = await call(b, "browser_navigate", {"url": f"{site}/?still"})
         sc.check(r["status"] == "loaded", "B still navigates")
         sc.check(len(browser_processes(t.proc.pid)) == 1, "the shared browser still runs")
-        # A task cannot take the shared browser as a whole (issue 44's
-        # review: browser_connect to its port attached B to A's tab, its
-        # cookies and its script).
-        port = shared_port(t.proc.pid)
-        tab_a = (await snapshot(a))["tabs"][0]["target_id"]
-        for url, target in ((f"http://127.0.0.1:{port}", tab_a), (f"http://localhost:{port}", None),
-                            (f"ws://127.0.0.1:{port}/devtools/page/{tab_a}", None)):
-            args = {"cdp_url": url} | ({"target_id": target} if target else {})
-            r = await call_raw(b, "browser_connect", args)
-            sc.check(r.is_error and "shared browser" in r.text, f"browser_connect {url} is refused ({r.text[:160]!r})")
+        # No other process can take the shared browser: it listens on no
+        # port (CDP goes over its pipe), and no URL a task can give names it.
+        browser = browser_processes(t.proc.pid)[0]
+        args = cmdline(browser)
+        sc.check("--remote-debugging-pipe" in args and not any(a.startswith("--remote-debugging-port") for a in args),
+                 f"the shared browser talks CDP over its pipe ({[a for a in args if 'debugging' in a]})")
+        sc.check(not os.path.exists(os.path.join(user_data_dir(browser), "DevToolsActivePort")),
+                 "the shared browser wrote no DevToolsActivePort")
+        chromium = [p for p, (name, _) in descendants(t.proc.pid).items() if is_chromium(name)]
+        listening = listening_ports(chromium)
+        sc.check(not listening, f"no process of the shared browser listens on TCP ({listening})")
+        for url in ("pipe://0", "pipe:///", "file:///proc/self/fd/3"):
+            r = await call_raw(b, "browser_connect", {"cdp_url": url})
+            sc.check(r.is_error and "scheme" in r.text, f"browser_connect {url} is refused ({r.text[:160]!r})")
         snap_b = await snapshot(b)
         sc.check(snap_b.get("url", "").startswith(f"{site}/") and snap_b["tabs"][0]["target_id"] == tab_b,
                  f"B is still on its own tab ({snap_b.get('url')})")

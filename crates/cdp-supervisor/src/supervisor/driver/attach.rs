@@ -11,10 +11,14 @@ impl Supervisor {
     /// ([`connect_and_pick`]), builds the driver around the core
     /// ([`new_driver`]), spawns its task, and waits — within what is left of
     /// the deadline — for the tab's frame tree before handing out the handle.
+    ///
+    /// `launched`: `cdp_url` is of a browser this process launched (its
+    /// own `local`, or the shared one), never a user's input.
     pub(super) async fn start_inner(
         cdp_url: &str,
         opts: SupervisorOptions,
         local: Option<LocalChromium>,
+        launched: bool,
     ) -> Result<Supervisor, StartError> {
         let started = Instant::now();
         let shown_url = redact_url(cdp_url);
@@ -25,6 +29,7 @@ impl Supervisor {
             target_id: opts.target_id.as_deref(),
             ours: &[],
             again: false,
+            launched,
         };
         let attached =
             tokio::time::timeout(deadline, connect_and_pick(cdp_url, &opts, want, &shown_url))

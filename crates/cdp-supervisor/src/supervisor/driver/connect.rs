@@ -16,6 +16,10 @@ pub(super) struct Want<'a> {
     /// path), or the shared browser's current one; a failed resolve falls
     /// back to the URL itself.
     pub(super) again: bool,
+    /// The URL is of a browser this process launched (its own, or the
+    /// shared one): used as it is. Only such a URL may be a pipe's
+    /// (`pipe://…`), which endpoint resolution refuses as a user's input.
+    pub(super) launched: bool,
 }
 
 /// The one path from an endpoint to a supervised tab, for a start and for
@@ -32,7 +36,9 @@ pub(super) async fn connect_and_pick(
     shown_url: &str,
 ) -> Result<Attached, StartError> {
     let headers = &opts.cdp_headers;
-    let ws = if !want.again {
+    let ws = if want.launched && !want.again {
+        url.to_owned()
+    } else if !want.again {
         resolve_ws_url_with(url, headers).await?
     } else if let Some(lease) = opts.context.as_ref().and_then(|c| c.browser.as_ref()) {
         // Relaunched here once for every task that shares it.

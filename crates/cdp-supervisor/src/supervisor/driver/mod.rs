@@ -528,7 +528,7 @@ impl Supervisor {
     /// one) and returns once the frame tree is complete, or at the attach
     /// deadline. A failure before the first attach is returned at once.
     pub async fn start(cdp_url: &str, opts: SupervisorOptions) -> Result<Supervisor, StartError> {
-        Self::start_inner(cdp_url, opts, None).await
+        Self::start_inner(cdp_url, opts, None, false).await
     }
 
     /// Launches local headless Chromium (see [`crate::browser`]) and
@@ -539,7 +539,7 @@ impl Supervisor {
     ) -> Result<Supervisor, StartError> {
         let chromium = LocalChromium::launch(launch).await?;
         let url = chromium.ws_url().to_owned();
-        Self::start_inner(&url, opts, Some(chromium)).await
+        Self::start_inner(&url, opts, Some(chromium), true).await
     }
 
     /// Whether the browser is this supervisor's own: launched by it
@@ -561,7 +561,7 @@ impl Supervisor {
         let mut ctx = opts.context.take().unwrap_or_default();
         ctx.browser = Some(lease);
         opts.context = Some(ctx);
-        Self::start_inner(&url, opts, None).await
+        Self::start_inner(&url, opts, None, true).await
     }
 
     /// The task's browser context id, with `isolation: context` (it

@@ -605,6 +605,7 @@ impl Driver {
                 target_id: None,
                 ours: &ours,
                 again: true,
+                launched: false,
             };
             tokio::time::timeout(
                 opts.attach_timeout,
