@@ -36,8 +36,9 @@
 //! when python3 or Chromium is missing. The first run needs network access
 //! for `pip install mcp` (the virtualenv is reused afterwards).
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 /// One script at a time: each starts several Chromiums, and `truth.py` and
@@ -59,18 +60,63 @@ fn run_script(script_name: &str) {
         Err(e) => panic!("this test needs a real Chromium (install chromium): {e}"),
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client/run.sh");
-    let status = Command::new("bash")
+    let mut child = Command::new("bash")
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_cdp-supervisor"))
         .arg(script_name)
         .env("CHROMIUM", &chromium)
-        .status()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run tests/mcp_client/run.sh");
+    let out = echo_lines(child.stdout.take().expect("piped stdout"));
+    let err = echo_lines(child.stderr.take().expect("piped stderr"));
+    let status = child.wait().expect("wait for tests/mcp_client/run.sh");
+    let mut lines = out.join().unwrap_or_default();
+    lines.extend(err.join().unwrap_or_default());
     assert!(
         status.success(),
-        "{} {script_name} failed: {status}",
-        script.display()
+        "{} {script_name} failed: {status}\n{}",
+        script.display(),
+        what_failed(&lines)
     );
+}
+
+/// Echoes a child's output as it comes (the harness shows it live) and
+/// keeps its lines for the failure message.
+fn echo_lines(from: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            kept.push(line);
+        }
+        kept
+    })
+}
+
+/// The part of a script's output that says what failed: its summary (from
+/// the line ending in `summary:`) and every line naming a failure before
+/// it, at most 80 lines, so a CI log that keeps only the end of the run
+/// still shows which scenario failed and why.
+fn what_failed(lines: &[String]) -> String {
+    let summary = lines
+        .iter()
+        .rposition(|l| l.ends_with("summary:"))
+        .unwrap_or(lines.len());
+    let mut picked: Vec<&str> = lines[..summary]
+        .iter()
+        .filter(|l| {
+            l.contains("FAIL")
+                || l.contains("stopped at")
+                || l.contains("Error")
+                || l.contains("error:")
+        })
+        .map(String::as_str)
+        .collect();
+    picked.extend(lines[summary..].iter().map(String::as_str));
+    let start = picked.len().saturating_sub(80);
+    picked[start..].join("\n")
 }
 
 #[test]
