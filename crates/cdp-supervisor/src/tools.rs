@@ -1279,8 +1279,16 @@ impl AgentSession {
         let outcome = s.navigate(url, NAVIGATE_TIMEOUT).await?;
         let snap = s.snapshot();
         let (live_url, title) = live_url_title(&s, &snap).await;
+        let download_note;
         let (status, note) = match &outcome {
             NavigateOutcome::Loaded => ("loaded", None),
+            NavigateOutcome::Download(name) => {
+                download_note = format!(
+                    "the URL is a download ({}): the page did not change; browser_wait(event:\"download_done\") waits for the file",
+                    crate::supervisor::wording::cut(name)
+                );
+                ("loaded", Some(download_note.as_str()))
+            }
             NavigateOutcome::DialogPending(_) => (
                 "dialog_pending",
                 Some("a dialog blocks the page: answer it with browser_dialog"),

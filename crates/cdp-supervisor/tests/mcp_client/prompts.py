@@ -83,9 +83,12 @@ Authorization header it received, so a check reads what the site really got.
                               stays; a link to an attachment returns with
                               downloads_started naming it; a link with a
                               download attribute (no navigation) has its
-                              download told in a result's changes; a
-                              javascript: link returns without waiting; a
-                              link in an OOPIF returns with its download
+                              download told in a result's changes;
+                              browser_navigate to an attachment returns
+                              loaded with downloads_started and a note, the
+                              page unchanged; a javascript: link returns
+                              without waiting; a link in an OOPIF returns
+                              with its download
 
 Every scenario has its own server process, Chromium, user-data-dir, ports
 and site, and cleans up even when it fails. Every wait has a deadline; no
@@ -708,6 +711,22 @@ async def a_click_returns_with_what_it_started(sc: Scenario, binary: str) -> Non
                 break
             await anyio.sleep(0.1)
         sc.check(len(d) == 1 and d[0]["state"] == "completed" and d[0]["received_bytes"] == MIB, f"it completes with every byte ({d})")
+
+        # browser_navigate to an attachment: the navigation becomes a
+        # download (Page.navigate says net::ERR_ABORTED). Not an error: the
+        # page stays, the result names the download.
+        r = await call_raw(c, "browser_navigate", {"url": site.url("/small.bin?navigated")})
+        sc.check(not r.is_error, f"browser_navigate to an attachment is not an error ({r.text[:200]!r})")
+        nav = r.data or {}
+        got = [x for x in nav.get("downloads_started") or [] if "navigated" in (x.get("url") or "")]
+        sc.check(nav.get("status") == "loaded" and len(got) == 1, f"it returns loaded with the download in downloads_started ({nav})")
+        sc.check("download" in (nav.get("note") or ""), f"and a note saying the URL was a download ({nav.get('note')!r})")
+        sc.check(nav.get("url") == site.url("/files"), f"the page stays where it was ({nav.get('url')})")
+        if got:
+            done = await wait_download_done(sc, c, got[0]["id"], "the navigated download")
+            sc.check(done["state"] == "completed" and done["received_bytes"] == MIB, f"and the download completes ({done})")
+        snap = await snapshot(c)
+        sc.check(snap.get("url") == site.url("/files"), f"the next snapshot is still on the page ({snap.get('url')})")
 
         # A javascript: link loads nothing: nothing to wait for (a click that
         # waited for a navigation that never comes would take the 10 s cap).

@@ -287,6 +287,11 @@ pub enum NavigateOutcome {
     DialogPending(List<PendingDialog>),
     /// The navigation committed but the load event did not come by the deadline.
     LoadTimeout,
+    /// The URL was a download (Chromium ends such a navigation with
+    /// `net::ERR_ABORTED` and starts the download): the page did not
+    /// change. Holds the download's `suggested_filename`; the snapshot's
+    /// `downloads` lists it.
+    Download(String),
 }
 
 /// Why an agent's command sent through the driver (`Supervisor::send_agent`) has no result.

@@ -312,6 +312,7 @@ impl Supervisor {
         // challenge of its document waits.
         let mut before = self.dialogs_before();
         before.start = before.start.loading();
+        let downloads_before: Vec<String> = snap.downloads.iter().map(|d| d.id.clone()).collect();
         let v = match self
             .send_navigate(&session, url, timeout, deadline, &before, released)
             .await?
@@ -324,6 +325,11 @@ impl Supervisor {
             .and_then(Value::as_str)
             .filter(|e| !e.is_empty())
         {
+            if err == "net::ERR_ABORTED"
+                && let Some(name) = self.download_of(url, &downloads_before, deadline).await
+            {
+                return Ok(NavigateOutcome::Download(name));
+            }
             return Err(CdpCallError::Command(CommandError::Protocol {
                 method: "Page.navigate".into(),
                 code: 0,
@@ -349,6 +355,36 @@ impl Supervisor {
                 Ok(Ok(())) => NavigateOutcome::Loaded,
             },
         )
+    }
+
+    /// The `suggested_filename` of the download a navigation to `url`
+    /// became (one not in `before`, of that URL), once the snapshot lists
+    /// it: Chromium ends such a navigation with `net::ERR_ABORTED`, around
+    /// when its download begins (`Browser.downloadWillBegin`). `None` when
+    /// none shows within [`DOWNLOAD_BEGIN_WAIT`] (or by `deadline`): the
+    /// navigation was aborted for another reason.
+    async fn download_of(
+        &self,
+        url: &str,
+        before: &[String],
+        deadline: tokio::time::Instant,
+    ) -> Option<String> {
+        let mut snaps = self.subscribe();
+        let until = deadline.min(tokio::time::Instant::now() + DOWNLOAD_BEGIN_WAIT);
+        let found = async {
+            loop {
+                let name = snaps
+                    .borrow_and_update()
+                    .downloads
+                    .iter()
+                    .find(|d| d.url == url && !before.contains(&d.id))
+                    .map(|d| d.suggested_filename.clone());
+                if name.is_some() || snaps.changed().await.is_err() {
+                    return name;
+                }
+            }
+        };
+        tokio::time::timeout_at(until, found).await.ok().flatten()
     }
 
     /// Has the core release a beforeunload Chromium will not answer
@@ -434,6 +470,10 @@ impl Supervisor {
         }
     }
 }
+
+/// How long a navigation Chromium aborted waits for the download it may
+/// have become to show in the snapshot.
+pub const DOWNLOAD_BEGIN_WAIT: Duration = Duration::from_secs(2);
 
 /// Each of `ours` (target id, URL as last known) that Chromium lists in
 /// `infos`, with its URL and title there ([`Supervisor::live_tabs`]).
