@@ -189,7 +189,8 @@ impl Handles {
     }
 
     /// Mints a handle under `token` and makes its task with `build` (given
-    /// the handle, which is the task id).
+    /// the handle, which is the task id). `others`: tasks open besides the
+    /// handles (2025-11-25 sessions), counted against the same cap.
     ///
     /// # Errors
     /// [`HandleError::Full`] at the cap; [`HandleError::Random`].
@@ -197,12 +198,13 @@ impl Handles {
         &self,
         token: Option<&str>,
         now: Instant,
+        others: usize,
         build: impl FnOnce(String) -> AgentSession,
     ) -> Result<String, HandleError> {
         let mut entries = self.lock();
-        if entries.len() >= self.max {
+        if entries.len() + others >= self.max {
             return Err(HandleError::Full {
-                open: entries.len(),
+                open: entries.len() + others,
                 max: self.max,
             });
         }
@@ -351,8 +353,8 @@ mod tests {
     fn a_handle_is_128_random_bits_and_the_task_id() {
         let t = Handles::new(4, IDLE);
         let now = Instant::now();
-        let a = t.open(None, now, task).unwrap();
-        let b = t.open(None, now, task).unwrap();
+        let a = t.open(None, now, 0, task).unwrap();
+        let b = t.open(None, now, 0, task).unwrap();
         assert_eq!(a.len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
@@ -363,7 +365,7 @@ mod tests {
     fn forged_closed_expired_and_foreign_handles_get_the_same_error() {
         let t = Handles::new(4, IDLE);
         let now = Instant::now();
-        let mine = t.open(Some("token-a"), now, task).unwrap();
+        let mine = t.open(Some("token-a"), now, 0, task).unwrap();
         let forged = "0123456789abcdef0123456789abcdef";
         let err = |h: &str, tok: Option<&str>, at: Instant| match t.lease(h, tok, at) {
             Err(e) => e,
@@ -383,7 +385,7 @@ mod tests {
         assert_eq!(t.take_idle(now + IDLE).len(), 1);
         assert!(t.is_empty());
         // Closed.
-        let again = t.open(Some("token-a"), now, task).unwrap();
+        let again = t.open(Some("token-a"), now, 0, task).unwrap();
         assert!(t.close(&again, Some("token-a"), now).is_ok());
         assert_eq!(err(&again, Some("token-a"), now), unknown(&again));
         // The message shows only the handle's first characters.
@@ -396,11 +398,18 @@ mod tests {
     fn a_task_in_use_does_not_expire_and_the_cap_holds() {
         let t = Handles::new(1, IDLE);
         let now = Instant::now();
-        let h = t.open(None, now, task).unwrap();
+        let h = t.open(None, now, 0, task).unwrap();
         assert!(matches!(
-            t.open(None, now, task),
+            t.open(None, now, 0, task),
             Err(HandleError::Full { open: 1, max: 1 })
         ));
+        // Sessions count against the same cap.
+        let two = Handles::new(2, IDLE);
+        assert!(matches!(
+            two.open(None, now, 2, task),
+            Err(HandleError::Full { open: 2, max: 2 })
+        ));
+        assert!(two.open(None, now, 1, task).is_ok());
         let lease = t.lease(&h, None, now).unwrap();
         assert!(t.take_idle(now + IDLE * 10).is_empty());
         drop(lease);
@@ -410,7 +419,7 @@ mod tests {
     #[test]
     fn logs_show_a_handle_cut_and_other_task_ids_whole() {
         let t = Handles::new(1, IDLE);
-        let h = t.open(None, Instant::now(), task).unwrap();
+        let h = t.open(None, Instant::now(), 0, task).unwrap();
         assert!(!logged(&h).contains(&h[..10]), "{}", logged(&h));
         assert_eq!(logged("mcp-12-3"), "mcp-12-3");
     }

@@ -171,6 +171,9 @@ pub struct Tasks {
     /// live view; `None` over stdio.
     live_base: Option<String>,
     handles: Arc<Handles>,
+    /// Over HTTP, the 2025-11-25 sessions: with the handles, at most
+    /// `--max-sessions` tasks are open, however clients ask for them.
+    sessions: Option<Arc<LocalSessionManager>>,
     /// 2026-07-28 handoffs between their two rounds.
     pending_handoffs: rounds::PendingHandoffs,
     /// Calls running as MCP tasks (the tasks extension).
@@ -178,18 +181,20 @@ pub struct Tasks {
 }
 
 impl Tasks {
-    /// Tasks on `registry`, at most `max` handles, each closed after `idle`
-    /// unused.
+    /// Tasks on `registry`, at most `max` of them (handles, and over HTTP
+    /// the `sessions` too), each handle closed after `idle` unused.
     pub fn new(
         registry: Registry,
         config: Config,
         live_base: Option<String>,
+        sessions: Option<Arc<LocalSessionManager>>,
         max: usize,
         idle: std::time::Duration,
     ) -> Arc<Tasks> {
         Arc::new(Tasks {
             registry,
             config,
+            sessions,
             live_base,
             handles: Handles::new(max, idle),
             pending_handoffs: rounds::PendingHandoffs::default(),
@@ -210,6 +215,14 @@ impl Tasks {
     /// The handle table.
     pub fn handles(&self) -> &Arc<Handles> {
         &self.handles
+    }
+
+    /// How many 2025-11-25 sessions are open (over HTTP; 0 over stdio).
+    async fn sessions_open(&self) -> usize {
+        match &self.sessions {
+            Some(m) => m.sessions.read().await.len(),
+            None => 0,
+        }
     }
 }
 
@@ -238,6 +251,7 @@ impl McpSession {
             Tasks::new(
                 registry,
                 config,
+                None,
                 None,
                 DEFAULT_MAX_SESSIONS,
                 DEFAULT_IDLE_TIMEOUT,
@@ -638,10 +652,13 @@ impl McpSession {
             let a: OpenArgs = serde_json::from_value(args)
                 .map_err(|e| ToolError::from(format!("{OPEN}: bad arguments: {e}")))?;
             let tasks = self.tasks.clone();
+            let sessions = self.tasks.sessions_open().await;
             let task = self
                 .tasks
                 .handles
-                .open(token.as_deref(), now, |id| tasks.build(id, a.isolation))
+                .open(token.as_deref(), now, sessions, |id| {
+                    tasks.build(id, a.isolation)
+                })
                 .map_err(|e| ToolError::from(e.to_string()))?;
             Ok(serde_json::to_value(Opened { task }).unwrap_or_default())
         } else {
@@ -1581,14 +1598,6 @@ pub fn http_router(
         options.idle_timeout,
         cancel.clone(),
     ));
-    let guard = Arc::new(RequestGuard {
-        bound,
-        token: options.token.clone(),
-        sessions: sessions.clone(),
-        max_sessions: options.max_sessions,
-        creating: tokio::sync::Mutex::new(()),
-        idle,
-    });
     // rmcp's own Host check would refuse a non-loopback bound address; ours
     // (below) is the one policy, so rmcp's is given the same allow-list.
     let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
@@ -1604,9 +1613,19 @@ pub fn http_router(
         registry,
         config,
         Some(crate::live::http::base_url(bound)),
+        Some(sessions.clone()),
         options.max_sessions,
         options.idle_timeout,
     );
+    let guard = Arc::new(RequestGuard {
+        bound,
+        token: options.token.clone(),
+        sessions: sessions.clone(),
+        handles: tasks.handles().clone(),
+        max_sessions: options.max_sessions,
+        creating: tokio::sync::Mutex::new(()),
+        idle,
+    });
     tokio::spawn(reap_idle_handles(tasks.clone(), cancel.clone()));
     // rmcp calls this for every 2026-07-28 request too: a session makes its
     // own task only when a 2025-11-25 client first needs it.
@@ -1643,6 +1662,8 @@ struct RequestGuard {
     token: Option<String>,
     /// rmcp's live sessions (for the count).
     sessions: Arc<LocalSessionManager>,
+    /// The 2026-07-28 task handles (counted with the sessions).
+    handles: Arc<Handles>,
     max_sessions: usize,
     /// Held while a request that may create a session runs, so that two
     /// concurrent `initialize` calls cannot both take the last place.
@@ -1997,13 +2018,19 @@ async fn in_session(guard: &RequestGuard, id: &str, request: Request, next: Next
 /// session it creates starts in flight like any of its requests.
 async fn new_session(guard: &RequestGuard, request: Request, next: Next) -> Response {
     let one_at_a_time = guard.creating.lock().await;
-    let live = guard.sessions.sessions.read().await.len();
+    let sessions = guard.sessions.sessions.read().await.len();
+    let handles = guard.handles.len();
+    let live = sessions + handles;
     if live >= guard.max_sessions {
-        tracing::warn!(live, "refused a new MCP session: --max-sessions reached");
+        tracing::warn!(
+            sessions,
+            handles,
+            "refused a new MCP session: --max-sessions reached"
+        );
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
-                "service unavailable: {live} MCP sessions are open, the most this server allows (--max-sessions {}); close one (HTTP DELETE) or wait for an idle one to expire",
+                "service unavailable: {live} tasks are open ({sessions} MCP sessions, {handles} task handles), the most this server allows (--max-sessions {}); close one (HTTP DELETE, or browser_close) or wait for an idle one to expire",
                 guard.max_sessions
             ),
         );
@@ -2056,6 +2083,7 @@ mod tests {
             bound: bound.parse().unwrap(),
             token: token.map(str::to_owned),
             sessions: Default::default(),
+            handles: Handles::new(DEFAULT_MAX_SESSIONS, DEFAULT_IDLE_TIMEOUT),
             max_sessions: DEFAULT_MAX_SESSIONS,
             creating: Default::default(),
             idle: Default::default(),

@@ -18,7 +18,8 @@ elicitation, the person presses Done or declines), and the bad input of
 2026-07-28 (bad_input): a request without task over
 HTTP, a forged, closed or malformed handle, a bad isolation, a listen for an
 unknown resource, a request without its version _meta, and two handles that
-see nothing of each other.
+see nothing of each other. --max-sessions counts sessions and handles
+together (one_cap_for_both).
 
 Usage: python revisions.py PATH/TO/cdp-supervisor [--only NAME[,NAME…]] [--serial]
 """
@@ -375,6 +376,39 @@ async def bad_input(sc: Scenario, binary: str) -> None:
         await call_raw(c, "browser_close", {"task": a})
 
 
+async def one_cap_for_both(sc: Scenario, binary: str) -> None:
+    """--max-sessions 2 counts 2025-11-25 sessions and 2026-07-28 handles
+    together: a handle and a session fill it, a third task of either kind
+    is refused, and closing the handle makes room again."""
+    async with mcp_server(sc, binary, "cap", ["--max-sessions", "2"], transport="http", mode="auto") as srv:
+        c = srv.client
+        url = http_url(srv)
+        a = (await call(c, "browser_open", {}))["task"]
+
+        def initialize(n: int) -> tuple[int, Any]:
+            return post(
+                url,
+                {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": {
+                    "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "cap", "version": "1"}}},
+                {},
+            )
+
+        status, reply = await anyio.to_thread.run_sync(lambda: initialize(1))
+        sc.check(status == 200 and isinstance(reply, dict) and "result" in reply,
+                 f"cap: a 2025-11-25 session opens beside one handle (HTTP {status}: {str(reply)[:160]})")
+        r = await call_raw(c, "browser_open", {})
+        sc.check(r.is_error and "--max-sessions 2" in r.text,
+                 f"cap: a second handle is refused with one handle and one session open ({r.text[:200]})")
+        status, reply = await anyio.to_thread.run_sync(lambda: initialize(2))
+        sc.check(status == 503 and "task handles" in str(reply),
+                 f"cap: a second session is refused too, the message counting both kinds (HTTP {status}: {str(reply)[:200]})")
+        await call(c, "browser_close", {"task": a})
+        r = await call_raw(c, "browser_open", {})
+        sc.check(not r.is_error, f"cap: closing the handle makes room for another ({r.text[:120]})")
+        if not r.is_error:
+            await call_raw(c, "browser_close", {"task": r.data["task"]})
+
+
 class Person:
     """An elicitation callback for a handoff's URL: the person opens the
     link and presses Done (the live view's API, as its page does), then the
@@ -467,8 +501,9 @@ SCENARIOS = {
     "legacy_http": legacy_http,
     "bad_input": bad_input,
     "modern_handoff": modern_handoff,
+    "one_cap_for_both": one_cap_for_both,
 }
-PHASES = [["modern_stdio", "modern_http"], ["legacy_stdio", "legacy_http"], ["bad_input", "modern_handoff"]]
+PHASES = [["modern_stdio", "modern_http"], ["legacy_stdio", "legacy_http"], ["bad_input", "modern_handoff", "one_cap_for_both"]]
 
 
 async def main() -> int:
