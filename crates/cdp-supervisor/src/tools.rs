@@ -436,18 +436,23 @@ fn check_navigation(url: &str, policy: &NavigationPolicy) -> Result<(), ToolErro
     })
 }
 
-/// A `browser_cdp` `Target.createTarget`'s `url` (CDP: empty for
-/// `about:blank`), checked before anything is sent as `browser_tabs new`'s
-/// is: an absolute URL of an allowed scheme (not `view-source:`, `chrome:`,
-/// or a relative one, which would otherwise open a tab unchecked), and
-/// allowed by the navigation policy.
-fn check_created_tab(
+/// The `url` of a `browser_cdp` `Target.createTarget` (CDP: empty for
+/// `about:blank`) or `Page.navigate`, checked before anything is sent: an
+/// absolute URL of an allowed scheme ([`check_url`]: not `view-source:`,
+/// `chrome:`, `devtools:` or a relative one, which the policy's
+/// interception of documents never sees). A new tab's URL must also be
+/// allowed by the navigation policy, as `browser_tabs new`'s; a
+/// `Page.navigate` the policy refuses is stopped by the browser's
+/// interception, and lands in `blocked_navigations`.
+fn check_cdp_navigation(
     method: &str,
     params: &Value,
     policy: &NavigationPolicy,
 ) -> Result<(), ToolError> {
-    match params.get("url").and_then(Value::as_str) {
-        Some(url) if method == CREATE_TARGET && !url.is_empty() => check_navigation(url, policy),
+    let url = params.get("url").and_then(Value::as_str);
+    match (method, url) {
+        (CREATE_TARGET, Some(url)) if !url.is_empty() => check_navigation(url, policy),
+        ("Page.navigate", Some(url)) => check_url(url),
         _ => Ok(()),
     }
 }
@@ -1517,7 +1522,7 @@ impl AgentSession {
     ) -> Result<Value, ToolError> {
         check_method(method)?;
         let params = cdp_params(params)?;
-        check_created_tab(method, &params, &self.navigation_policy()?)?;
+        check_cdp_navigation(method, &params, &self.navigation_policy()?)?;
         let timeout_s = seconds(timeout_s, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S)?;
         if self.detached.load(Ordering::SeqCst) {
             return Err(ToolError::new(
@@ -2280,7 +2285,8 @@ pub fn check_url(url: &str) -> Result<(), ToolError> {
     const ALLOWED: &str = "http, https, file, about, data";
     let parsed = url::Url::parse(url).map_err(|e| {
         ToolError::new(format!(
-            "url {url:?} is not an absolute URL ({e}); give e.g. https://example.com/ (schemes: {ALLOWED})"
+            "url {:?} is not an absolute URL ({e}); give e.g. https://example.com/ (schemes: {ALLOWED})",
+            wording::cut(url)
         ))
     })?;
     match parsed.scheme() {

@@ -16,8 +16,8 @@
 use super::{
     ASK_USER, Action, CDP_DEFAULT_TIMEOUT_S, CDP_MAX_TIMEOUT_S, CLICK_BUTTONS, CLICK_COUNT_MAX,
     DialogChoice, FIND_MAX_CHARS, PageRequest, TAB_ACTIONS, ToolCall, ToolError,
-    WAIT_DEFAULT_TIMEOUT_S, WAIT_EVENTS, WAIT_MAX_TIMEOUT_S, cdp_params, check_cdp_url,
-    check_created_tab, check_method, check_navigation, seconds, wait_event,
+    WAIT_DEFAULT_TIMEOUT_S, WAIT_EVENTS, WAIT_MAX_TIMEOUT_S, cdp_params, check_cdp_navigation,
+    check_cdp_url, check_method, check_navigation, seconds, wait_event,
 };
 use crate::supervisor::act::{FILL_MAX_FIELDS, OutlineMode};
 use crate::supervisor::credentials::Secret;
@@ -938,7 +938,7 @@ impl ToolArgs for CdpArgs {
     fn check(self, policy: &NavigationPolicy) -> Result<ToolCall, ToolError> {
         check_method(&self.method)?;
         let params = cdp_params(self.params)?;
-        check_created_tab(&self.method, &params, policy)?;
+        check_cdp_navigation(&self.method, &params, policy)?;
         Ok(ToolCall::Cdp {
             method: self.method,
             params,

@@ -10,7 +10,9 @@ policy through the official MCP Python SDK, the HTTP bounds over raw HTTP.
                                 a.test loads; each is listed
                                 in blocked_navigations {url, rule, at}
   file_urls                     file: refused by default (browser_navigate and
-                                browser_cdp), loaded with allow_file_urls
+                                browser_cdp), loaded with allow_file_urls;
+                                browser_cdp Page.navigate to chrome:,
+                                view-source: or devtools: refused
   allowed_origins_only          allowed_origins [http://a.test]: a.test loads,
                                 b.test (iframe) and c.test do not
   http_body_too_large           a 2 MiB request body gets HTTP 413
@@ -251,6 +253,14 @@ async def file_urls(sc: Scenario, binary: str) -> None:
         )
         tabs = await call(c, "browser_tabs", {"action": "list"})
         sc.check(len(tabs["tabs"]) == 1, f"no tab was opened ({tabs['tabs']})")
+        # browser_cdp's Page.navigate to a scheme the policy's interception
+        # of documents never sees is refused before it is sent.
+        for target in ("chrome://settings/", "chrome://version/", "view-source:http://127.0.0.1/", "devtools://devtools/"):
+            r = await call_raw(c, "browser_cdp", {"method": "Page.navigate", "params": {"url": target}})
+            sc.check(r.is_error and "not allowed" in r.text,
+                     f"browser_cdp Page.navigate to {target} is refused before it is sent ({r.text[:160]!r})")
+        after = await evaluate(c, "location.href")
+        sc.check(not str(after).startswith(("chrome:", "view-source:", "devtools:")), f"the tab went nowhere it may not ({after})")
     async with mcp_server(sc, binary, "open", [], env={"CDP_SUPERVISOR_BROWSER__ALLOW_FILE_URLS": "true"}) as srv:
         nav = await call(srv.client, "browser_navigate", {"url": url})
         sc.check(nav.get("status") == "loaded" and nav.get("title") == "secret file", f"allow_file_urls loads it ({nav})")
