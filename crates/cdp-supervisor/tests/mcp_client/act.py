@@ -325,7 +325,7 @@ async def confirm_in_oopif(sc: Scenario, binary: str) -> None:
         sc.log(f"browser_click returned after {r.seconds:.2f} s: {r.text[:200]!r}")
         sc.check(r.is_error and data.get("interrupted_by_dialog") is True, f"the click is interrupted ({data})")
         sc.check(data.get("method") == "browser_click", f"its method is browser_click ({data.get('method')})")
-        sc.expect(r.seconds < 3, f"it returned promptly ({r.seconds:.2f} s)")
+        sc.expect(r.seconds < 6, f"it returned promptly, not at the action's 10 s cap ({r.seconds:.2f} s)")
         call_id = data.get("call_id")
         d = await wait_pending(sc, c, "confirm", "Pay?", "confirm")
         t = time.monotonic()
@@ -334,7 +334,7 @@ async def confirm_in_oopif(sc: Scenario, binary: str) -> None:
         sc.log(f"outline while the OOPIF's confirm is open ({took:.2f} s):\n" + blocked["page"])
         sc.check("dialog blocks this frame" in blocked["page"], "the blocked OOPIF is one line saying a dialog blocks it")
         sc.check('RootWebArea "Confirm outer"' in blocked["page"], "the rest of the outline is still given")
-        sc.expect(took < 2.5, f"the snapshot did not wait on the blocked renderer ({took:.2f} s)")
+        sc.expect(took < 4.5, f"the snapshot did not wait the 5 s read deadline on the blocked renderer ({took:.2f} s)")
         ans = await call(c, "browser_dialog", {"action": "accept"})
         done = [x for x in ans.get("completed_calls", []) if x.get("call_id") == call_id]
         sc.check(len(done) == 1, f"completed_calls carries {call_id} once ({ans.get('completed_calls')})")

@@ -520,7 +520,7 @@ async def what_the_agent_sends_is_capped_where_echoed(sc: Scenario, binary: str)
         sc.expect(took < BIG_REPLY_DEADLINE_S, f"within its timeout_s 2 and a margin ({took:.1f} s)")
         t = time.monotonic()
         title = await evaluate(c, "document.title")
-        sc.expect(title == "Ask" and time.monotonic() - t < 2.0, f"the next call answers at once ({time.monotonic() - t:.1f} s)")
+        sc.expect(title == "Ask" and time.monotonic() - t < 8.0, f"the next call answers at once, not after the 20 MB read ({time.monotonic() - t:.1f} s)")
 
 
 async def browser_cdp_cannot_end_a_browser_it_does_not_own(sc: Scenario, binary: str) -> None:

@@ -421,10 +421,12 @@ async def crashed_tab(sc: Scenario, binary: str) -> None:
         sc.check("renderer crashed" in r.text and "browser_navigate reloads it" in r.text,
                  f"the snapshot's text says the tab crashed and how to reload it ({r.text[-300:]!r})")
         t = time.monotonic()
-        r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "1"}})
+        r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "1"}, "timeout_s": 30})
         took = time.monotonic() - t
         sc.check(r.is_error and "browser_navigate" in r.text, f"a call on the crashed tab fails naming browser_navigate ({r.text})")
-        sc.expect(took < 2.0, f"…at once ({took:.2f} s)")
+        # At once, not at its 30 s deadline (a bound far from both: the
+        # crash's minidump loads the machine for a moment).
+        sc.expect(took < 10, f"…at once ({took:.2f} s)")
         nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
         sc.check(nav["status"] == "loaded", f"browser_navigate reloads it ({nav})")
         tabs = await tabs_of(c)
