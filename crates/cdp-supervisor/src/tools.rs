@@ -1281,7 +1281,26 @@ impl AgentSession {
         self.detached.store(false, Ordering::SeqCst);
         let s = self.supervisor().await?;
         let before = tab_ids(&s);
-        let outcome = s.navigate(url, NAVIGATE_TIMEOUT).await?;
+        // A page whose script never yields holds the navigation for good:
+        // asked every BUSY_PROBE_EVERY, a page that answers nothing ends
+        // the wait early (the navigation, not the page, goes on waiting).
+        let until_busy = async {
+            loop {
+                tokio::time::sleep(BUSY_PROBE_EVERY).await;
+                if !s.page_answers(PAGE_ANSWER_WAIT).await {
+                    return;
+                }
+            }
+        };
+        let (outcome, busy) = tokio::select! {
+            o = s.navigate(url, NAVIGATE_TIMEOUT) => {
+                let o = o?;
+                let busy = matches!(o, NavigateOutcome::LoadTimeout)
+                    && !s.page_answers(PAGE_ANSWER_WAIT).await;
+                (o, busy)
+            }
+            () = until_busy => (NavigateOutcome::LoadTimeout, true),
+        };
         let snap = s.snapshot();
         let (live_url, title) = live_url_title(&s, &snap).await;
         let download_note;
@@ -1298,6 +1317,7 @@ impl AgentSession {
                 "dialog_pending",
                 Some("a dialog blocks the page: answer it with browser_dialog"),
             ),
+            NavigateOutcome::LoadTimeout if busy => ("load_timeout", Some(BUSY_PAGE_NOTE)),
             NavigateOutcome::LoadTimeout => (
                 "load_timeout",
                 Some("the page did not finish loading within 30 s"),
@@ -1986,6 +2006,18 @@ fn tab_ids(s: &Supervisor) -> Vec<String> {
     tabs.chain(snap.downloads.iter().map(|d| d.id.clone()))
         .collect()
 }
+
+/// How long `browser_navigate` asks a page that did not load whether it
+/// answers at all ([`Supervisor::page_answers`]).
+const PAGE_ANSWER_WAIT: Duration = Duration::from_secs(2);
+
+/// How often `browser_navigate` asks whether the page answers while the
+/// navigation has not loaded: a script may run this long and still be a
+/// page that yields.
+const BUSY_PROBE_EVERY: Duration = Duration::from_secs(8);
+
+/// `browser_navigate`'s note when the page it leaves answers nothing.
+pub const BUSY_PAGE_NOTE: &str = "the page's script has not yielded for seconds (a busy loop): its renderer answers nothing, so Chromium neither leaves nor loads it. browser_tabs close closes the tab anyway; then browser_tabs new opens a fresh one";
 
 /// Adds `tabs_opened: [{target_id, url, opener_target_id}]` to a tool's
 /// result when tabs opened during the call (not in `before`), and

@@ -28,6 +28,11 @@ the first browser_navigate:
   crashed_tab               Page.crash: crashed:true at once, the snapshot's
                             outline says so (issue 44), a call on the tab
                             fails at once naming browser_navigate, which reloads it
+  busy_page                 a page whose script never yields: navigating
+                            away (same site or another) is a load_timeout
+                            whose note says so and what to do, not an
+                            error; browser_tabs close closes it anyway, and
+                            the fresh tab navigates
   file_chooser              a click on a file input (multiple) is a pending
                             file_chooser (selectMultiple); accepted with two
                             files, the page's change event reads their names;
@@ -125,6 +130,7 @@ def site_pages(port: int) -> dict[str, str]:
         ),
         "/loaded.html": page("loaded", "", "window.opener.loaded++;"),
         "/plain.html": page("plain", "<p>plain</p>"),
+        "/busy.html": page("busy", "<p>busy</p>"),
         "/upload.html": page(
             "upload",
             f"<input type=file multiple id=f {BIG_BUTTON}>",
@@ -434,6 +440,32 @@ async def crashed_tab(sc: Scenario, binary: str) -> None:
         sc.check(await evaluate(c, "document.title") == "plain", "calls work again")
 
 
+async def busy_page(sc: Scenario, binary: str) -> None:
+    port = await start_site(sc, site_pages)
+    async with mcp_server(sc, binary, "b", []) as srv:
+        c = srv.client
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/busy.html"})
+        sc.check(nav["status"] == "loaded", f"the page loads ({nav})")
+        busy_tab = current_of(await tabs_of(c))["target_id"]
+        # Then a script that never yields: it runs when this call returns
+        # (at its timeout_s, unanswered).
+        r = await call_raw(c, "browser_cdp", {"method": "Runtime.evaluate", "params": {"expression": "while (true) {}"}, "timeout_s": 1})
+        sc.check(r.is_error, f"the busy loop's evaluate gets no answer ({r.text[:160]!r})")
+        for url in (f"http://127.0.0.1:{port}/plain.html", f"http://localhost:{port}/plain.html"):
+            r = await call_raw(c, "browser_navigate", {"url": url})
+            nav = r.data or {}
+            sc.check(not r.is_error and nav.get("status") == "load_timeout",
+                     f"navigating away from it ({url}) is a load_timeout, not an error ({r.text[:200]!r})")
+            sc.check("busy loop" in (nav.get("note") or "") and "browser_tabs close" in (nav.get("note") or ""),
+                     f"its note says the page's script does not yield and what to do ({nav.get('note')!r})")
+            sc.expect(r.seconds < 25, f"it says so before the navigation's 30 s deadline ({r.seconds:.1f} s)")
+        r = await call_raw(c, "browser_tabs", {"action": "close", "target_id": busy_tab})
+        sc.check(not r.is_error, f"browser_tabs close closes the busy tab anyway ({r.text[:200]!r})")
+        tabs = await wait_tabs(sc, c, "the busy tab is gone: a blank one opens", lambda t: len(t) == 1 and t[0]["target_id"] != busy_tab)
+        nav = await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/plain.html"})
+        sc.check(nav["status"] == "loaded" and nav["title"] == "plain", f"browser_navigate works in the new tab ({nav})")
+
+
 async def file_chooser(sc: Scenario, binary: str) -> None:
     port = await start_site(sc, site_pages)
     a = os.path.join(sc.tmp, "a.txt")
@@ -485,6 +517,7 @@ SCENARIOS = {
     "popup_storm_capped": popup_storm_capped,
     "crashed_tab": crashed_tab,
     "file_chooser": file_chooser,
+    "busy_page": busy_page,
     "popups_timed": popups_timed,
 }
 # Two at a time: each runs its own Chromium on a 2-core machine; the timed one alone.
@@ -492,7 +525,7 @@ PHASES = [
     ["popup_confirm_caught", "target_blank_link"],
     ["tabs_new_select_close", "current_tab_closes_itself"],
     ["popup_storm_capped", "crashed_tab"],
-    ["file_chooser"],
+    ["file_chooser", "busy_page"],
     ["popups_timed"],
 ]
 

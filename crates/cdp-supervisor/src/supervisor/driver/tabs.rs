@@ -159,6 +159,20 @@ impl Supervisor {
                     return Err(CdpCallError::Command(c));
                 }
             }
+            // A page whose script never yields answers nothing, and runs no
+            // beforeunload either: close the target, as Chromium's "Exit
+            // page" would.
+            Ok(Err(AgentCallError::Command(CommandError::Timeout { .. }))) => {
+                let reply = self.send_agent(
+                    Target::Browser,
+                    "Target.closeTarget",
+                    json!({ "targetId": target_id }),
+                    timeout,
+                );
+                if let Err(AgentCallError::Command(c)) = reply.await {
+                    return Err(CdpCallError::Command(c));
+                }
+            }
             Ok(Err(AgentCallError::Command(c))) => return Err(CdpCallError::Command(c)),
             Ok(Err(AgentCallError::Stopped)) => {
                 return Err(CdpCallError::NotConnected(
@@ -387,6 +401,25 @@ impl Supervisor {
         tokio::time::timeout_at(until, found).await.ok().flatten()
     }
 
+    /// Whether the current tab's page answers a trivial `Runtime.evaluate`
+    /// within `within`. A page whose script never yields (a busy loop)
+    /// answers nothing: Chromium then neither leaves nor loads it.
+    pub async fn page_answers(&self, within: Duration) -> bool {
+        let Ok((_, session)) = self.route(None, None, false).await else {
+            return true; // no page to ask (crashed, closed): not a busy one
+        };
+        let probe = self.send_agent(
+            Target::Session(session),
+            "Runtime.evaluate",
+            json!({"expression": "0"}),
+            within,
+        );
+        !matches!(
+            probe.await,
+            Err(AgentCallError::Command(CommandError::Timeout { .. }))
+        )
+    }
+
     /// Has the core release a beforeunload Chromium will not answer
     /// ([`stuck_beforeunload`]): it navigates an OOPIF, or closes the tab
     /// when there is none. Then waits, until `deadline`, for the page to be
@@ -442,7 +475,12 @@ impl Supervisor {
             );
             let sent = self.race_dialogs_since(before.clone(), reply, false);
             let v = match tokio::time::timeout_at(deadline, sent).await {
-                Err(_) => return Ok(Err(NavigateOutcome::LoadTimeout)),
+                // Its own deadline is the navigation's: no reply by then is
+                // a navigation that did not finish (a page whose script
+                // never yields holds it), not a failed command.
+                Err(_) | Ok(Ok(Err(AgentCallError::Command(CommandError::Timeout { .. })))) => {
+                    return Ok(Err(NavigateOutcome::LoadTimeout));
+                }
                 Ok(Err(d)) => return Ok(Err(NavigateOutcome::DialogPending(d))),
                 Ok(Ok(r)) => r?,
             };
