@@ -61,8 +61,9 @@ impl Page {
     /// A stale or unknown ref; an element covered (in its frame, or its
     /// frame in the top page), zero-sized or detached (nothing
     /// dispatched); a click that twice reached the page around its OOPIF
-    /// instead, or that reached another element of its frame (the page
-    /// moved under it); the dispatch's own failure.
+    /// instead, or twice was released elsewhere, or that reached another
+    /// element of its frame (the page moved under it); the dispatch's own
+    /// failure.
     pub async fn click(
         &self,
         r: &str,
@@ -124,19 +125,25 @@ impl Page {
                         "the click on {r} reached its frame but not {r}: the frame's page moved under it (it was still laying out), so the press went to another element there; browser_snapshot to see where things are now, then click again"
                     )));
                 }
+                // No click event fired anywhere: once the frames have
+                // painted again, the click is tried once more.
+                (Some(Press::Split), _) if attempt == 1 => {
+                    tracing::debug!(r, "a click's release went elsewhere; trying once more");
+                }
                 (Some(Press::Split), _) => {
                     return Err(ActError::Element(format!(
-                        "the click on {r} did not happen: {r} got the press, but the page moved before the release, which went elsewhere (no click event); browser_snapshot to see where things are now, then click again"
+                        "the click on {r} did not happen: twice {r} got the press, but the page moved before the release, which went elsewhere (no click event); browser_snapshot to see where things are now, then click again"
                     )));
                 }
-                (Some(Press::None), Some(Press::On | Press::Split | Press::Elsewhere)) => {}
+                (Some(Press::None), Some(Press::On | Press::Split | Press::Elsewhere)) => {
+                    tracing::debug!(
+                        r,
+                        attempt,
+                        "a click for an OOPIF reached the page around it; waiting for its frames to paint"
+                    );
+                }
                 _ => return Ok(outcome),
             }
-            tracing::debug!(
-                r,
-                attempt,
-                "a click for an OOPIF reached the page around it; waiting for its frames to paint"
-            );
             if attempt == 1 {
                 painted_twice(&conn, &node, &object).await;
             }
