@@ -1754,6 +1754,7 @@ impl AgentSession {
             self.registry.stop(&self.task_id),
             self.end_provider_session()
         );
+        self.registry.forget(&self.task_id);
         self.supervisor_changed();
     }
 }

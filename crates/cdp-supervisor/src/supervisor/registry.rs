@@ -133,6 +133,11 @@ pub struct Registry {
     /// The local browser the tasks of `isolation: context` share, made on
     /// first need.
     shared: Arc<Mutex<Option<Arc<SharedBrowser>>>>,
+    /// Per task, the number its next dialog id gets: a supervisor that
+    /// takes over a task (a rebind, after a disconnect, after one gave up)
+    /// goes on from it ([`SupervisorOptions::first_dialog_number`]).
+    /// Forgotten when the task ends ([`Registry::forget`]).
+    dialog_numbers: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 /// Clears [`SlotInner::starting`] however the start ends (also when the
@@ -226,7 +231,7 @@ impl Registry {
         &self,
         task_id: &str,
         endpoint: Endpoint,
-        opts: SupervisorOptions,
+        mut opts: SupervisorOptions,
     ) -> Result<Supervisor, StartError> {
         loop {
             let slot = self.slot(task_id);
@@ -243,9 +248,11 @@ impl Registry {
             {
                 return Ok(e.supervisor().clone());
             }
-            if old.is_some() {
+            if let Some(e) = &old {
                 tracing::info!(task_id = %crate::handles::logged(task_id), "rebinding to {}", endpoint.describe());
+                self.count_dialogs(task_id, e.supervisor());
             }
+            opts.first_dialog_number = self.next_dialog_number(task_id);
             let target = opts.target_id.clone();
             slot.starting.store(true, Ordering::SeqCst);
             let started = {
@@ -277,6 +284,36 @@ impl Registry {
         }
     }
 
+    /// Keeps where `supervisor`'s dialog numbers reached, for the task's next supervisor.
+    fn count_dialogs(&self, task_id: &str, supervisor: &Supervisor) {
+        let next = supervisor.snapshot().next_dialog_number();
+        let mut numbers = self
+            .dialog_numbers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = numbers.entry(task_id.to_owned()).or_insert(1);
+        *n = (*n).max(next);
+    }
+
+    /// The number the task's next supervisor gives its first dialog.
+    fn next_dialog_number(&self, task_id: &str) -> u64 {
+        self.dialog_numbers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(task_id)
+            .copied()
+            .unwrap_or(1)
+    }
+
+    /// Forgets what the registry kept of an ended task (its dialog count);
+    /// call after [`Registry::stop`] when the task itself ends.
+    pub fn forget(&self, task_id: &str) {
+        self.dialog_numbers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(task_id);
+    }
+
     /// When the supervisor ends by itself, drop its entry if it is still the registered one.
     fn watch_exit(&self, task_id: &str, slot: &Slot, supervisor: &Supervisor) {
         let exited = supervisor.exited_token();
@@ -288,8 +325,9 @@ impl Registry {
             exited.cancelled().await;
             let Some(slot) = slot.upgrade() else { return };
             let _changing = slot.changing.lock().await;
-            let mine = slot.current().is_some_and(|e| e.supervisor().id() == id);
-            if mine {
+            let mine = slot.current().filter(|e| e.supervisor().id() == id);
+            if let Some(e) = mine {
+                registry.count_dialogs(&task_id, e.supervisor());
                 slot.replace(None);
                 registry.remove_if_empty(&task_id, &slot);
             }
@@ -349,6 +387,7 @@ impl Registry {
         let changing = slot.changing.lock().await;
         let old = slot.replace(None);
         if let Some(e) = &old {
+            self.count_dialogs(task_id, e.supervisor());
             e.supervisor().stop().await;
         }
         drop(changing);

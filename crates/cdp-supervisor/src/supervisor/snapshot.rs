@@ -292,6 +292,19 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// One past the highest dialog number (`d-N`) this snapshot names,
+    /// pending or recent: where a supervisor taking over the task numbers
+    /// its first dialog. 1 when it names none.
+    pub fn next_dialog_number(&self) -> u64 {
+        let pending = self.pending_dialogs.iter().map(|d| d.id.as_str());
+        let recent = self.recent_dialogs.iter().map(|d| d.dialog.id.as_str());
+        pending
+            .chain(recent)
+            .filter_map(|id| id.strip_prefix("d-")?.parse::<u64>().ok())
+            .max()
+            .map_or(1, |n| n + 1)
+    }
+
     /// The tab a call goes to: `target_id`, else the current tab.
     fn call_tab<'a>(&'a self, target_id: Option<&'a str>) -> Option<&'a str> {
         target_id.or_else(|| {

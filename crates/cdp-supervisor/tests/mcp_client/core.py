@@ -49,6 +49,10 @@ the way an agent sees the product:
                                 beforeunload holds the first: the snapshot's
                                 url, tab and title stay the page still shown;
                                 dismissed, it stays; accepted, the new page
+  dialog_ids_go_on_across_supervisors
+                                a confirm answered, browser_disconnect, the
+                                next supervisor's first confirm: its id is
+                                new, numbered on from the first one's
   a_click_that_loaded_nothing_closes_nothing_later
                                 a link to a 204 clicked (a navigation that
                                 never commits), then an alert that another
@@ -624,6 +628,28 @@ async def a_held_navigation_leaves_the_snapshot_whole(sc: Scenario, binary: str)
         sc.check(snap.get("url") == f"{base}/plain.html" and snap.get("title") == "plain", f"after leaving: the new page, whole ({snap.get('url')}, {snap.get('title')!r})")
 
 
+async def dialog_ids_go_on_across_supervisors(sc: Scenario, binary: str) -> None:
+    """A task's dialog ids never name two dialogs: after browser_disconnect
+    (and after a supervisor that gave up), the next supervisor of the task
+    numbers its dialogs on from the last one's."""
+    port = await start_site(sc, site)
+    async with mcp_server(sc, binary, "s", []) as srv:
+        c = srv.client
+        ids = []
+        for round_ in range(2):
+            await call(c, "browser_navigate", {"url": f"http://127.0.0.1:{port}/ask.html"})
+            await trigger(c, "openConfirm")
+            d = await wait_pending(sc, c, "confirm", "keep going?", f"round {round_}'s confirm")
+            ids.append(d["id"])
+            await call(c, "browser_dialog", {"action": "accept", "dialog_id": d["id"]})
+            if round_ == 0:
+                r = await call(c, "browser_disconnect", {})
+                sc.check(r.get("disconnected") is True, f"browser_disconnect ends the supervisor ({r})")
+        sc.check(ids[0] != ids[1], f"the second supervisor's first dialog has an id of its own ({ids})")
+        nums = [int(i.split("-")[1]) for i in ids]
+        sc.check(nums[1] > nums[0], f"numbered on from the first supervisor's ({ids})")
+
+
 SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "dialog_closed_during_a_drop_is_not_reloaded": dialog_closed_during_a_drop_is_not_reloaded,
     "tab_gone_during_a_drop_is_no_reason_to_stop": tab_gone_during_a_drop_is_no_reason_to_stop,
@@ -636,6 +662,7 @@ SCENARIOS: dict[str, Callable[[Scenario, str], Awaitable[None]]] = {
     "an_answer_to_a_dialog_just_closed_says_how_it_closed": an_answer_to_a_dialog_just_closed_says_how_it_closed,
     "navigate_and_answer_at_once": navigate_and_answer_at_once,
     "a_held_navigation_leaves_the_snapshot_whole": a_held_navigation_leaves_the_snapshot_whole,
+    "dialog_ids_go_on_across_supervisors": dialog_ids_go_on_across_supervisors,
 }
 PHASES = [list(SCENARIOS)]
 

@@ -124,6 +124,7 @@ fn new_driver(
         downloads,
         ..Default::default()
     });
+    state.continue_dialog_numbers(opts.first_dialog_number);
     state.set_browser_context(context.clone());
     state.attach_page(
         target.target_id,

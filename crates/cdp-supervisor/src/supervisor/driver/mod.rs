@@ -128,6 +128,12 @@ pub struct SupervisorOptions {
     /// of its own in a shared browser ([`ContextOptions`]); `None`: the
     /// browser's default context, as before.
     pub context: Option<ContextOptions>,
+    /// The number the first dialog's id (`d-N`) gets: 1 for a new task; a
+    /// supervisor that takes over a task from another (a rebind, a
+    /// disconnect, one that gave up) goes on from the last one's, so that
+    /// an id never names two dialogs of a task
+    /// ([`crate::supervisor::registry::Registry`] keeps count).
+    pub first_dialog_number: u64,
 }
 
 /// A task in a browser context of its own (DESIGN "Many tasks, one
@@ -161,6 +167,7 @@ impl Default for SupervisorOptions {
             credentials: Default::default(),
             downloads: Default::default(),
             context: None,
+            first_dialog_number: 1,
         }
     }
 }

@@ -127,6 +127,12 @@ struct Shown {
 }
 
 impl Tabs {
+    /// Numbers the next dialog `next` at least (`d-next`): a task's ids go
+    /// on from the supervisor it had before.
+    pub fn continue_dialog_numbers(&mut self, next: u64) {
+        self.next_dialog = self.next_dialog.max(next);
+    }
+
     /// No tab yet.
     pub fn new(opts: Options) -> Tabs {
         Tabs {
