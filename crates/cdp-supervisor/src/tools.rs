@@ -1282,12 +1282,15 @@ impl AgentSession {
         let s = self.supervisor().await?;
         let before = tab_ids(&s);
         // A page whose script never yields holds the navigation for good:
-        // asked every BUSY_PROBE_EVERY, a page that answers nothing ends
-        // the wait early (the navigation, not the page, goes on waiting).
+        // asked every BUSY_PROBE_EVERY, a page that answers nothing twice in
+        // a row (a heavy page's script may hold its thread for a while)
+        // ends the wait early (the navigation, not the page, goes on waiting).
         let until_busy = async {
             loop {
                 tokio::time::sleep(BUSY_PROBE_EVERY).await;
-                if !s.page_answers(PAGE_ANSWER_WAIT).await {
+                if !s.page_answers(PAGE_ANSWER_WAIT).await
+                    && !s.page_answers(PAGE_ANSWER_WAIT).await
+                {
                     return;
                 }
             }
@@ -2010,7 +2013,7 @@ fn tab_ids(s: &Supervisor) -> Vec<String> {
 
 /// How long `browser_navigate` asks a page that did not load whether it
 /// answers at all ([`Supervisor::page_answers`]).
-const PAGE_ANSWER_WAIT: Duration = Duration::from_secs(2);
+const PAGE_ANSWER_WAIT: Duration = Duration::from_secs(3);
 
 /// How often `browser_navigate` asks whether the page answers while the
 /// navigation has not loaded: a script may run this long and still be a
