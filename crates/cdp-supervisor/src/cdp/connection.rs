@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_util::sync::CancellationToken;
@@ -296,11 +296,13 @@ pub use tokio::sync::mpsc::error::TryRecvError;
 
 /// Events (and in-order replies) in arrival order, then one
 /// [`Incoming::Closed`], then the end of the stream. The reader hands them
-/// over a burst at a time; an idle stream holds no burst.
+/// over a burst at a time, through a queue in the connection's state (not
+/// a channel: an unbounded channel allocates a cache-padded header and its
+/// first 32 slots up front, 1.3 KiB per idle connection); an idle stream
+/// holds no burst and no room for one.
 pub struct EventStream {
-    bursts: mpsc::UnboundedReceiver<Vec<Incoming>>,
-    /// What was sent to it and taken from it, shared with the reader.
-    counts: Arc<Counts>,
+    /// The connection's state, where the reader queues bursts.
+    shared: Arc<Shared>,
     /// The burst being handed out.
     burst: std::vec::IntoIter<Incoming>,
 }
@@ -314,16 +316,45 @@ impl std::fmt::Debug for EventStream {
 }
 
 impl EventStream {
-    /// The next item; `None` once [`Incoming::Closed`] has been taken (or
-    /// the connection's tasks are gone).
+    /// The next item; `None` once [`Incoming::Closed`] has been taken.
+    ///
+    /// Cancel-safe: an item is taken only when this returns it, and a
+    /// wakeup missed by a dropped wait is kept as `Notify`'s permit.
     pub async fn recv(&mut self) -> Option<Incoming> {
+        // tokio's cooperative budget, spent as a channel's receive spends
+        // it: a consumer whose stream never runs dry still yields to the
+        // other tasks of its worker (other supervisors' drivers).
+        tokio::task::consume_budget().await;
         loop {
             if let Some(item) = self.next_of_burst() {
                 return Some(item);
             }
-            self.burst = self.bursts.recv().await?.into_iter();
-            self.counts.taken_one();
+            match self.take_burst() {
+                Ok(()) => {}
+                Err(TryRecvError::Empty) => self.shared.bursts_ready.notified().await,
+                Err(TryRecvError::Disconnected) => return None,
+            }
         }
+    }
+
+    /// Takes the oldest queued burst as the one being handed out.
+    fn take_burst(&mut self) -> Result<(), TryRecvError> {
+        let burst = {
+            let mut state = self.shared.lock();
+            let burst = match state.bursts.pop_front() {
+                Some(burst) => burst,
+                None if state.stream_open => return Err(TryRecvError::Empty),
+                None => return Err(TryRecvError::Disconnected),
+            };
+            if state.bursts.is_empty() && state.bursts.capacity() > 0 {
+                // Give the emptied queue's room back.
+                state.bursts = VecDeque::new();
+            }
+            burst
+        };
+        self.burst = burst.into_iter();
+        self.shared.counts.taken_one();
+        Ok(())
     }
 
     /// How many bursts wait in the stream, not yet taken. The reader stops
@@ -331,19 +362,19 @@ impl EventStream {
     /// falls behind slows the browser down (TCP back-pressure) instead of
     /// the queue growing without bound.
     pub fn backlog(&self) -> usize {
-        self.counts.backlog()
+        self.shared.counts.backlog()
     }
 
     /// How many bursts were taken from this stream so far: once it reaches
     /// a [`Connection::mark`] taken after a reply, every event Chromium
     /// sent before that reply has been taken.
     pub fn taken(&self) -> u64 {
-        self.counts.taken.load(Ordering::Acquire)
+        self.shared.counts.taken.load(Ordering::Acquire)
     }
 
     /// Whether `mark` is of this stream's connection.
     pub fn is_of(&self, mark: &StreamMark) -> bool {
-        Arc::ptr_eq(&self.counts, &mark.counts)
+        Arc::ptr_eq(&self.shared.counts, &mark.counts)
     }
 
     /// The next item if one is queued.
@@ -356,8 +387,7 @@ impl EventStream {
             if let Some(item) = self.next_of_burst() {
                 return Ok(item);
             }
-            self.burst = self.bursts.try_recv()?.into_iter();
-            self.counts.taken_one();
+            self.take_burst()?;
         }
     }
 
@@ -368,6 +398,20 @@ impl EventStream {
             self.burst = Vec::new().into_iter();
         }
         item
+    }
+}
+
+impl Drop for EventStream {
+    /// Nobody takes bursts any more: the reader queues none from now on
+    /// (and never waits for this stream to drain).
+    fn drop(&mut self) {
+        let left = {
+            let mut state = self.shared.lock();
+            state.stream_open = false;
+            std::mem::take(&mut state.bursts)
+        };
+        // Outside the lock: a burst can hold many events.
+        drop(left);
     }
 }
 
@@ -406,20 +450,18 @@ struct Pending {
 }
 
 impl Pending {
-    /// Delivers `result`; `events` is the stream, when still open.
-    fn deliver(self, id: u64, result: Result<Value, CommandError>, events: Option<&EventTx>) {
+    /// Delivers `result` to the command's future, or returns it as the
+    /// [`Incoming::Reply`] the caller puts on the stream.
+    fn deliver(self, id: u64, result: Result<Value, CommandError>) -> Option<Incoming> {
         if let Some(timer) = self.timer {
             timer.abort();
         }
         match self.reply {
             ReplyTo::Future(tx) => {
                 let _ = tx.send(result);
+                None
             }
-            ReplyTo::Stream => {
-                if let Some(events) = events {
-                    events.send(vec![Incoming::Reply { id, result }]);
-                }
-            }
+            ReplyTo::Stream => Some(Incoming::Reply { id, result }),
         }
     }
 }
@@ -433,23 +475,12 @@ struct State {
     /// when there are some). A queue, not a channel: an idle connection
     /// holds no room for frames (a channel keeps its first 32 slots).
     outgoing: VecDeque<Outgoing>,
-    /// The event stream (bursts); `None` once `Closed` has been sent.
-    events: Option<EventTx>,
-}
-
-/// The sending half of the event stream: counts every burst it sends.
-#[derive(Clone)]
-struct EventTx {
-    tx: mpsc::UnboundedSender<Vec<Incoming>>,
-    counts: Arc<Counts>,
-}
-
-impl EventTx {
-    fn send(&self, burst: Vec<Incoming>) {
-        if self.tx.send(burst).is_ok() {
-            self.counts.sent.fetch_add(1, Ordering::AcqRel);
-        }
-    }
+    /// The event stream's bursts, not yet taken, oldest first
+    /// ([`Shared::bursts_ready`] says when there are some).
+    bursts: VecDeque<Vec<Incoming>>,
+    /// Whether the stream takes bursts: until `Closed` has been queued,
+    /// or the [`EventStream`] is dropped.
+    stream_open: bool,
 }
 
 /// Bursts sent to the event stream and taken from it (both only grow), and
@@ -506,6 +537,9 @@ struct Shared {
     event_filter: std::sync::OnceLock<fn(&str) -> bool>,
     /// The event stream's counts ([`EventStream::backlog`]).
     counts: Arc<Counts>,
+    /// Bursts were queued for the event stream (a notification while
+    /// nobody waits is kept for its next look).
+    bursts_ready: Notify,
     /// A pipe link's browser session ([`Connection::start`]).
     root: Option<SessionId>,
 }
@@ -532,7 +566,6 @@ impl Shared {
             }
             // The writer sends what is queued (the close frame too), then stops.
             self.outgoing_ready.notify_one();
-            let events = state.events.take();
             let mut pending: Vec<(u64, Pending)> =
                 std::mem::take(&mut state.pending).into_iter().collect();
             pending.sort_by_key(|(id, _)| *id);
@@ -542,13 +575,17 @@ impl Shared {
                     method: p.method.clone(),
                     reason: reason.clone(),
                 };
-                p.deliver(id, Err(error), events.as_ref());
+                if let Some(reply) = p.deliver(id, Err(error)) {
+                    self.to_stream(&mut state, vec![reply]);
+                }
             }
-            if let Some(events) = events {
-                events.send(vec![Incoming::Closed {
+            self.to_stream(
+                &mut state,
+                vec![Incoming::Closed {
                     reason: reason.clone(),
-                }]);
-            }
+                }],
+            );
+            state.stream_open = false;
         };
         if !send_close_frame {
             self.cancel.cancel();
@@ -729,23 +766,20 @@ impl Connection {
             + Send
             + 'static,
     {
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let counts = Arc::new(Counts::default());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
                 closed: None,
                 outgoing: VecDeque::new(),
-                events: Some(EventTx {
-                    tx: events_tx,
-                    counts: counts.clone(),
-                }),
+                bursts: VecDeque::new(),
+                stream_open: true,
             }),
             outgoing_ready: Notify::new(),
             cancel: CancellationToken::new(),
             event_filter: std::sync::OnceLock::new(),
-            counts: counts.clone(),
+            counts: Arc::new(Counts::default()),
+            bursts_ready: Notify::new(),
             root,
         });
         let (sink, stream) = socket.split();
@@ -761,8 +795,7 @@ impl Connection {
                 }),
             },
             EventStream {
-                bursts: events_rx,
-                counts,
+                shared,
                 burst: Vec::new().into_iter(),
             },
         )
@@ -849,16 +882,15 @@ impl Connection {
                 let timer = tokio::spawn(async move {
                     tokio::time::sleep(timeout).await;
                     let Some(shared) = weak.upgrade() else { return };
-                    let state = shared.lock();
-                    let mut state = state;
+                    let mut state = shared.lock();
                     if let Some(p) = state.pending.remove(&id) {
                         let error = CommandError::Timeout {
                             method: p.method.clone(),
                             after: timeout,
                         };
-                        let events = state.events.clone();
-                        drop(state);
-                        p.deliver(id, Err(error), events.as_ref());
+                        if let Some(reply) = p.deliver(id, Err(error)) {
+                            shared.to_stream(&mut state, vec![reply]);
+                        }
                     }
                 });
                 match shared.lock().pending.get_mut(&id) {
@@ -869,15 +901,14 @@ impl Connection {
             }
             Err((reason, _)) => {
                 // Closed already: the stream has ended or is about to; say it anyway.
-                if let Some(events) = &shared.lock().events {
-                    events.send(vec![Incoming::Reply {
-                        id,
-                        result: Err(CommandError::Disconnected {
-                            method: method.to_owned(),
-                            reason,
-                        }),
-                    }]);
-                }
+                let reply = Incoming::Reply {
+                    id,
+                    result: Err(CommandError::Disconnected {
+                        method: method.to_owned(),
+                        reason,
+                    }),
+                };
+                shared.to_stream(&mut shared.lock(), vec![reply]);
             }
         }
         id
@@ -1259,17 +1290,17 @@ impl Shared {
     /// Sends what `burst` holds to the event stream (while it is open).
     fn send_burst(&self, burst: &mut Vec<Incoming>) {
         if !burst.is_empty() {
-            self.lock().send_burst(burst);
+            self.to_stream(&mut self.lock(), std::mem::take(burst));
         }
     }
-}
 
-impl State {
-    /// [`Shared::send_burst`], under a lock the caller holds.
-    fn send_burst(&self, burst: &mut Vec<Incoming>) {
-        let burst = std::mem::take(burst);
-        if let Some(events) = &self.events {
-            events.send(burst);
+    /// Queues `burst` on the event stream while it is open, under the
+    /// state's lock (`state`), and counts it.
+    fn to_stream(&self, state: &mut State, burst: Vec<Incoming>) {
+        if state.stream_open {
+            state.bursts.push_back(burst);
+            self.counts.sent.fetch_add(1, Ordering::AcqRel);
+            self.bursts_ready.notify_one();
         }
     }
 }
@@ -1338,14 +1369,14 @@ fn dispatch(
                         timer.abort();
                     }
                     burst.push(Incoming::Reply { id, result });
-                    state.send_burst(burst);
+                    shared.to_stream(&mut state, std::mem::take(burst));
                 }
                 // Whoever awaits it may look at the stream next: every
                 // event before the reply is on it by then.
                 ReplyTo::Future(_) => {
                     drop(state);
                     shared.send_burst(burst);
-                    pending.deliver(id, result, None);
+                    pending.deliver(id, result);
                 }
             }
         }

@@ -98,7 +98,7 @@ impl Supervisor {
 /// The ends of the driver's channels that the [`Supervisor`] handle keeps
 /// (and the frame tree's, which the start waits on).
 struct HandleEnds {
-    requests: mpsc::UnboundedSender<Box<Request>>,
+    requests: Arc<Inbox>,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     tree_done: oneshot::Receiver<()>,
 }
@@ -134,7 +134,7 @@ fn new_driver(
         Now::system(),
     );
     let (snap_tx, snap_rx) = watch::channel(Arc::new(state.snapshot()));
-    let (req_tx, req_rx) = mpsc::unbounded_channel();
+    let inbox = Arc::new(Inbox::default());
     let (tree_tx, tree_rx) = oneshot::channel();
     let driver = Driver {
         live: Arc::new(Mutex::new(Some(conn.clone()))),
@@ -152,7 +152,7 @@ fn new_driver(
         next_ticket: 1,
         snapshot: snap_tx,
         notices: Arc::new(NoticeHub::default()),
-        requests: req_rx,
+        requests: InboxRx(inbox.clone()),
         connection_owed: None,
         tree_pending: 0,
         tree_done: Some(tree_tx),
@@ -167,7 +167,7 @@ fn new_driver(
         _downloads_dir: downloads_dir,
     };
     let ends = HandleEnds {
-        requests: req_tx,
+        requests: inbox,
         snapshot: snap_rx,
         tree_done: tree_rx,
     };

@@ -59,17 +59,13 @@ impl Supervisor {
     ) -> impl Future<Output = Result<Value, AgentCallError>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let method = method.to_owned();
-        let sent = self
-            .shared
-            .requests
-            .send(Box::new(Request::Agent {
-                target,
-                method: method.clone(),
-                params,
-                timeout,
-                reply: tx,
-            }))
-            .is_ok();
+        let sent = self.shared.requests.send(Request::Agent {
+            target,
+            method: method.clone(),
+            params,
+            timeout,
+            reply: tx,
+        });
         async move {
             if !sent {
                 return Err(AgentCallError::Stopped);

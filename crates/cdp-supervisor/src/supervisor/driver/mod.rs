@@ -424,10 +424,91 @@ impl NoticeHub {
     }
 }
 
+/// The driver's requests from the handles: a queue under a lock and a
+/// wakeup, not a channel. An idle supervisor holds no room for requests
+/// (an unbounded channel allocates a cache-padded header and its first 32
+/// slots up front: 0.75 KiB per supervisor, `benches/many.rs`), and a
+/// queue that empties gives its room back.
+#[derive(Default)]
+struct Inbox {
+    queue: Mutex<InboxQueue>,
+    ready: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct InboxQueue {
+    requests: std::collections::VecDeque<Request>,
+    /// The driver is gone: nothing more is taken.
+    closed: bool,
+}
+
+impl Inbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, InboxQueue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues `r` for the driver; `false` (and `r` dropped) when the
+    /// driver is gone.
+    fn send(&self, r: Request) -> bool {
+        let mut queue = self.lock();
+        if queue.closed {
+            return false;
+        }
+        queue.requests.push_back(r);
+        drop(queue);
+        self.ready.notify_one();
+        true
+    }
+
+    /// The next request, oldest first. Cancel-safe: a request is taken
+    /// only when this returns it, and a wakeup missed by a dropped wait
+    /// is kept as `Notify`'s permit.
+    async fn recv(&self) -> Request {
+        loop {
+            if let Some(r) = self.pop() {
+                return r;
+            }
+            self.ready.notified().await;
+        }
+    }
+
+    fn pop(&self) -> Option<Request> {
+        let mut queue = self.lock();
+        let r = queue.requests.pop_front();
+        if queue.requests.is_empty() && queue.requests.capacity() > 0 {
+            queue.requests = Default::default();
+        }
+        r
+    }
+}
+
+/// The driver's end of the [`Inbox`]: dropped with the driver, it closes
+/// the inbox and drops what waits there, so that every caller still
+/// waiting on a reply hears that the supervisor stopped.
+struct InboxRx(Arc<Inbox>);
+
+impl InboxRx {
+    async fn recv(&self) -> Request {
+        self.0.recv().await
+    }
+}
+
+impl Drop for InboxRx {
+    fn drop(&mut self) {
+        let left = {
+            let mut queue = self.0.lock();
+            queue.closed = true;
+            std::mem::take(&mut queue.requests)
+        };
+        // Outside the lock: dropping a request's reply sender wakes its caller.
+        drop(left);
+    }
+}
+
 struct Shared {
-    /// Boxed: an unbounded channel allocates its first 32 slots up front,
-    /// and a `Request` is 144 bytes (4.6 KiB per idle supervisor).
-    requests: mpsc::UnboundedSender<Box<Request>>,
+    requests: Arc<Inbox>,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     notices: Arc<NoticeHub>,
     cancel: CancellationToken,
@@ -656,10 +737,13 @@ impl Supervisor {
     }
 
     fn request(&self, r: Request) -> Result<(), CdpCallError> {
-        self.shared
-            .requests
-            .send(Box::new(r))
-            .map_err(|_| CdpCallError::NotConnected("the supervisor has stopped".into()))
+        if self.shared.requests.send(r) {
+            Ok(())
+        } else {
+            Err(CdpCallError::NotConnected(
+                "the supervisor has stopped".into(),
+            ))
+        }
     }
 
     /// The current connection, for reads that must not wait on the event

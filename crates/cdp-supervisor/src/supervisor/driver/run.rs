@@ -66,7 +66,7 @@ pub(super) struct Driver {
     pub(super) next_ticket: u64,
     pub(super) snapshot: watch::Sender<Arc<Snapshot>>,
     pub(super) notices: Arc<NoticeHub>,
-    pub(super) requests: mpsc::UnboundedReceiver<Box<Request>>,
+    pub(super) requests: InboxRx,
     /// The connection's new status, announced after the publish that shows
     /// it: whoever the notice wakes reads a snapshot that already says it.
     pub(super) connection_owed: Option<ConnectionStatus>,
@@ -152,7 +152,7 @@ impl Driver {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
-                Some(req) = self.requests.recv() => self.on_request(*req),
+                req = self.requests.recv() => self.on_request(req),
                 // The Chromium we launched is dead: its endpoint will never
                 // come back, so there is nothing to wait for.
                 _ = tokio::time::sleep(LOCAL_EXIT_CHECK), if self.reconnect.is_some() && self.local.is_some() => {
