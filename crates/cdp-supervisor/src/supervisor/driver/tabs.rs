@@ -140,46 +140,40 @@ impl Supervisor {
         let mut snaps = self.subscribe();
         let before = self.dialogs_before();
         let reply = self.send_agent(Target::Session(session), "Page.close", json!({}), timeout);
-        match self.race_dialogs_since(before, reply, false).await {
-            // Between documents (a tab just created on about:blank and sent
-            // to its URL) Chromium's page answers "Not attached to an active
-            // page"; there is no beforeunload to run then: close the target.
+        let closed = self.race_dialogs_since(before, reply, false).await;
+        // Between documents (a tab just created on about:blank and sent to
+        // its URL) Chromium's page answers "Not attached to an active page";
+        // a page whose script never yields answers nothing. Neither runs a
+        // beforeunload: close the target, as Chromium's "Exit page" would.
+        let no_page = match &closed {
             Ok(Err(AgentCallError::Command(CommandError::Protocol {
                 code: -32000,
                 message,
                 ..
-            }))) if message.contains(NOT_ATTACHED) => {
-                let reply = self.send_agent(
-                    Target::Browser,
-                    "Target.closeTarget",
-                    json!({ "targetId": target_id }),
-                    timeout,
-                );
-                if let Err(AgentCallError::Command(c)) = reply.await {
-                    return Err(CdpCallError::Command(c));
+            }))) => message.contains(NOT_ATTACHED),
+            Ok(Err(AgentCallError::Command(CommandError::Timeout { .. }))) => true,
+            _ => false,
+        };
+        if no_page {
+            let reply = self.send_agent(
+                Target::Browser,
+                "Target.closeTarget",
+                json!({ "targetId": target_id }),
+                timeout,
+            );
+            if let Err(AgentCallError::Command(c)) = reply.await {
+                return Err(CdpCallError::Command(c));
+            }
+        } else {
+            match closed {
+                Ok(Err(AgentCallError::Command(c))) => return Err(CdpCallError::Command(c)),
+                Ok(Err(AgentCallError::Stopped)) => {
+                    return Err(CdpCallError::NotConnected(
+                        "the supervisor has stopped".into(),
+                    ));
                 }
+                Ok(Ok(_)) | Err(_) => {}
             }
-            // A page whose script never yields answers nothing, and runs no
-            // beforeunload either: close the target, as Chromium's "Exit
-            // page" would.
-            Ok(Err(AgentCallError::Command(CommandError::Timeout { .. }))) => {
-                let reply = self.send_agent(
-                    Target::Browser,
-                    "Target.closeTarget",
-                    json!({ "targetId": target_id }),
-                    timeout,
-                );
-                if let Err(AgentCallError::Command(c)) = reply.await {
-                    return Err(CdpCallError::Command(c));
-                }
-            }
-            Ok(Err(AgentCallError::Command(c))) => return Err(CdpCallError::Command(c)),
-            Ok(Err(AgentCallError::Stopped)) => {
-                return Err(CdpCallError::NotConnected(
-                    "the supervisor has stopped".into(),
-                ));
-            }
-            Ok(Ok(_)) | Err(_) => {}
         }
         // Chromium replies before the tab is gone: wait (bounded) until it
         // is, or until one of its dialogs (its beforeunload) holds the close.
