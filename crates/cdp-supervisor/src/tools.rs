@@ -1281,49 +1281,26 @@ impl AgentSession {
         self.detached.store(false, Ordering::SeqCst);
         let s = self.supervisor().await?;
         let before = tab_ids(&s);
-        // A page whose script never yields holds the navigation for good:
-        // asked every BUSY_PROBE_EVERY, a page that answers nothing twice in
-        // a row (a heavy page's script may hold its thread for a while)
-        // ends the wait early (the navigation, not the page, goes on waiting).
-        let until_busy = async {
-            loop {
-                tokio::time::sleep(BUSY_PROBE_EVERY).await;
-                if !s.page_answers(PAGE_ANSWER_WAIT).await
-                    && !s.page_answers(PAGE_ANSWER_WAIT).await
-                {
-                    return;
-                }
-            }
-        };
-        let (outcome, busy) = tokio::select! {
-            o = s.navigate(url, NAVIGATE_TIMEOUT) => {
-                let o = o?;
-                let busy = matches!(o, NavigateOutcome::LoadTimeout)
-                    && !s.page_answers(PAGE_ANSWER_WAIT).await;
-                (o, busy)
-            }
-            () = until_busy => (NavigateOutcome::LoadTimeout, true),
-        };
+        let outcome = s.navigate(url, NAVIGATE_TIMEOUT).await?;
         let snap = s.snapshot();
         let (live_url, title) = live_url_title(&s, &snap).await;
-        let download_note;
         let (status, note) = match &outcome {
             NavigateOutcome::Loaded => ("loaded", None),
-            NavigateOutcome::Download(name) => {
-                download_note = format!(
+            NavigateOutcome::Download(name) => (
+                "loaded",
+                Some(format!(
                     "the URL is a download ({}): the page did not change; browser_wait(event:\"download_done\") waits for the file",
                     crate::supervisor::wording::cut(name)
-                );
-                ("loaded", Some(download_note.as_str()))
-            }
+                )),
+            ),
             NavigateOutcome::DialogPending(_) => (
                 "dialog_pending",
-                Some("a dialog blocks the page: answer it with browser_dialog"),
+                Some("a dialog blocks the page: answer it with browser_dialog".to_owned()),
             ),
-            NavigateOutcome::LoadTimeout if busy => ("load_timeout", Some(BUSY_PAGE_NOTE)),
+            NavigateOutcome::Busy => ("load_timeout", Some(BUSY_PAGE_NOTE.to_owned())),
             NavigateOutcome::LoadTimeout => (
                 "load_timeout",
-                Some("the page did not finish loading within 30 s"),
+                Some("the page did not finish loading within 30 s".to_owned()),
             ),
         };
         let pending: List<PendingDialog> = match outcome {
@@ -2010,15 +1987,6 @@ fn tab_ids(s: &Supervisor) -> Vec<String> {
     tabs.chain(snap.downloads.iter().map(|d| d.id.clone()))
         .collect()
 }
-
-/// How long `browser_navigate` asks a page that did not load whether it
-/// answers at all ([`Supervisor::page_answers`]).
-const PAGE_ANSWER_WAIT: Duration = Duration::from_secs(3);
-
-/// How often `browser_navigate` asks whether the page answers while the
-/// navigation has not loaded: a script may run this long and still be a
-/// page that yields.
-const BUSY_PROBE_EVERY: Duration = Duration::from_secs(8);
 
 /// `browser_navigate`'s note when the page it leaves answers nothing.
 pub const BUSY_PAGE_NOTE: &str = "the page's script has not yielded for seconds (a busy loop): its renderer answers nothing, so Chromium neither leaves nor loads it. browser_tabs close closes the tab anyway; then browser_tabs new opens a fresh one";

@@ -299,6 +299,9 @@ pub enum NavigateOutcome {
     /// change. Holds the download's `suggested_filename`; the snapshot's
     /// `downloads` lists it.
     Download(String),
+    /// The page left answers nothing (its script never yields), so
+    /// Chromium neither leaves nor loads it ([`Supervisor::page_is_busy`]).
+    Busy,
 }
 
 /// Why an agent's command sent through the driver (`Supervisor::send_agent`) has no result.

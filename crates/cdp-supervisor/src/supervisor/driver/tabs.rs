@@ -289,8 +289,36 @@ impl Supervisor {
     /// (during load, or a `beforeunload` of the page being left); dialogs
     /// already pending when it starts do not count — this navigation
     /// releases them. A navigation error (`errorText`) is a
-    /// [`CommandError::Protocol`] with code 0.
+    /// [`CommandError::Protocol`] with code 0. A page that stops answering
+    /// ([`Supervisor::page_is_busy`], asked every [`BUSY_PROBE_EVERY`] and
+    /// at the deadline) holds the navigation for good: the wait ends with
+    /// [`NavigateOutcome::Busy`] (the navigation, not the page, goes on).
     pub async fn navigate(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<NavigateOutcome, CdpCallError> {
+        let until_busy = async {
+            loop {
+                tokio::time::sleep(BUSY_PROBE_EVERY).await;
+                if self.page_is_busy().await {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            outcome = self.navigate_and_load(url, timeout) => match outcome? {
+                NavigateOutcome::LoadTimeout if self.page_is_busy().await => {
+                    Ok(NavigateOutcome::Busy)
+                }
+                outcome => Ok(outcome),
+            },
+            () = until_busy => Ok(NavigateOutcome::Busy),
+        }
+    }
+
+    /// [`Supervisor::navigate`] without the busy page's watch.
+    async fn navigate_and_load(
         &self,
         url: &str,
         timeout: Duration,
@@ -395,10 +423,18 @@ impl Supervisor {
         tokio::time::timeout_at(until, found).await.ok().flatten()
     }
 
+    /// Whether the current tab's page answered none of two trivial
+    /// `Runtime.evaluate`s in a row, [`PAGE_ANSWER_WAIT`] each. A page whose
+    /// script never yields (a busy loop) answers nothing: Chromium then
+    /// neither leaves nor loads it. Two, because a heavy page's script may
+    /// hold its thread for a while as it loads.
+    pub async fn page_is_busy(&self) -> bool {
+        !self.page_answers(PAGE_ANSWER_WAIT).await && !self.page_answers(PAGE_ANSWER_WAIT).await
+    }
+
     /// Whether the current tab's page answers a trivial `Runtime.evaluate`
-    /// within `within`. A page whose script never yields (a busy loop)
-    /// answers nothing: Chromium then neither leaves nor loads it.
-    pub async fn page_answers(&self, within: Duration) -> bool {
+    /// within `within`.
+    async fn page_answers(&self, within: Duration) -> bool {
         let Ok((_, session)) = self.route(None, None, false).await else {
             return true; // no page to ask (crashed, closed): not a busy one
         };
@@ -502,6 +538,14 @@ impl Supervisor {
         }
     }
 }
+
+/// How long [`Supervisor::page_is_busy`] waits for each answer.
+pub const PAGE_ANSWER_WAIT: Duration = Duration::from_secs(3);
+
+/// How often [`Supervisor::navigate`] asks whether the page answers while
+/// the navigation has not loaded: a script may run this long and still be a
+/// page that yields.
+pub const BUSY_PROBE_EVERY: Duration = Duration::from_secs(8);
 
 /// How long a navigation Chromium aborted waits for the download it may
 /// have become to show in the snapshot.
