@@ -1620,8 +1620,7 @@ pub fn http_router(
     let guard = Arc::new(RequestGuard {
         bound,
         token: options.token.clone(),
-        sessions: sessions.clone(),
-        handles: tasks.handles().clone(),
+        tasks: tasks.clone(),
         max_sessions: options.max_sessions,
         creating: tokio::sync::Mutex::new(()),
         idle,
@@ -1660,10 +1659,9 @@ fn host_literal(ip: IpAddr) -> String {
 struct RequestGuard {
     bound: SocketAddr,
     token: Option<String>,
-    /// rmcp's live sessions (for the count).
-    sessions: Arc<LocalSessionManager>,
-    /// The 2026-07-28 task handles (counted with the sessions).
-    handles: Arc<Handles>,
+    /// The tasks: its 2025-11-25 sessions and 2026-07-28 handles are
+    /// counted together against `max_sessions`.
+    tasks: Arc<Tasks>,
     max_sessions: usize,
     /// Held while a request that may create a session runs, so that two
     /// concurrent `initialize` calls cannot both take the last place.
@@ -2018,8 +2016,8 @@ async fn in_session(guard: &RequestGuard, id: &str, request: Request, next: Next
 /// session it creates starts in flight like any of its requests.
 async fn new_session(guard: &RequestGuard, request: Request, next: Next) -> Response {
     let one_at_a_time = guard.creating.lock().await;
-    let sessions = guard.sessions.sessions.read().await.len();
-    let handles = guard.handles.len();
+    let sessions = guard.tasks.sessions_open().await;
+    let handles = guard.tasks.handles().len();
     let live = sessions + handles;
     if live >= guard.max_sessions {
         tracing::warn!(
@@ -2082,8 +2080,14 @@ mod tests {
         RequestGuard {
             bound: bound.parse().unwrap(),
             token: token.map(str::to_owned),
-            sessions: Default::default(),
-            handles: Handles::new(DEFAULT_MAX_SESSIONS, DEFAULT_IDLE_TIMEOUT),
+            tasks: Tasks::new(
+                Registry::new(),
+                Config::default(),
+                None,
+                None,
+                DEFAULT_MAX_SESSIONS,
+                DEFAULT_IDLE_TIMEOUT,
+            ),
             max_sessions: DEFAULT_MAX_SESSIONS,
             creating: Default::default(),
             idle: Default::default(),
