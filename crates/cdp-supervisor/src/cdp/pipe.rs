@@ -432,19 +432,12 @@ async fn read_pipe(mut pipe: tokio::net::unix::pipe::Receiver, hub: Arc<Hub>) {
     // Bytes of `buf` known to hold no NUL.
     let mut scanned = 0;
     let why = loop {
-        let len = buf.len();
-        buf.resize(len + READ_SIZE, 0);
-        let read = pipe.read(&mut buf[len..]).await;
-        match read {
-            Ok(0) => {
-                buf.truncate(len);
-                break "the browser closed its pipe (it exited)".to_owned();
-            }
-            Ok(n) => buf.truncate(len + n),
-            Err(e) => {
-                buf.truncate(len);
-                break format!("reading the browser's pipe: {e}");
-            }
+        // Read into spare room: nothing is zeroed first.
+        buf.reserve(READ_SIZE);
+        match pipe.read_buf(&mut buf).await {
+            Ok(0) => break "the browser closed its pipe (it exited)".to_owned(),
+            Ok(_) => {}
+            Err(e) => break format!("reading the browser's pipe: {e}"),
         }
         let mut start = 0;
         while let Some(at) = buf[scanned..].iter().position(|&b| b == 0) {
@@ -459,8 +452,8 @@ async fn read_pipe(mut pipe: tokio::net::unix::pipe::Receiver, hub: Arc<Hub>) {
         if buf.len() > MAX_FRAME {
             break format!("a frame on the browser's pipe passed {MAX_FRAME} bytes");
         }
-        if buf.is_empty() {
-            // Give a large frame's room back.
+        if buf.is_empty() && buf.capacity() > 2 * READ_SIZE {
+            // Give a large frame's room back; the usual room is kept.
             buf = Vec::new();
         }
     };
