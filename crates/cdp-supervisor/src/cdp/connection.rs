@@ -1317,8 +1317,9 @@ fn dispatch(
     match message::decode_routed(text, |m| filter.is_none_or(|wanted| wanted(m))) {
         Ok(None) => {}
         Ok(Some(Routed::Event(mut event))) => {
-            if shared.root.is_some()
-                && event.session_id() == shared.root.as_ref().map(SessionId::as_str)
+            // A pipe link's own browser session stands for the browser.
+            if let Some(root) = &shared.root
+                && event.session_id() == Some(root.as_str())
             {
                 event.clear_session();
             }
